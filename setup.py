@@ -1,0 +1,3 @@
+from setuptools import setup
+
+setup(cffi_modules=["imij_plugins/_build.py:ffibuilder"])

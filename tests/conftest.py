@@ -1,0 +1,22 @@
+"""Shared fixtures: every kernel test runs once per backend (python-zstandard's make_cffi pattern)."""
+
+from __future__ import annotations
+
+import os
+from typing import Iterator
+
+import pytest
+
+from imij_plugins import _backend
+
+
+@pytest.fixture(params=["c", "python"])
+def backend(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Run the test on the C kernels and again on the Python references."""
+    name = request.param
+    if name not in _backend.available():
+        if os.environ.get("IMIJ_REQUIRE_C") == "1":
+            pytest.fail("the C kernels were not built (IMIJ_REQUIRE_C=1)")
+        pytest.skip("C kernels not built")
+    with _backend.use(name):
+        yield name
