@@ -1,9 +1,25 @@
-"""imij_plugins: the IMI image format (.imi) and IMIJ-Set archives for Python."""
+"""imij_plugins: the IMI image format (.imi) and IMIJ-Set archives for Python.
+
+``open``/``read``/``write`` are the core API; the Pillow and imageio adapters call them.
+"""
 
 from imij_plugins import _backend
+from imij_plugins.api import ImijFile, Limits, encode, open, read, write
 from imij_plugins.errors import Corrupt, ImijError, TooLarge, Unsupported
 
-__all__ = ["Corrupt", "ImijError", "TooLarge", "Unsupported", "backend"]
+__all__ = [
+    "Corrupt",
+    "ImijError",
+    "ImijFile",
+    "Limits",
+    "TooLarge",
+    "Unsupported",
+    "backend",
+    "encode",
+    "open",
+    "read",
+    "write",
+]
 
 
 def __getattr__(name: str) -> str:

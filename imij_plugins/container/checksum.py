@@ -1,0 +1,91 @@
+"""The file checksum cSUM (1.4): XXH3-64 digests of 2^k-byte pieces of the file without the chunk."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import xxhash
+
+from imij_plugins.container.chunks import Chunk, encode_chunk, CSUM
+from imij_plugins.errors import Corrupt
+from imij_plugins.wire.cursor import Cursor
+from imij_plugins.wire.varint import encode_varint
+
+ALGO_XXH3_64 = 0
+MIN_K, MAX_K = 10, 40
+
+
+@dataclass(frozen=True)
+class PieceTable:
+    """A parsed cSUM payload."""
+
+    algo: int
+    width: int
+    k: int
+    covered_len: int
+    digests: bytes
+
+    def digest(self, i: int) -> int:
+        return int.from_bytes(self.digests[i * self.width : (i + 1) * self.width], "little")
+
+
+def read_piece_table(payload: memoryview, file_len: int, chunk_size: int) -> PieceTable:
+    """Parse and check a cSUM payload (1.4 Validation) against the file it sits in."""
+    cur = Cursor(payload, what="cSUM")
+    algo, width, k = cur.u8("algo"), cur.u8("width"), cur.u8("piece_log2")
+    covered = cur.varint("covered_len")
+    if width not in (4, 8):
+        raise Corrupt(f"cSUM width {width}")
+    if not MIN_K <= k <= MAX_K:
+        raise Corrupt(f"cSUM piece_log2 {k} outside 10 ..= 40")
+    if covered == 0 or covered != file_len - chunk_size:
+        raise Corrupt("cSUM covered_len is not the file length without the chunk")
+    pieces = (covered + (1 << k) - 1) >> k
+    if cur.remaining() != pieces * width:
+        raise Corrupt("cSUM digest count")
+    return PieceTable(algo, width, k, covered, bytes(cur.take(pieces * width)))
+
+
+def piece_digest(buf: bytes | bytearray | memoryview, chunk: Chunk, index: int, k: int, width: int) -> int:
+    """XXH3-64 (seed 0) of covered piece ``index``: the file with the cSUM chunk cut out (1.4)."""
+    view = memoryview(buf)
+    lo, hi = index << k, (index + 1) << k
+    h = xxhash.xxh3_64()
+    # covered offsets below chunk.start are file offsets; the rest shift by the chunk's size
+    if lo < chunk.start:
+        h.update(view[lo : min(hi, chunk.start)])
+    if hi > chunk.start:
+        h.update(view[max(lo, chunk.start) + chunk.size : min(hi, len(buf) - chunk.size) + chunk.size])
+    value = h.intdigest()
+    return value if width == 8 else value & 0xFFFFFFFF
+
+
+def verify_pieces(buf: bytes | bytearray | memoryview, chunk: Chunk, table: PieceTable, upto: int | None = None) -> None:
+    """Check every piece (or those under covered offsets below ``upto``); a mismatch is Corrupt."""
+    if table.algo != ALGO_XXH3_64:
+        return  # 1.4: another algo byte, the chunk is skipped
+    count = (table.covered_len + (1 << table.k) - 1) >> table.k
+    if upto is not None:
+        count = min(count, (upto + (1 << table.k) - 1) >> table.k)
+    for i in range(count):
+        if piece_digest(buf, chunk, i, table.k, table.width) != table.digest(i):
+            raise Corrupt("file checksum mismatch")
+
+
+def choose_piece_log2(file_len: int) -> int:
+    """1.4 Choosing k: one piece up to 64 KiB, at most 16 pieces up to 16 MiB, else 1 MiB pieces."""
+    if file_len <= 1 << 16:
+        return max(MIN_K, (max(file_len, 1) - 1).bit_length())
+    if file_len <= 1 << 24:
+        return max(16, ((file_len + 15) // 16 - 1).bit_length())
+    return 20
+
+
+def make_piece_table(covered: bytes, k: int) -> bytes:
+    """The cSUM chunk (tag, length, payload) for a file whose covered bytes are ``covered``."""
+    digests = b"".join(
+        xxhash.xxh3_64_intdigest(covered[i : i + (1 << k)]).to_bytes(8, "little")
+        for i in range(0, len(covered), 1 << k)
+    )
+    payload = bytes([ALGO_XXH3_64, 8, k]) + encode_varint(len(covered)) + digests
+    return encode_chunk(CSUM, payload)

@@ -1,0 +1,47 @@
+"""Units (2.3, 2.7): stripes of H rows split into column groups of G columns, stripe-major."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """The unit grid a payload head fixes for an image of ``width`` x ``height``."""
+
+    width: int
+    height: int
+    stripe_rows: int
+    group_cols: int  # 0: one group, the whole width
+
+    @property
+    def stripes(self) -> int:
+        return -(-self.height // self.stripe_rows)
+
+    @property
+    def groups(self) -> int:
+        return -(-self.width // self.group_cols) if self.group_cols else 1
+
+    @property
+    def unit_count(self) -> int:
+        """R, the number of main unit records (2.7)."""
+        return self.stripes * self.groups
+
+    def unit_rect(self, index: int) -> tuple[int, int, int, int]:
+        """Unit ``index``'s ``(x, y, w, h)``: stripe-major, then column group (2, 2.3)."""
+        stripe, group = divmod(index, self.groups)
+        y = stripe * self.stripe_rows
+        h = min(self.stripe_rows, self.height - y)
+        if not self.group_cols:
+            return 0, y, self.width, h
+        x = group * self.group_cols
+        return x, y, min(self.group_cols, self.width - x), h
+
+    def units_in(self, x: int, y: int, w: int, h: int) -> list[int]:
+        """The indices of the units a region ``(x, y, w, h)`` overlaps."""
+        s0, s1 = y // self.stripe_rows, (y + h - 1) // self.stripe_rows
+        if self.group_cols:
+            g0, g1 = x // self.group_cols, (x + w - 1) // self.group_cols
+        else:
+            g0 = g1 = 0
+        return [s * self.groups + g for s in range(s0, s1 + 1) for g in range(g0, g1 + 1)]

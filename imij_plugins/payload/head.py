@@ -1,0 +1,150 @@
+"""The lossless payload head (section 2): presence, lanes, stripes, groups, maps, models, records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from imij_plugins.container.header import Header
+from imij_plugins.errors import Corrupt, Unsupported
+from imij_plugins.payload.geometry import Geometry
+from imij_plugins.registry.features import FeatureId
+from imij_plugins.wire.cursor import Cursor
+from imij_plugins.wire.records import Record, read_records
+
+# 2: head presence bits
+PRESENT_PALETTE = 1 << 0
+PRESENT_RECORDS = 1 << 1
+PRESENT_QUICK = 1 << 3
+PRESENT_BIT_SMART = 1 << 4
+PRESENT_KNOWN = PRESENT_PALETTE | PRESENT_RECORDS | PRESENT_QUICK | PRESENT_BIT_SMART
+
+# 2: head record ids
+REC_UNIT_TABLE = 10
+REC_UNIT_RESERVE = 12
+REC_NEAR = 19
+REC_BILEVEL = 25
+REC_TEMPLATE = 35
+REC_ORDINALS = 37
+_GATES = {REC_NEAR: FeatureId.NEAR_LOSSLESS, REC_BILEVEL: FeatureId.BILEVEL, REC_TEMPLATE: FeatureId.TEMPLATE_PALETTES}
+
+
+@dataclass(frozen=True)
+class ChannelMap:
+    """One coded channel's map (2.1): mode, coded bits, value and, for mode 9, its value table."""
+
+    mode: int
+    bits: int
+    value: int
+    table: tuple[int, ...] = ()
+
+
+@dataclass
+class LosslessHead:
+    """A parsed lossless head; ``end`` is where the first unit record starts."""
+
+    present: int
+    lanes: int
+    geometry: Geometry
+    maps: list[ChannelMap] = field(default_factory=list)
+    models: bytes = b""
+    records: list[Record] = field(default_factory=list)
+    end: int = 0
+
+    @property
+    def quick(self) -> bool:
+        return bool(self.present & PRESENT_QUICK)
+
+    @property
+    def bit_smart(self) -> bool:
+        return bool(self.present & PRESENT_BIT_SMART)
+
+    def record(self, rid: int) -> Record | None:
+        return next((r for r in self.records if r.id == rid), None)
+
+    @property
+    def ordinals(self) -> bool:
+        """Head record 37: main unit records start with their ordinal (2.7)."""
+        return self.record(REC_ORDINALS) is not None
+
+
+def coded_channels(header: Header) -> int:
+    """2.1: 64-bit samples code each channel as a hi and a lo 32-bit word."""
+    n = header.channel_count
+    return 2 * n if header.sample_type.bits == 64 else n
+
+
+def read_lossless_head(cur: Cursor, header: Header) -> LosslessHead:
+    """Parse and check the head of a lossless DATA payload of the image ``header`` describes."""
+    features = header.features
+    present = cur.varint("head present")
+    if present & ~PRESENT_KNOWN:  # 2: other bits Unsupported
+        raise Unsupported(f"lossless head presence bits 0x{present & ~PRESENT_KNOWN:x}")
+    quick = bool(present & PRESENT_QUICK)
+    if quick and FeatureId.QUICK_PIXELS not in features:  # 0.1: gated syntax
+        raise Corrupt("quick-pixel head bit without feature quick_pixels")
+    if present & PRESENT_BIT_SMART and (not quick or FeatureId.QUICK_BIT_SMARTS not in features):
+        raise Corrupt("bit-smart head bit without head bit 3 or feature quick_bit_smarts")  # 2.13.1
+    if quick and present & PRESENT_PALETTE:  # 2.13: palette syntax must not accompany quick coding
+        raise Corrupt("palette stripes with quick-pixel units")
+    lanes = cur.u8("lanes")
+    if not 1 <= lanes <= 16:  # 2
+        raise Corrupt(f"lanes {lanes} outside 1 ..= 16")
+    if quick and lanes != 1:  # 2.13: lanes MUST be 1
+        raise Corrupt(f"quick-pixel head with {lanes} lanes")
+    stripe_rows = cur.varint("stripe_rows")
+    if stripe_rows == 0:
+        raise Corrupt("stripe_rows is 0")
+    group_cols = cur.varint("group_cols")
+    if group_cols and not 1 <= group_cols <= header.width - 1:  # 2, 2.3
+        raise Corrupt(f"group_cols {group_cols} outside 1 ..= width - 1")
+    head = LosslessHead(present, lanes, Geometry(header.width, header.height, stripe_rows, group_cols))
+    if not quick:  # 2.13: maps, models_len and models are absent in quick payloads
+        head.maps = [_read_map(cur, header) for _ in range(coded_channels(header))]
+        head.models = bytes(cur.take(cur.varint("models_len"), "models"))
+    if present & PRESENT_RECORDS:
+        head.records = read_records(cur.sub(cur.varint("records_len"), "head records"))
+        _check_head_records(head, features)
+    head.end = cur.pos
+    return head
+
+
+def _read_map(cur: Cursor, header: Header) -> ChannelMap:
+    """2.1: mode u8, bits u8, value (u16, or u32 for 32- and 64-bit samples), mode 9's table."""
+    mode = cur.u8("map mode")
+    if mode > 9:  # 0.3: map mode is closed
+        raise Corrupt(f"channel map mode {mode}")
+    bits = cur.u8("map bits")
+    value = cur.uint_le(4 if header.sample_type.bits >= 32 else 2, "map value")
+    table: tuple[int, ...] = ()
+    if mode == 9:
+        if FeatureId.VALUE_TABLES not in header.features:
+            raise Corrupt("map mode 9 without feature value_tables")
+        if value >= 65536:
+            raise Corrupt("value table with more than 65536 entries")
+        entries = [cur.varint("value table entry")]
+        for _ in range(value):
+            entries.append(entries[-1] + 1 + cur.varint("value table entry"))
+        table = tuple(entries)
+    return ChannelMap(mode, bits, value, table)
+
+
+def _check_head_records(head: LosslessHead, features: frozenset[int]) -> None:
+    """2 and 2.7: known ids, their gates, and the records quick payloads must not carry."""
+    for rec in head.records:
+        rid = rec.id
+        if rid in _GATES:
+            if _GATES[rid] not in features:  # 0.1: gated syntax without its feature
+                raise Corrupt(f"head record {rid} without feature {_GATES[rid].name.lower()}")
+            if head.quick:  # 2.13: near-lossless and bilevel syntax must not accompany quick coding
+                raise Corrupt(f"head record {rid} in a quick-pixel payload")
+        elif rid == REC_ORDINALS:
+            if FeatureId.UNIT_ORDINALS not in features:
+                raise Corrupt("head record 37 without feature unit_ordinals")  # 2.7
+            if rec.payload:
+                raise Corrupt("head record 37 with a non-empty payload")  # 2.7
+        elif rid in (REC_UNIT_TABLE, REC_UNIT_RESERVE):
+            continue
+        elif rec.critical:
+            raise Unsupported(f"unknown critical head record {rid}")
+    if head.record(REC_UNIT_TABLE) and head.record(REC_UNIT_RESERVE):
+        raise Corrupt("unit table twice: head records 10 and 12")  # 2.7

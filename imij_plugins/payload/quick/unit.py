@@ -1,0 +1,42 @@
+"""One quick-pixel unit record (2.13): a mode byte, then a raw, packet or bit-smart body."""
+
+from __future__ import annotations
+
+from imij_plugins.errors import Corrupt, Unsupported
+from imij_plugins.payload.quick.bitsmart import decode_bitsmart, encode_bitsmart
+from imij_plugins.payload.quick.packets import decode_packets, encode_packets
+
+MODE_RAW, MODE_PACKETS, MODE_BIT_SMART = 0, 1, 2
+
+
+def decode_quick_unit(
+    body: memoryview, npixels: int, channels: int, word_bytes: int, *, bit_smart: bool
+) -> bytes | bytearray | memoryview:
+    """The unit's samples, interleaved and little-endian, from its record body (after any ordinal)."""
+    if len(body) == 0:
+        raise Corrupt("quick unit: missing mode byte")  # 2.13: missing mode/body bytes are Corrupt
+    mode = body[0]
+    rest = body[1:]
+    if mode == MODE_RAW:
+        if len(rest) != npixels * channels * word_bytes:  # 2.13: exactly w*h*C*sample_bytes
+            raise Corrupt("quick unit: raw body has the wrong length")
+        return rest
+    if mode == MODE_PACKETS:
+        return decode_packets(rest, npixels, channels, word_bytes)
+    if mode == MODE_BIT_SMART:
+        if not bit_smart:  # 2.13.1: a mode-2 unit without head bit 4 is Corrupt
+            raise Corrupt("quick unit: bit-smart mode without head bit 4")
+        return decode_bitsmart(rest, npixels, channels, word_bytes)
+    raise Unsupported(f"quick unit mode {mode}")  # 2.13: other modes are Unsupported
+
+
+def encode_quick_unit(pixels: bytes, npixels: int, channels: int, word_bytes: int, *, bit_smart: bool) -> bytes:
+    """The smallest valid unit body for ``pixels``: raw, packets, or (when allowed) bit-smart planes."""
+    best = bytes([MODE_RAW]) + pixels
+    candidates = [bytes([MODE_PACKETS]) + encode_packets(pixels, npixels, channels, word_bytes)]
+    if bit_smart:
+        candidates.append(bytes([MODE_BIT_SMART]) + encode_bitsmart(pixels, npixels, channels, word_bytes))
+    for body in candidates:
+        if len(body) < len(best):
+            best = body
+    return best

@@ -1,0 +1,60 @@
+"""LSB-first bit streams (section 0): bit i of the stream is bit (i mod 8) of byte i // 8."""
+
+from __future__ import annotations
+
+from imij_plugins.errors import Corrupt
+
+
+class BitReader:
+    """Reads LSB-first bit fields from a byte buffer; reading past the end is Corrupt."""
+
+    __slots__ = ("buf", "bitpos", "bitend", "what")
+
+    def __init__(self, buf: bytes | bytearray | memoryview, what: str = "bit stream"):
+        self.buf = buf
+        self.bitpos = 0
+        self.bitend = len(buf) * 8
+        self.what = what
+
+    def read(self, nbits: int) -> int:
+        """The next ``nbits`` bits as an unsigned integer, first bit least significant."""
+        if nbits < 0 or self.bitpos + nbits > self.bitend:
+            raise Corrupt(f"{self.what}: runs past the end")
+        value = 0
+        done = 0
+        while done < nbits:
+            byte_index, bit = divmod(self.bitpos, 8)
+            take = min(8 - bit, nbits - done)
+            chunk = (self.buf[byte_index] >> bit) & ((1 << take) - 1)
+            value |= chunk << done
+            done += take
+            self.bitpos += take
+        return value
+
+    def bits_left(self) -> int:
+        return self.bitend - self.bitpos
+
+
+class BitWriter:
+    """Writes LSB-first bit fields; ``getvalue`` pads the last byte with zero bits."""
+
+    __slots__ = ("_acc", "_nbits", "_out")
+
+    def __init__(self) -> None:
+        self._acc = 0
+        self._nbits = 0
+        self._out = bytearray()
+
+    def write(self, value: int, nbits: int) -> None:
+        if nbits < 0 or value < 0 or value >> nbits:
+            raise ValueError(f"{value} does not fit {nbits} bits")
+        self._acc |= value << self._nbits
+        self._nbits += nbits
+        while self._nbits >= 8:
+            self._out.append(self._acc & 0xFF)
+            self._acc >>= 8
+            self._nbits -= 8
+
+    def getvalue(self) -> bytes:
+        tail = bytes([self._acc]) if self._nbits else b""
+        return bytes(self._out) + tail

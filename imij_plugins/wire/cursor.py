@@ -1,0 +1,58 @@
+"""A bounded reader over a byte buffer: every read checks the end, so a field never overruns."""
+
+from __future__ import annotations
+
+from imij_plugins.errors import Corrupt
+from imij_plugins.wire.varint import read_varint
+
+
+class Cursor:
+    """Reads fields from ``buf[pos:end]``; any read past ``end`` is Corrupt naming ``what``."""
+
+    __slots__ = ("buf", "pos", "end", "what")
+
+    def __init__(self, buf: bytes | bytearray | memoryview, pos: int = 0, end: int | None = None, what: str = "data"):
+        self.buf = buf
+        self.pos = pos
+        self.end = len(buf) if end is None else end
+        self.what = what
+
+    def remaining(self) -> int:
+        return self.end - self.pos
+
+    def at_end(self) -> bool:
+        return self.pos >= self.end
+
+    def u8(self, field: str = "byte") -> int:
+        if self.pos >= self.end:
+            raise Corrupt(f"{self.what}: {field} runs past the end")
+        value = self.buf[self.pos]
+        self.pos += 1
+        return value
+
+    def varint(self, field: str = "varint") -> int:
+        value, self.pos = read_varint(self.buf, self.pos, self.end, f"{self.what}: {field}")
+        return value
+
+    def take(self, n: int, field: str = "bytes") -> memoryview:
+        """The next ``n`` bytes as a memoryview (no copy)."""
+        if n < 0 or n > self.end - self.pos:
+            raise Corrupt(f"{self.what}: {field} runs past the end")
+        view = memoryview(self.buf)[self.pos : self.pos + n]
+        self.pos += n
+        return view
+
+    def uint_le(self, width: int, field: str = "integer") -> int:
+        return int.from_bytes(self.take(width, field), "little")
+
+    def sub(self, n: int, what: str) -> "Cursor":
+        """A cursor over the next ``n`` bytes, which this cursor skips."""
+        if n < 0 or n > self.end - self.pos:
+            raise Corrupt(f"{self.what}: {what} runs past the end")
+        child = Cursor(self.buf, self.pos, self.pos + n, what)
+        self.pos += n
+        return child
+
+    def expect_end(self, field: str = "trailing bytes") -> None:
+        if self.pos != self.end:
+            raise Corrupt(f"{self.what}: {field}")

@@ -1,0 +1,47 @@
+"""LEB128 varints exactly as section 0 defines them: minimal, at most 10 bytes, values below 2^64."""
+
+from __future__ import annotations
+
+from imij_plugins.errors import Corrupt
+
+MAX_VARINT = (1 << 64) - 1
+
+
+def read_varint(buf: bytes | bytearray | memoryview, pos: int, end: int, what: str = "varint") -> tuple[int, int]:
+    """Read one varint from ``buf[pos:end]``; return ``(value, position after it)``."""
+    value = 0
+    shift = 0
+    start = pos
+    while True:
+        if pos >= end:
+            raise Corrupt(f"{what}: truncated varint")
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            break
+        shift += 7
+        if pos - start == 10:  # 0: at most 10 bytes
+            raise Corrupt(f"{what}: varint longer than 10 bytes")
+    if byte == 0 and pos - start > 1:  # 0: minimal encoding, no trailing zero byte
+        raise Corrupt(f"{what}: non-minimal varint")
+    if value > MAX_VARINT:  # 0: values are unsigned 64-bit
+        raise Corrupt(f"{what}: varint overflows 64 bits")
+    return value, pos
+
+
+def encode_varint(value: int) -> bytes:
+    """The minimal LEB128 encoding of ``value`` (0 ..= 2^64 - 1)."""
+    if not 0 <= value <= MAX_VARINT:
+        raise ValueError(f"varint value out of range: {value}")
+    return encode_leb128(value)
+
+
+def encode_leb128(value: int) -> bytes:
+    """Minimal LEB128 of a non-negative integer of any size (the feature mask uses it past 2^64)."""
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)

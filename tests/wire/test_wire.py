@@ -1,0 +1,140 @@
+"""Section 0 and 1 primitives against the spec's rules, byte for byte."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from imij_plugins.errors import Corrupt
+from imij_plugins.wire import BitReader, BitWriter, Cursor, Record, decode_mask, encode_mask
+from imij_plugins.wire import encode_records, encode_varint, read_records, read_varint
+
+
+@pytest.mark.parametrize(
+    "value, encoded",
+    [(0, "00"), (1, "01"), (127, "7f"), (128, "8001"), (300, "ac02"), (2**64 - 1, "ffffffffffffffffff01")],
+)
+def test_varint_examples(value, encoded):
+    assert encode_varint(value).hex() == encoded
+    assert read_varint(bytes.fromhex(encoded), 0, len(encoded) // 2) == (value, len(encoded) // 2)
+
+
+@given(st.integers(0, 2**64 - 1))
+def test_varint_round_trip(value):
+    data = encode_varint(value)
+    assert read_varint(data, 0, len(data)) == (value, len(data))
+
+
+@pytest.mark.parametrize(
+    "encoded, reason",
+    [
+        ("8000", "non-minimal"),  # 0: a varint of more than one byte whose last byte is zero
+        ("ff00", "non-minimal"),
+        ("80", "truncated"),
+        ("", "truncated"),
+        ("ffffffffffffffffff02", "overflows"),  # above 2^64 - 1
+        ("ffffffffffffffffff8001", "longer than 10"),  # 11 bytes
+    ],
+)
+def test_varint_corrupt(encoded, reason):
+    data = bytes.fromhex(encoded)
+    with pytest.raises(Corrupt, match=reason):
+        read_varint(data, 0, len(data))
+
+
+def test_varint_bounded_by_end():
+    with pytest.raises(Corrupt):
+        read_varint(b"\x80\x01", 0, 1)
+
+
+@pytest.mark.parametrize(
+    "ids, encoded",
+    [
+        (set(), "00"),
+        ({0, 1}, "03"),  # 1.0: features = 3 in one byte
+        ({21}, "80808001"),  # pixel_models, bit 21
+        ({3}, "08"),  # wide_samples
+        ({70}, "80808080808080808080" + "01"),  # an id past 63 goes past a varint's range
+    ],
+)
+def test_mask_examples(ids, encoded):
+    data = bytes.fromhex(encoded)
+    assert encode_mask(ids) == data
+    assert decode_mask(data, 0, len(data)) == (frozenset(ids), len(data))
+
+
+def test_mask_has_no_length_limit():
+    data = encode_mask({200})
+    assert len(data) == 29
+    assert decode_mask(data, 0, len(data))[0] == {200}
+
+
+@pytest.mark.parametrize("encoded", ["8000", "808000"])
+def test_mask_non_minimal(encoded):
+    data = bytes.fromhex(encoded)
+    with pytest.raises(Corrupt, match="non-minimal"):
+        decode_mask(data, 0, len(data))
+
+
+def test_mask_runs_past_header():
+    with pytest.raises(Corrupt, match="past the header"):
+        decode_mask(b"\x80\x80\x01", 0, 2)
+
+
+def test_records_round_trip():
+    records = [Record(2, b"\x0c"), Record(4, b""), Record(10, b"abc")]
+    data = encode_records(records)
+    assert data == bytes.fromhex("02010c0400" "0a03616263")
+    assert read_records(Cursor(data)) == records
+
+
+@pytest.mark.parametrize(
+    "encoded, reason",
+    [
+        ("0200" "0200", "strictly increasing"),  # repeated id
+        ("0400" "0200", "strictly increasing"),  # out of order
+        ("0205aa", "overruns"),  # record longer than its list
+        ("02", "truncated"),  # missing length
+    ],
+)
+def test_records_corrupt(encoded, reason):
+    with pytest.raises(Corrupt, match=reason):
+        read_records(Cursor(bytes.fromhex(encoded)))
+
+
+def test_records_closed_by_enclosing_length():
+    data = bytes.fromhex("0201aa" "0401bb")
+    assert read_records(Cursor(data, 0, 3)) == [Record(2, b"\xaa")]
+
+
+def test_bits_lsb_first():
+    w = BitWriter()
+    w.write(1, 1)
+    w.write(0b10, 2)
+    w.write(0x1F, 5)
+    w.write(0x3, 4)
+    assert w.getvalue() == bytes([0b11111101, 0b0011])
+    r = BitReader(w.getvalue())
+    assert [r.read(1), r.read(2), r.read(5), r.read(4)] == [1, 2, 0x1F, 3]
+    assert r.bits_left() == 4
+    with pytest.raises(Corrupt):
+        r.read(5)
+
+
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 2**40)), max_size=30))
+def test_bits_round_trip(fields):
+    fields = [(n, v & ((1 << n) - 1)) for n, v in fields]
+    w = BitWriter()
+    for n, v in fields:
+        w.write(v, n)
+    r = BitReader(w.getvalue())
+    assert [r.read(n) for n, _ in fields] == [v for _, v in fields]
+
+
+def test_cursor_bounds():
+    cur = Cursor(b"\x01\x02\x03", 0, 2, "thing")
+    assert cur.u8() == 1
+    with pytest.raises(Corrupt, match="thing"):
+        cur.take(2)
+    assert cur.uint_le(1) == 2
+    with pytest.raises(Corrupt):
+        cur.u8()
