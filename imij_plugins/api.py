@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import os
 from dataclasses import dataclass
 from typing import BinaryIO, Union
@@ -37,7 +38,7 @@ def _load(src: Source) -> bytes | bytearray | memoryview:
         return src
     if hasattr(src, "read"):
         return src.read()  # type: ignore[union-attr]
-    with open(os.fspath(src), "rb") as f:  # type: ignore[arg-type]
+    with builtins.open(os.fspath(src), "rb") as f:  # type: ignore[arg-type]
         return f.read()
 
 

@@ -20,3 +20,9 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str]:
         pytest.skip("C kernels not built")
     with _backend.use(name):
         yield name
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Under CI (IMIJ_REQUIRE_C=1) a silent fallback to the Python backend fails the run."""
+    if os.environ.get("IMIJ_REQUIRE_C") == "1" and _backend.lib is None:
+        raise pytest.UsageError("IMIJ_REQUIRE_C=1 but the C kernels were not built")

@@ -380,7 +380,9 @@ def test_backends_agree_and_round_trip(backend, ch, wb):
 def test_truncated_valid_streams(backend, ch, wb):
     # Every strict prefix of a valid stream (cut inside or between any op) ends early.
     rng = np.random.default_rng(7 * ch + wb)
-    for n, px in _images(ch, wb, rng)[:4]:
+    for n, px in _images(ch, wb, rng):
+        n = min(n, 40)  # every op kind within the first 40 pixels; keeps the python side quick
+        px = px[: n * ch * wb]
         stream = encode_packets(px, n, ch, wb)
         for cut in range(len(stream)):
             with pytest.raises(Corrupt) as e:

@@ -1,0 +1,144 @@
+"""The ``imij`` command: ``info``, ``verify`` and ``demo``."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+import tempfile
+import time
+from typing import Sequence
+
+import numpy as np
+
+import imij_plugins
+from imij_plugins.errors import ImijError
+
+
+def _info(path: str) -> None:
+    with imij_plugins.open(path) as f:
+        h = f.header
+        print(f"{path}:")
+        print(f"  size        {f.width} x {f.height}")
+        print(f"  samples     {h.sample_type.name} ({f.dtype}), layout {f.layout} ({f.channels} channels)")
+        print(f"  coding      {'lossless' if h.coding == 0 else 'lossy'}, orientation {h.orientation}, alpha mode {h.alpha_mode}")
+        print(f"  cicp        {'/'.join(map(str, h.effective_cicp))}   sig_bits {list(h.effective_sig_bits)}")
+        print(f"  features    {', '.join(f.features) or 'none'}")
+        print(f"  profiles    {', '.join(f.profiles)}")
+        print(f"  frames      {f.n_frames}")
+        print("  chunks")
+        for tag, size in f.chunks:
+            print(f"    {tag}  {size:>12} bytes")
+        payload = f.payload()
+        g = payload.head.geometry
+        kind = "quick-pixel units" if payload.head.quick else "entropy-coded units"
+        print(f"  DATA        {kind}: {g.unit_count} units ({g.stripes} stripes of {g.stripe_rows} rows x {g.groups} groups)")
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    status = 0
+    for path in args.files:
+        try:
+            _info(path)
+        except (ImijError, OSError) as exc:
+            print(f"{path}: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+            status = 1
+    return status
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    status = 0
+    for path in args.files:
+        try:
+            with imij_plugins.open(path) as f:
+                for index in range(f.n_frames):
+                    f.read(index)
+                print(f"{path}: OK ({f.n_frames} frame{'s' if f.n_frames > 1 else ''}, {f.width}x{f.height} {f.layout} {f.dtype})")
+        except (ImijError, OSError) as exc:
+            print(f"{path}: FAILED: {type(exc).__name__}: {exc}")
+            status = 1
+    return status
+
+
+def _best_of(fn, repeat: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from PIL import Image
+
+    from imij_plugins.samples import SAMPLES
+
+    out_dir = args.out or tempfile.mkdtemp(prefix="imij-demo-")
+    os.makedirs(out_dir, exist_ok=True)
+    print(f"imij demo: backend {imij_plugins.backend}; writing to {out_dir}")
+    print(f"{'sample':<16}{'shape':>16}{'raw':>10}{'IMI':>10}{'PNG':>10}{'IMI enc':>10}{'IMI dec':>10}{'PNG enc':>10}{'PNG dec':>10}")
+    for name, make in SAMPLES.items():
+        image = make()
+        path = os.path.join(out_dir, f"{name}.imi")
+        imij_plugins.write(path, image)
+        encode_s = _best_of(lambda: imij_plugins.encode(image))
+        decode_s = _best_of(lambda: imij_plugins.read(path))
+        back = imij_plugins.read(path)
+        exact = np.array_equal(back.reshape(image.shape).view(np.uint8), image.view(np.uint8))
+        if not exact:
+            print(f"{name}: round trip NOT exact", file=sys.stderr)
+            return 1
+        png = _png_bytes(image)
+        png_size = "-" if png is None else f"{len(png):,}"
+        png_enc = "-" if png is None else f"{_best_of(lambda: _png_bytes(image)) * 1e3:.1f}ms"
+        png_dec = "-" if png is None else f"{_best_of(lambda: Image.open(io.BytesIO(png)).load()) * 1e3:.1f}ms"
+        if png is not None:
+            with open(os.path.join(out_dir, f"{name}.png"), "wb") as f:
+                f.write(png)
+        print(
+            f"{name:<16}{str(image.shape):>16}{image.nbytes:>10,}{os.path.getsize(path):>10,}{png_size:>10}"
+            f"{encode_s * 1e3:>8.1f}ms{decode_s * 1e3:>8.1f}ms{png_enc:>10}{png_dec:>10}"
+        )
+    print(f"all samples round-tripped exactly; files are in {out_dir}")
+    return 0
+
+
+def _png_bytes(image: np.ndarray) -> bytes | None:
+    """PNG of the same image through Pillow, where PNG can hold it (not float samples)."""
+    from PIL import Image
+
+    if image.dtype == np.uint8:
+        pil = Image.fromarray(image)
+    elif image.dtype == np.uint16 and image.ndim == 2:
+        pil = Image.fromarray(image)
+    else:
+        return None
+    buf = io.BytesIO()
+    pil.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="imij", description="Inspect, verify and demonstrate IMI (.imi) files.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("info", help="print the header, features, profiles, chunks and frames of IMI files")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.set_defaults(func=cmd_info)
+    p = sub.add_parser("verify", help="decode every frame of IMI files; exit 0 only when all decode")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.set_defaults(func=cmd_verify)
+    p = sub.add_parser("demo", help="write built-in sample images as IMI and PNG, read them back, compare")
+    p.add_argument("--out", metavar="DIR", help="where to write the files (default: a new temporary folder)")
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""The ``imij`` command: info, verify, demo and --help."""
+
+import numpy as np
+import pytest
+
+import imij_plugins
+from imij_plugins.cli import main
+
+
+@pytest.fixture
+def good(tmp_path):
+    path = tmp_path / "good.imi"
+    imij_plugins.write(path, np.arange(48, dtype=np.uint16).reshape(4, 4, 3), exif=b"II*\x00", stripe_rows=2)
+    return path
+
+
+def test_info(good, capsys):
+    assert main(["info", str(good)]) == 0
+    out = capsys.readouterr().out
+    for expected in ("4 x 4", "u16", "RGB", "quick_pixels", "Lossless 0.1", "eXIf", "DATA", "frames      1", "2 units"):
+        assert expected in out
+
+
+def test_verify_good_and_bad(good, tmp_path, capsys):
+    bad = tmp_path / "bad.imi"
+    bad.write_bytes(good.read_bytes()[:-3])
+    assert main(["verify", str(good)]) == 0
+    assert main(["verify", str(good), str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert "good.imi: OK" in out and "bad.imi: FAILED: Corrupt" in out
+
+
+def test_info_reports_errors(tmp_path, capsys):
+    missing = tmp_path / "missing.imi"
+    assert main(["info", str(missing)]) == 1
+    assert "missing.imi: error" in capsys.readouterr().err
+
+
+def test_demo_writes_and_reads_samples(tmp_path, capsys):
+    assert main(["demo", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "round-tripped exactly" in out and str(tmp_path) in out
+    assert sorted(p.suffix for p in tmp_path.iterdir()).count(".imi") == 4
+    assert main(["verify", *map(str, tmp_path.glob("*.imi"))]) == 0
+
+
+@pytest.mark.parametrize("args", [["--help"], ["info", "--help"], ["verify", "--help"], ["demo", "--help"]])
+def test_help(args, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    assert exc.value.code == 0
+    assert "usage: imij" in capsys.readouterr().out
