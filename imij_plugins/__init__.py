@@ -4,11 +4,12 @@
 """
 
 from imij_plugins import _backend
-from imij_plugins.api import ImijFile, Limits, encode, open, read, write
+from imij_plugins.api import FrameInfo, ImijFile, Limits, encode, open, read, write
 from imij_plugins.errors import Corrupt, ImijError, TooLarge, Unsupported
 
 __all__ = [
     "Corrupt",
+    "FrameInfo",
     "ImijError",
     "ImijFile",
     "Limits",

@@ -16,6 +16,7 @@ IMPLEMENTED: frozenset[int] = frozenset(
         FeatureId.QUICK_PIXELS,
         FeatureId.QUICK_BIT_SMARTS,
         FeatureId.UNIT_ORDINALS,
+        FeatureId.MIXED_PAGES,
     }
 )
 

@@ -1,0 +1,318 @@
+"""``ImijFile``: an opened IMI file — header, chunks, frames and pages — decoded on demand."""
+
+from __future__ import annotations
+
+import builtins
+import os
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import BinaryIO, Iterator, Union
+
+import numpy as np
+
+from imij_plugins.container.animation import KIND_ANIMATION
+from imij_plugins.container.chunks import FRAM
+from imij_plugins.container.file import Container, read_container
+from imij_plugins.container.frames import FrameControl, check_frame, read_frame_control
+from imij_plugins.container.header import Header
+from imij_plugins.errors import Corrupt, TooLarge
+from imij_plugins.payload.data import DataPayload, measure_open_data, read_data
+from imij_plugins.pixels.dtypes import dtype_of
+from imij_plugins.registry.chunks import is_critical, is_safe_to_copy
+from imij_plugins.registry.features import feature_name
+from imij_plugins.registry.profiles import required_profiles
+
+Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO]
+
+DEFAULT_MAX_IMAGE_BYTES = 1 << 32  # 4 GiB of decoded samples per read
+METADATA_TAGS = {b"iCCP": "icc_profile", b"eXIf": "exif", b"xMPp": "xmp"}
+KIND_NAMES = {1: "animation", 2: "pages", 3: "mixed pages", 4: "sequence"}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits checked before any allocation sized by the file."""
+
+    max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES
+
+
+@dataclass(frozen=True)
+class FrameInfo:
+    """Where a frame or page sits and how long it shows (1.3)."""
+
+    index: int
+    duration: Fraction  # seconds
+    x: int
+    y: int
+    width: int
+    height: int
+    uses_previous: bool = False
+    empty: bool = False
+
+
+def load_source(src: Source) -> bytes | bytearray | memoryview:
+    """The bytes of a path, a bytes-like object or a binary file object (read from its position)."""
+    if isinstance(src, (bytes, bytearray, memoryview)):
+        return src
+    if hasattr(src, "read"):
+        return src.read()  # type: ignore[union-attr]
+    with builtins.open(os.fspath(src), "rb") as f:  # type: ignore[arg-type]
+        return f.read()
+
+
+class ImijFile:
+    """An opened IMI file: container checked at open (every frame's header too), pixels on ``read``."""
+
+    def __init__(
+        self,
+        src: Source,
+        *,
+        verify: bool = True,
+        limits: Limits = Limits(),
+        threads: int | None = None,
+        _nested: bool = False,
+    ):
+        self._buf = load_source(src)
+        self.verify = verify
+        self.limits = limits
+        self.threads = threads
+        self.container: Container = read_container(self._buf, verify=verify, measure_open=measure_open_data)
+        self._payload: DataPayload | None = None
+        if _nested and self.container.animation is not None:
+            raise Corrupt("a nested frame or page carries frames of its own")  # 1.3
+        self._frames = self._read_frames()
+        self._canvas: tuple[int, np.ndarray] | None = None  # the last composed animation canvas
+
+    # header information
+    @property
+    def header(self) -> Header:
+        return self.container.header
+
+    @property
+    def width(self) -> int:
+        return self.header.width
+
+    @property
+    def height(self) -> int:
+        return self.header.height
+
+    @property
+    def channels(self) -> int:
+        return self.header.channel_count
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return (self.height, self.width, self.channels)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return dtype_of(self.header.sample)
+
+    @property
+    def layout(self) -> str:
+        return self.header.layout.name
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        """The header's feature set by name (mask plus implied features, 0.1)."""
+        return tuple(feature_name(f) for f in sorted(self.header.features))
+
+    @property
+    def profiles(self) -> list[str]:
+        return required_profiles(self.header.features)
+
+    # frames and pages
+    @property
+    def n_frames(self) -> int:
+        return len(self._frames) + 1
+
+    @property
+    def kind(self) -> str | None:
+        """``"animation"``, ``"pages"``, ``"mixed pages"``, or None for a single image."""
+        anim = self.container.animation
+        return KIND_NAMES[anim.kind] if anim else None
+
+    @property
+    def loop_count(self) -> int:
+        """Animation plays: 0 forever (1.3)."""
+        anim = self.container.animation
+        return anim.loop_count if anim else 0
+
+    def frame_info(self, index: int) -> FrameInfo:
+        """Duration and rectangle of frame or page ``index``."""
+        self._check_index(index)
+        if index == 0:
+            anim = self.container.animation
+            return FrameInfo(0, anim.duration if anim else Fraction(0), 0, 0, self.width, self.height)
+        ctrl, nested = self._frames[index - 1]
+        w, h = (nested.width, nested.height) if nested else (0, 0)
+        return FrameInfo(index, ctrl.duration, ctrl.x0, ctrl.y0, w, h, ctrl.uses_previous, ctrl.empty)
+
+    def page(self, index: int) -> "ImijFile":
+        """Page or frame ``index`` as its own file object (its own header; 0 is this file)."""
+        self._check_index(index)
+        if index == 0:
+            return self
+        nested = self._frames[index - 1][1]
+        if nested is None:
+            raise ValueError(f"frame {index} is empty: it repeats the previous frame")
+        return nested
+
+    def _read_frames(self) -> list[tuple[FrameControl, "ImijFile | None"]]:
+        """Every fRAM parsed and its nested header checked against the outer file at open (1.3, 0.1)."""
+        anim = self.container.animation
+        if anim is None:
+            return []
+        frames = []
+        for chunk in self.container.find(FRAM):
+            ctrl = read_frame_control(self._buf, chunk.payload_start, chunk.end)
+            nested = None
+            if ctrl.image is not None:
+                start, end = ctrl.image
+                nested = ImijFile(memoryview(self._buf)[start:end], verify=self.verify, limits=self.limits, _nested=True)
+            check_frame(anim.kind, ctrl, nested.header if nested else None, self.header)
+            frames.append((ctrl, nested))
+        return frames
+
+    def iter_frames(self) -> Iterator[np.ndarray]:
+        """Every frame (composed canvas) or page in order."""
+        for index in range(self.n_frames):
+            yield self.read(index)
+
+    # metadata
+    @property
+    def chunks(self) -> list[tuple[str, int]]:
+        """Every chunk as ``(tag, whole length)`` in file order."""
+        return [(c.tag.decode("ascii"), c.size) for c in self.container.chunks]
+
+    @property
+    def metadata(self) -> dict[str, object]:
+        """ICC, Exif and XMP payloads under their Pillow info names."""
+        out: dict[str, object] = {}
+        for chunk in self.container.chunks:
+            name = METADATA_TAGS.get(chunk.tag)
+            if name is not None:
+                out[name] = bytes(self.container.payload(chunk))
+        return out
+
+    def extra_chunks(self, *, pixels_changed: bool = False) -> list[tuple[bytes, bytes, str]]:
+        """Ancillary chunks this reader does not interpret, as ``(tag, payload, "before"|"after")``.
+
+        Pass them to ``write(..., chunks=...)`` to carry them into a re-written file; with
+        ``pixels_changed`` only the safe-to-copy ones are kept (1.1, fourth letter).
+        """
+        known = {b"DATA", b"aNIM", b"fRAM", b"cSUM", b"uIDX", *METADATA_TAGS}
+        out = []
+        place = "before"
+        for chunk in self.container.chunks:
+            if chunk.tag == b"DATA":
+                place = "after"
+            elif chunk.tag not in known and not is_critical(chunk.tag):
+                if not pixels_changed or is_safe_to_copy(chunk.tag):
+                    out.append((chunk.tag, bytes(self.container.payload(chunk)), place))
+        return out
+
+    # pixels
+    def payload(self) -> DataPayload:
+        """DATA's parsed head and unit records (parsed once, on first use)."""
+        if self._payload is None:
+            data = self.container.data
+            self._payload = read_data(
+                self._buf,
+                self.header,
+                data.payload_start,
+                data.end if not data.open else len(self._buf),
+                bounded=not data.open,
+                trailing_index=self.container.trailing_index(),
+            )
+        return self._payload
+
+    def read(
+        self, index: int = 0, *, region: tuple[int, int, int, int] | None = None, threads: int | None = None
+    ) -> np.ndarray:
+        """Frame or page ``index`` as an (H, W, C) array of its sample type.
+
+        Animations return the composed canvas after frame ``index`` (1.3). ``region=(x, y, w, h)``
+        decodes only the units that region overlaps (for a still image or a page).
+        """
+        self._check_index(index)
+        threads = threads if threads is not None else self.threads
+        anim = self.container.animation
+        if index and anim is not None and anim.kind == KIND_ANIMATION:
+            canvas = self._compose(index, threads)
+            if region is None:
+                return canvas.copy()
+            x, y, w, h = self._check_region(region, self.width, self.height)
+            return canvas[y : y + h, x : x + w].copy()
+        if index:
+            return self.page(index).read(region=region, threads=threads)
+        return self._read_data(region, threads)
+
+    def _read_data(self, region: tuple[int, int, int, int] | None, threads: int | None) -> np.ndarray:
+        payload = self.payload()
+        if region is None:
+            self._check_size(self.width, self.height)
+            out = np.empty(self.shape, dtype=self.dtype)
+            payload.decode_into(out, threads=threads)
+            return out
+        x, y, w, h = self._check_region(region, self.width, self.height)
+        geometry = payload.head.geometry
+        indices = geometry.units_in(x, y, w, h)
+        x0, y0, _, _ = geometry.unit_rect(indices[0])
+        x1, y1, uw, uh = geometry.unit_rect(indices[-1])
+        self._check_size(x1 + uw - x0, y1 + uh - y0)
+        box = np.empty((y1 + uh - y0, x1 + uw - x0, self.channels), dtype=self.dtype)
+        payload.decode_into(box, indices, threads=threads, origin=(x0, y0))
+        return box[y - y0 : y - y0 + h, x - x0 : x - x0 + w].copy()
+
+    def _compose(self, index: int, threads: int | None) -> np.ndarray:
+        """The animation canvas after frame ``index``: from the last intra frame, or the cached canvas (1.3)."""
+        start = index
+        while start > 0 and self._frames[start - 1][0].uses_previous:
+            start -= 1
+        if self._canvas is not None and start <= self._canvas[0] <= index:
+            start, canvas = self._canvas
+        elif start == 0:
+            canvas = self._read_data(None, threads)
+        else:
+            canvas = self._frames[start - 1][1].read(threads=threads)  # type: ignore[union-attr]
+        for i in range(start + 1, index + 1):
+            ctrl, nested = self._frames[i - 1]
+            if nested is None:
+                continue  # 1.3: an empty frame repeats the previous one
+            image = nested.read(threads=threads)
+            if not ctrl.uses_previous:
+                canvas = image
+            else:
+                canvas[ctrl.y0 : ctrl.y0 + nested.height, ctrl.x0 : ctrl.x0 + nested.width] = image
+        self._canvas = (index, canvas)
+        return canvas
+
+    @staticmethod
+    def _check_region(region: tuple[int, int, int, int], width: int, height: int) -> tuple[int, int, int, int]:
+        x, y, w, h = region
+        if w < 1 or h < 1 or x < 0 or y < 0 or x + w > width or y + h > height:
+            raise ValueError(f"region {region} is not inside the {width}x{height} image")
+        return x, y, w, h
+
+    def _check_index(self, index: int) -> None:
+        if not 0 <= index < self.n_frames:
+            raise IndexError(f"frame {index} out of range (file has {self.n_frames})")
+
+    def _check_size(self, w: int, h: int) -> None:
+        need = w * h * self.channels * self.dtype.itemsize
+        if need > self.limits.max_image_bytes:
+            raise TooLarge(f"decoding {w}x{h} needs {need} bytes, over the limit of {self.limits.max_image_bytes}")
+
+    def close(self) -> None:
+        self._payload = None
+        self._canvas = None
+
+    def __enter__(self) -> "ImijFile":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<ImijFile {self.width}x{self.height} {self.layout} {self.dtype} frames={self.n_frames}>"

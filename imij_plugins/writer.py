@@ -1,0 +1,172 @@
+"""Writing IMI files: a still image, an animation or pages, with metadata chunks (1, 1.3, 2.13)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import BinaryIO, Sequence
+
+import numpy as np
+
+from imij_plugins.container.animation import KIND_ANIMATION, KIND_MIXED_PAGES, KIND_PAGES
+from imij_plugins.container.frames import EMPTY, USES_PREVIOUS
+from imij_plugins.container.header import Header
+from imij_plugins.container.writer import assemble, write_atomic
+from imij_plugins.payload.encode import choose_geometry, encode_quick_payload
+from imij_plugins.pixels.dtypes import as_image_array, layout_code, sample_code
+from imij_plugins.registry.features import FeatureId
+from imij_plugins.registry.samples import PIXEL_MODEL_LAYOUTS, SIGNED_SAMPLE_CODES, WIDE_SAMPLE_CODES
+from imij_plugins.wire.varint import encode_varint
+
+Chunks = Sequence[tuple[bytes, bytes, str]]  # (tag, payload, "before" | "after" DATA)
+KINDS = {"animation": KIND_ANIMATION, "pages": KIND_PAGES}
+
+
+@dataclass(frozen=True)
+class _Coded:
+    """One image coded as header + DATA payload, not yet framed into a file."""
+
+    header: Header
+    payload: bytes
+    head_len: int
+    units: int
+
+
+def _code_image(array: np.ndarray, *, layout, effort, stripe_rows, group_cols, threads) -> _Coded:
+    image = as_image_array(array)
+    height, width, channels = image.shape
+    sample = sample_code(image.dtype)
+    channels_code = layout_code(channels, layout)
+    geometry = choose_geometry(width, height, stripe_rows, group_cols)
+    encoded = encode_quick_payload(image, geometry, bit_smart=effort >= 4, threads=threads)
+    mask = {FeatureId.QUICK_PIXELS}  # 0.1: declare exactly the features used
+    if encoded.uses_bit_smart:
+        mask.add(FeatureId.QUICK_BIT_SMARTS)
+    if sample in SIGNED_SAMPLE_CODES:
+        mask.add(FeatureId.SIGNED_SAMPLES)
+    if sample in WIDE_SAMPLE_CODES:
+        mask.add(FeatureId.WIDE_SAMPLES)
+    if channels_code in PIXEL_MODEL_LAYOUTS:
+        mask.add(FeatureId.PIXEL_MODELS)
+    header = Header(width=width, height=height, sample=sample, channels=channels_code, mask=frozenset(mask))
+    return _Coded(header, encoded.payload, encoded.head_len, geometry.unit_count)
+
+
+def _nested_file(coded: _Coded) -> bytes:
+    """A frame's or page's complete nested file: no metadata, no locator, no checksum (1.0, 1.3)."""
+    return assemble(coded.header, coded.payload, coded.head_len)
+
+
+def _duration(value: float | Fraction) -> bytes:
+    """1.3: varint num, varint den (> 0), seconds."""
+    f = Fraction(value).limit_denominator(1_000_000)
+    if f < 0:
+        raise ValueError(f"negative duration {value}")
+    return encode_varint(f.numerator) + encode_varint(f.denominator)
+
+
+def _changed_rect(previous: np.ndarray, current: np.ndarray) -> tuple[int, int, int, int] | None:
+    """The bounding box of the pixels that differ (bitwise), or None when none do."""
+    diff = (previous.view(np.uint8) != current.view(np.uint8)).reshape(current.shape[0], current.shape[1], -1).any(axis=2)
+    rows, cols = np.flatnonzero(diff.any(axis=1)), np.flatnonzero(diff.any(axis=0))
+    if rows.size == 0:
+        return None
+    return int(cols[0]), int(rows[0]), int(cols[-1] - cols[0] + 1), int(rows[-1] - rows[0] + 1)
+
+
+def encode(
+    image: np.ndarray | Sequence[np.ndarray],
+    *,
+    layout: str | int | None = None,
+    effort: int = 5,
+    checksum: bool = False,
+    icc_profile: bytes | None = None,
+    exif: bytes | None = None,
+    xmp: bytes | None = None,
+    chunks: Chunks = (),
+    durations: float | Fraction | Sequence[float | Fraction] = 0,
+    loop: int = 0,
+    kind: str = "animation",
+    stripe_rows: int | None = None,
+    group_cols: int | None = None,
+    threads: int | None = None,
+) -> bytes:
+    """The bytes of an IMI file holding ``image`` losslessly.
+
+    ``image`` is one (H, W) or (H, W, C) array, or a list of them: an animation (each frame
+    cropped to what changed, durations in seconds, ``loop`` 0 = forever) or, with
+    ``kind="pages"``, pages (mixed pages when their shapes or sample types differ).
+    effort 1-3 codes quick-pixel packets; 4 and up also tries bit-smart planes per unit.
+    """
+    opts = dict(layout=layout, effort=effort, stripe_rows=stripe_rows, group_cols=group_cols, threads=threads)
+    frames = [image] if isinstance(image, np.ndarray) else list(image)
+    if not frames:
+        raise ValueError("nothing to write: an empty list of frames")
+    first = _code_image(frames[0], **opts)
+    before = [(tag, value) for tag, value in ((b"iCCP", icc_profile), (b"eXIf", exif), (b"xMPp", xmp)) if value is not None]
+    before += [(tag, payload) for tag, payload, place in chunks if place == "before"]
+    after = [(tag, payload) for tag, payload, place in chunks if place != "before"]
+    header = first.header
+    if len(frames) > 1 or not isinstance(image, np.ndarray):
+        header, anim, frame_chunks = _frames(first, frames, durations, loop, kind, opts)
+        before.insert(0, (b"aNIM", anim))
+        after = frame_chunks + after
+    return assemble(
+        header,
+        first.payload,
+        first.head_len,
+        before=before,
+        after=after,
+        locator=first.units >= 2,  # 1.0: with a unit table hint in DATA's head
+        checksum=checksum,
+    )
+
+
+def _frames(first: _Coded, frames: list, durations, loop: int, kind: str, opts: dict):
+    """aNIM and the fRAM chunks of an animation or of pages (1.3), and the outer header covering them."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {sorted(KINDS)}, not {kind!r}")
+    times = list(durations) if isinstance(durations, Sequence) else [durations] * len(frames)
+    if len(times) != len(frames):
+        raise ValueError(f"{len(times)} durations for {len(frames)} frames")
+    arrays = [as_image_array(f) for f in frames]
+    wire_kind = KINDS[kind]
+    fram: list[tuple[bytes, bytes]] = []
+    mask = set(first.header.mask)
+    if wire_kind == KIND_ANIMATION:
+        if any(a.shape != arrays[0].shape or a.dtype != arrays[0].dtype for a in arrays):
+            raise ValueError("animation frames must share one shape and dtype (write pages for mixed sizes)")
+        for previous, current, t in zip(arrays, arrays[1:], times[1:]):
+            rect = _changed_rect(previous, current)
+            if rect is None:
+                fram.append((b"fRAM", b"\x00\x00" + _duration(t) + encode_varint(USES_PREVIOUS | EMPTY)))
+                continue
+            x, y, w, h = rect
+            intra = (w, h) == (current.shape[1], current.shape[0])
+            coded = _code_image(current[y : y + h, x : x + w], **opts)
+            mask |= coded.header.mask
+            present = 0 if intra else USES_PREVIOUS
+            fram.append((b"fRAM", encode_varint(x) + encode_varint(y) + _duration(t) + encode_varint(present) + _nested_file(coded)))
+    else:
+        for page, t in zip(frames[1:], times[1:]):
+            coded = _code_image(page, **opts)
+            mask |= coded.header.features  # 0.1: the outer set covers each page's, implied features included
+            if (coded.header.channels, coded.header.sample) != (first.header.channels, first.header.sample):
+                wire_kind = KIND_MIXED_PAGES
+            fram.append((b"fRAM", b"\x00\x00" + _duration(t) + b"\x00" + _nested_file(coded)))
+    if wire_kind == KIND_MIXED_PAGES:
+        mask.add(FeatureId.MIXED_PAGES)
+    outer = Header(**{**first.header.__dict__, "mask": frozenset(mask - _implied(first.header))})
+    anim = bytes([wire_kind]) + encode_varint(loop) + encode_varint(len(frames)) + _duration(times[0])
+    return outer, anim, fram
+
+
+def _implied(header: Header) -> frozenset[int]:
+    """Features the header's own fields imply, which need no mask bit (0.1)."""
+    return header.features - header.mask
+
+
+def write(dst: str | os.PathLike | BinaryIO, image: np.ndarray | Sequence[np.ndarray], **options: object) -> None:
+    """Write an IMI file; a path is written through a temporary file and a rename."""
+    write_atomic(dst, encode(image, **options))  # type: ignore[arg-type]
