@@ -15,6 +15,7 @@ from imij_plugins.container.chunks import FRAM
 from imij_plugins.container.file import Container, read_container
 from imij_plugins.container.frames import FrameControl, check_frame, read_frame_control
 from imij_plugins.container.header import Header
+from imij_plugins.container.pixel_checksum import BitmapDigests, bitmap_digest, read_bitmap_digests
 from imij_plugins.errors import Corrupt, TooLarge
 from imij_plugins.payload.data import DataPayload, measure_open_data, read_data
 from imij_plugins.pixels.dtypes import dtype_of
@@ -82,6 +83,8 @@ class ImijFile:
             raise Corrupt("a nested frame or page carries frames of its own")  # 1.3
         self._frames = self._read_frames()
         self._canvas: tuple[int, np.ndarray] | None = None  # the last composed animation canvas
+        self.bitmap_digests = self._read_bitmap_digests()
+        self._verified: set[int] = set()
 
     # header information
     @property
@@ -174,6 +177,32 @@ class ImijFile:
             frames.append((ctrl, nested))
         return frames
 
+    def _read_bitmap_digests(self) -> BitmapDigests | None:
+        """The pSUM table, checked against the frame count at open (1.4.1)."""
+        found = self.container.find(b"pSUM")
+        if not found:
+            return None
+        return read_bitmap_digests(self.container.payload(found[0]), self.n_frames)
+
+    def bitmap_status(self, index: int = 0) -> str:
+        """pSUM state of frame ``index``: "verified", "pending" (not fully read yet), "absent" or "unknown"."""
+        self._check_index(index)
+        if self.bitmap_digests is None:
+            return "absent"
+        if not self.bitmap_digests.known:
+            return "unknown"
+        return "verified" if index in self._verified else "pending"
+
+    def _verify_bitmap(self, index: int, image: np.ndarray, header: Header) -> None:
+        """1.4.1: a full read checks the decoded raster against its digest; a mismatch is Corrupt."""
+        table = self.bitmap_digests
+        if not self.verify or table is None or not table.known:
+            return
+        h, w, _ = image.shape
+        if bitmap_digest(w, h, header.channels, header.sample, index, image.tobytes()) != table.digests[index]:
+            raise Corrupt(f"decoded bitmap checksum mismatch (pSUM) on image {index}")
+        self._verified.add(index)
+
     def iter_frames(self) -> Iterator[np.ndarray]:
         """Every frame (composed canvas) or page in order."""
         for index in range(self.n_frames):
@@ -241,12 +270,15 @@ class ImijFile:
         if index and anim is not None and anim.kind == KIND_ANIMATION:
             canvas = self._compose(index, threads)
             if region is None:
+                self._verify_bitmap(index, canvas, self.header)
                 return canvas.copy()
             x, y, w, h = self._check_region(region, self.width, self.height)
             return canvas[y : y + h, x : x + w].copy()
-        if index:
-            return self.page(index).read(region=region, threads=threads)
-        return self._read_data(region, threads)
+        page = self.page(index)
+        image = page._read_data(region, threads)
+        if region is None:
+            self._verify_bitmap(index, image, page.header)
+        return image
 
     def _read_data(self, region: tuple[int, int, int, int] | None, threads: int | None) -> np.ndarray:
         payload = self.payload()

@@ -12,6 +12,7 @@ import numpy as np
 from imij_plugins.container.animation import KIND_ANIMATION, KIND_MIXED_PAGES, KIND_PAGES
 from imij_plugins.container.frames import EMPTY, USES_PREVIOUS
 from imij_plugins.container.header import Header
+from imij_plugins.container.pixel_checksum import bitmap_digest, encode_bitmap_digests
 from imij_plugins.container.writer import assemble, write_atomic
 from imij_plugins.payload.encode import choose_geometry, encode_quick_payload
 from imij_plugins.pixels.dtypes import as_image_array, layout_code, sample_code
@@ -91,6 +92,7 @@ def encode(
     stripe_rows: int | None = None,
     group_cols: int | None = None,
     threads: int | None = None,
+    pixel_checksum: bool = False,
 ) -> bytes:
     """The bytes of an IMI file holding ``image`` losslessly.
 
@@ -98,6 +100,8 @@ def encode(
     cropped to what changed, durations in seconds, ``loop`` 0 = forever) or, with
     ``kind="pages"``, pages (mixed pages when their shapes or sample types differ).
     effort 1-3 codes quick-pixel packets; 4 and up also tries bit-smart planes per unit.
+    ``checksum`` adds a cSUM file checksum (1.4), ``pixel_checksum`` a pSUM digest of every
+    decoded image, frame canvas or page (1.4.1).
     """
     opts = dict(layout=layout, effort=effort, stripe_rows=stripe_rows, group_cols=group_cols, threads=threads)
     frames = [image] if isinstance(image, np.ndarray) else list(image)
@@ -112,6 +116,8 @@ def encode(
         header, anim, frame_chunks = _frames(first, frames, durations, loop, kind, opts)
         before.insert(0, (b"aNIM", anim))
         after = frame_chunks + after
+    if pixel_checksum:
+        before.append((b"pSUM", encode_bitmap_digests([_digest(f, i, layout) for i, f in enumerate(frames)])))
     return assemble(
         header,
         first.payload,
@@ -160,6 +166,13 @@ def _frames(first: _Coded, frames: list, durations, loop: int, kind: str, opts: 
     outer = Header(**{**first.header.__dict__, "mask": frozenset(mask - _implied(first.header))})
     anim = bytes([wire_kind]) + encode_varint(loop) + encode_varint(len(frames)) + _duration(times[0])
     return outer, anim, fram
+
+
+def _digest(frame: np.ndarray, ordinal: int, layout: str | int | None) -> int:
+    """1.4.1: the digest of one image, frame canvas or page (lossless: the source is the output)."""
+    image = as_image_array(frame)
+    h, w, c = image.shape
+    return bitmap_digest(w, h, layout_code(c, layout), sample_code(image.dtype), ordinal, image.tobytes())
 
 
 def _implied(header: Header) -> frozenset[int]:

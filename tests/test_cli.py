@@ -28,6 +28,15 @@ def test_verify_good_and_bad(good, tmp_path, capsys):
     assert main(["verify", str(good), str(bad)]) == 1
     out = capsys.readouterr().out
     assert "good.imi: OK" in out and "bad.imi: FAILED: Corrupt" in out
+    assert "cSUM absent; pSUM absent" in out
+
+
+def test_verify_reports_checksums_per_frame(tmp_path, capsys):
+    path = tmp_path / "anim.imi"
+    frames = [np.full((3, 3), i, np.uint8) for i in range(3)]
+    imij_plugins.write(path, frames, checksum=True, pixel_checksum=True)
+    assert main(["verify", str(path)]) == 0
+    assert "cSUM verified; pSUM verified, verified, verified" in capsys.readouterr().out
 
 
 def test_info_reports_errors(tmp_path, capsys):
