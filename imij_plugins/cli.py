@@ -26,7 +26,8 @@ def _info(path: str) -> None:
         print(f"  cicp        {'/'.join(map(str, h.effective_cicp))}   sig_bits {list(h.effective_sig_bits)}")
         print(f"  features    {', '.join(f.features) or 'none'}")
         print(f"  profiles    {', '.join(f.profiles)}")
-        print(f"  frames      {f.n_frames}")
+        print(f"  frames      {f.n_frames}" + (f" ({f.kind}, loop {f.loop_count})" if f.kind else ""))
+        print(f"  locator     {f.locator_status}")
         print("  chunks")
         for tag, size in f.chunks:
             print(f"    {tag}  {size:>12} bytes")

@@ -15,9 +15,12 @@ from imij_plugins.container.chunks import FRAM
 from imij_plugins.container.file import Container, read_container
 from imij_plugins.container.frames import FrameControl, check_frame, read_frame_control
 from imij_plugins.container.header import Header
+from imij_plugins.container.locator import locate_data, read_locator
 from imij_plugins.container.pixel_checksum import BitmapDigests, bitmap_digest, read_bitmap_digests
 from imij_plugins.errors import Corrupt, TooLarge
 from imij_plugins.payload.data import DataPayload, measure_open_data, read_data
+from imij_plugins.payload.head import read_lossless_head
+from imij_plugins.wire.cursor import Cursor
 from imij_plugins.pixels.dtypes import dtype_of
 from imij_plugins.registry.chunks import is_critical, is_safe_to_copy
 from imij_plugins.registry.features import feature_name
@@ -123,6 +126,22 @@ class ImijFile:
     @property
     def profiles(self) -> list[str]:
         return required_profiles(self.header.features)
+
+    @property
+    def locator_status(self) -> str:
+        """Header record 4 (1.0): "absent", "valid" (it names DATA's place) or "stale" (ignored)."""
+        rec = self.header.record(4)
+        if rec is None:
+            return "absent"
+        locator = read_locator(rec.payload)
+        if locator is None:
+            return "stale"
+
+        def head_end(start: int, end: int) -> int:
+            return read_lossless_head(Cursor(self._buf, start, end, "DATA head"), self.header).end
+
+        found = locate_data(self._buf, self.container.header_end, locator, head_end)
+        return "valid" if found == self.container.data.start else "stale"
 
     # frames and pages
     @property

@@ -13,7 +13,7 @@ from imij_plugins.container.animation import KIND_ANIMATION, KIND_MIXED_PAGES, K
 from imij_plugins.container.frames import EMPTY, USES_PREVIOUS
 from imij_plugins.container.header import Header
 from imij_plugins.container.pixel_checksum import bitmap_digest, encode_bitmap_digests
-from imij_plugins.container.writer import assemble, write_atomic
+from imij_plugins.container.writer import assemble, trailing_index_payload, write_atomic
 from imij_plugins.payload.encode import choose_geometry, encode_quick_payload
 from imij_plugins.pixels.dtypes import as_image_array, layout_code, sample_code
 from imij_plugins.registry.features import FeatureId
@@ -32,18 +32,25 @@ class _Coded:
     payload: bytes
     head_len: int
     units: int
+    trailing_index: bytes | None = None
 
 
-def _code_image(array: np.ndarray, *, layout, effort, stripe_rows, group_cols, threads) -> _Coded:
+def _code_image(
+    array: np.ndarray, *, layout, effort, stripe_rows, group_cols, threads, unit_table="hint", ordinals=False
+) -> _Coded:
     image = as_image_array(array)
     height, width, channels = image.shape
     sample = sample_code(image.dtype)
     channels_code = layout_code(channels, layout)
     geometry = choose_geometry(width, height, stripe_rows, group_cols)
-    encoded = encode_quick_payload(image, geometry, bit_smart=effort >= 4, threads=threads)
+    encoded = encode_quick_payload(
+        image, geometry, bit_smart=effort >= 4, threads=threads, unit_table=unit_table, ordinals=ordinals
+    )
     mask = {FeatureId.QUICK_PIXELS}  # 0.1: declare exactly the features used
     if encoded.uses_bit_smart:
         mask.add(FeatureId.QUICK_BIT_SMARTS)
+    if encoded.uses_ordinals:
+        mask.add(FeatureId.UNIT_ORDINALS)
     if sample in SIGNED_SAMPLE_CODES:
         mask.add(FeatureId.SIGNED_SAMPLES)
     if sample in WIDE_SAMPLE_CODES:
@@ -51,7 +58,7 @@ def _code_image(array: np.ndarray, *, layout, effort, stripe_rows, group_cols, t
     if channels_code in PIXEL_MODEL_LAYOUTS:
         mask.add(FeatureId.PIXEL_MODELS)
     header = Header(width=width, height=height, sample=sample, channels=channels_code, mask=frozenset(mask))
-    return _Coded(header, encoded.payload, encoded.head_len, geometry.unit_count)
+    return _Coded(header, encoded.payload, encoded.head_len, geometry.unit_count, encoded.trailing_index)
 
 
 def _nested_file(coded: _Coded) -> bytes:
@@ -93,6 +100,8 @@ def encode(
     group_cols: int | None = None,
     threads: int | None = None,
     pixel_checksum: bool = False,
+    unit_table: str = "hint",
+    ordinals: bool = False,
 ) -> bytes:
     """The bytes of an IMI file holding ``image`` losslessly.
 
@@ -101,13 +110,14 @@ def encode(
     ``kind="pages"``, pages (mixed pages when their shapes or sample types differ).
     effort 1-3 codes quick-pixel packets; 4 and up also tries bit-smart planes per unit.
     ``checksum`` adds a cSUM file checksum (1.4), ``pixel_checksum`` a pSUM digest of every
-    decoded image, frame canvas or page (1.4.1).
+    decoded image, frame canvas or page (1.4.1). ``unit_table`` ("hint", "none", "filled",
+    "empty", "tail") and ``ordinals`` choose how DATA's unit records are indexed (2.7).
     """
     opts = dict(layout=layout, effort=effort, stripe_rows=stripe_rows, group_cols=group_cols, threads=threads)
     frames = [image] if isinstance(image, np.ndarray) else list(image)
     if not frames:
         raise ValueError("nothing to write: an empty list of frames")
-    first = _code_image(frames[0], **opts)
+    first = _code_image(frames[0], **opts, unit_table=unit_table, ordinals=ordinals)
     before = [(tag, value) for tag, value in ((b"iCCP", icc_profile), (b"eXIf", exif), (b"xMPp", xmp)) if value is not None]
     before += [(tag, payload) for tag, payload, place in chunks if place == "before"]
     after = [(tag, payload) for tag, payload, place in chunks if place != "before"]
@@ -118,13 +128,15 @@ def encode(
         after = frame_chunks + after
     if pixel_checksum:
         before.append((b"pSUM", encode_bitmap_digests([_digest(f, i, layout) for i, f in enumerate(frames)])))
+    if first.trailing_index is not None:  # 2.7: the trailing unit index is the file's last chunk
+        after.append((b"uIDX", trailing_index_payload(first.trailing_index)))
     return assemble(
         header,
         first.payload,
         first.head_len,
         before=before,
         after=after,
-        locator=first.units >= 2,  # 1.0: with a unit table hint in DATA's head
+        locator=unit_table in ("hint", "filled", "tail") and first.units >= 2,  # 1.0: with a hint or reservation
         checksum=checksum,
     )
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import BinaryIO, Sequence
 
 from imij_plugins.container.checksum import choose_piece_log2, make_piece_table
-from imij_plugins.container.chunks import DATA, encode_chunk
+from imij_plugins.container.chunks import DATA, UIDX, encode_chunk
 from imij_plugins.container.file import SIGNATURE
 from imij_plugins.container.header import RECORD_CHECKSUM, RECORD_LOCATOR, Header, encode_header
 from imij_plugins.wire.records import Record
@@ -58,6 +58,13 @@ def assemble(
             return prefix + csum + data + post
         k, csum_len = new_k, len(csum)
     raise RuntimeError("cSUM size did not settle")  # unreachable for real sizes
+
+
+def trailing_index_payload(spans_and_data_len: bytes) -> bytes:
+    """Complete a uIDX payload with chunk_len (the whole chunk's length) and the tag (2.7)."""
+    payload_len = len(spans_and_data_len) + 12
+    chunk_len = 4 + len(encode_varint(payload_len + 1)) + payload_len
+    return spans_and_data_len + chunk_len.to_bytes(8, "little") + UIDX
 
 
 def write_atomic(dst: str | os.PathLike | BinaryIO, data: bytes) -> None:

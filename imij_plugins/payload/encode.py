@@ -9,15 +9,25 @@ from dataclasses import dataclass
 import numpy as np
 
 from imij_plugins.payload.geometry import Geometry
-from imij_plugins.payload.head import PRESENT_BIT_SMART, PRESENT_QUICK, PRESENT_RECORDS, REC_UNIT_TABLE
+from imij_plugins.payload.head import (
+    PRESENT_BIT_SMART,
+    PRESENT_QUICK,
+    PRESENT_RECORDS,
+    REC_ORDINALS,
+    REC_UNIT_RESERVE,
+    REC_UNIT_TABLE,
+)
 from imij_plugins.payload.quick.unit import MODE_BIT_SMART, encode_quick_unit
-from imij_plugins.payload.units import UNIT_STRIPE
+from imij_plugins.payload.units import RESERVE_CHECK_TAIL, RESERVE_EMPTY, RESERVE_FILLED, UNIT_STRIPE
 from imij_plugins.wire.records import Record, encode_records
 from imij_plugins.wire.varint import encode_varint
 
 WIDE_IMAGE = 8192  # 5: images at least 8192 pixels wide use column groups of 2048
 WIDE_GROUP = 2048
 UNIT_PIXELS = 1 << 18  # about this many pixels per unit, so stripes decode in parallel
+
+
+UNIT_TABLES = ("hint", "none", "filled", "empty", "tail")
 
 
 @dataclass(frozen=True)
@@ -27,6 +37,8 @@ class EncodedPayload:
     payload: bytes
     head_len: int  # bytes of the head, where the first unit record starts
     uses_bit_smart: bool
+    uses_ordinals: bool = False
+    trailing_index: bytes | None = None  # a uIDX payload, for the file's last chunk (2.7)
 
 
 def choose_geometry(width: int, height: int, stripe_rows: int | None = None, group_cols: int | None = None) -> Geometry:
@@ -40,9 +52,22 @@ def choose_geometry(width: int, height: int, stripe_rows: int | None = None, gro
 
 
 def encode_quick_payload(
-    image: np.ndarray, geometry: Geometry, *, bit_smart: bool = True, threads: int | None = None
+    image: np.ndarray,
+    geometry: Geometry,
+    *,
+    bit_smart: bool = True,
+    threads: int | None = None,
+    unit_table: str = "hint",
+    ordinals: bool = False,
 ) -> EncodedPayload:
-    """Code ``image`` (H, W, C), little-endian samples, as quick-pixel units, each its smallest form."""
+    """Code ``image`` (H, W, C), little-endian samples, as quick-pixel units, each its smallest form.
+
+    ``unit_table`` says where the spans go (2.7): "hint" (head record 10, for two or more
+    units), "none", a reservation "filled" in place, left "empty", or "tail" (check tail, with
+    a trailing uIDX index). ``ordinals`` adds head record 37 and each record's ordinal.
+    """
+    if unit_table not in UNIT_TABLES:
+        raise ValueError(f"unit_table must be one of {UNIT_TABLES}")
     channels, word_bytes = image.shape[2], image.dtype.itemsize
 
     def unit_record(index: int) -> bytes:
@@ -58,13 +83,25 @@ def encode_quick_payload(
     else:
         bodies = [unit_record(i) for i in range(count)]
     uses_bit_smart = any(b[0] == MODE_BIT_SMART for b in bodies)
+    if ordinals:  # 2.7: each main record starts with its 0-based ordinal
+        bodies = [encode_varint(i) + b for i, b in enumerate(bodies)]
     records = [encode_varint(UNIT_STRIPE) + encode_varint(len(b)) + b for b in bodies]
+    spans = [len(r) for r in records]
     present = PRESENT_QUICK | (PRESENT_BIT_SMART if uses_bit_smart else 0)
-    head_records = b""
-    if count >= 2:  # 2.7: writers holding the payload whole write the hint for two or more units
+    head_list = [Record(REC_ORDINALS, b"")] if ordinals else []
+    if unit_table == "hint" and count >= 2:  # 2.7: writers holding the payload whole, two or more units
+        head_list.append(Record(REC_UNIT_TABLE, b"".join(map(encode_varint, spans))))
+    elif unit_table == "filled":
+        width = max(1, (max(spans).bit_length() + 7) // 8)
+        fill = b"".join(s.to_bytes(width, "little") for s in spans)
+        head_list.append(Record(REC_UNIT_RESERVE, bytes([RESERVE_FILLED, width]) + fill))
+    elif unit_table == "empty":
+        head_list.append(Record(REC_UNIT_RESERVE, bytes([RESERVE_EMPTY])))
+    elif unit_table == "tail":
+        head_list.append(Record(REC_UNIT_RESERVE, bytes([RESERVE_CHECK_TAIL])))
+    head_records = encode_records(sorted(head_list, key=lambda r: r.id))
+    if head_list:
         present |= PRESENT_RECORDS
-        hint = b"".join(encode_varint(len(r)) for r in records)
-        head_records = encode_records([Record(REC_UNIT_TABLE, hint)])
     head = (
         encode_varint(present)
         + bytes([1])  # 2.13: lanes must be 1
@@ -72,4 +109,8 @@ def encode_quick_payload(
         + encode_varint(geometry.group_cols)
         + (encode_varint(len(head_records)) + head_records if present & PRESENT_RECORDS else b"")
     )
-    return EncodedPayload(head + b"".join(records), len(head), uses_bit_smart)
+    payload = head + b"".join(records)
+    trailing = None
+    if unit_table == "tail":  # 2.7: spans, then data_len; the container adds chunk_len and the tag
+        trailing = b"".join(map(encode_varint, spans)) + len(payload).to_bytes(8, "little")
+    return EncodedPayload(payload, len(head), uses_bit_smart, ordinals, trailing)
