@@ -55,11 +55,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
             with imij_plugins.open(path) as f:
                 for index in range(f.n_frames):
                     f.read(index)
-                csum = "verified" if f.container.piece_table is not None else "absent"
                 psum = ", ".join(f.bitmap_status(i) for i in range(f.n_frames))
                 print(
                     f"{path}: OK ({f.n_frames} frame{'s' if f.n_frames > 1 else ''}, {f.width}x{f.height} "
-                    f"{f.layout} {f.dtype}; cSUM {csum}; pSUM {psum})"
+                    f"{f.layout} {f.dtype}; cSUM {f.checksum_status}; pSUM {psum})"
                 )
         except (ImijError, OSError) as exc:
             print(f"{path}: FAILED: {type(exc).__name__}: {exc}")

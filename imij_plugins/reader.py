@@ -203,6 +203,16 @@ class ImijFile:
             return None
         return read_bitmap_digests(self.container.payload(found[0]), self.n_frames)
 
+    @property
+    def checksum_status(self) -> str:
+        """cSUM (1.4): "verified", "unchecked" (verify=False), "unknown" (another algorithm) or "absent"."""
+        table = self.container.piece_table
+        if not self.container.find(b"cSUM"):
+            return "absent"
+        if table is None:
+            return "unchecked"
+        return "verified" if table.algo == 0 else "unknown"
+
     def bitmap_status(self, index: int = 0) -> str:
         """pSUM state of frame ``index``: "verified", "pending" (not fully read yet), "absent" or "unknown"."""
         self._check_index(index)

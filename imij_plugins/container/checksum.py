@@ -33,6 +33,10 @@ def read_piece_table(payload: memoryview, file_len: int, chunk_size: int) -> Pie
     """Parse and check a cSUM payload (1.4 Validation) against the file it sits in."""
     cur = Cursor(payload, what="cSUM")
     algo, width, k = cur.u8("algo"), cur.u8("width"), cur.u8("piece_log2")
+    if algo != ALGO_XXH3_64:
+        # 1.4 Validation: "Another algo byte: the chunk is skipped (not checked); the record and
+        # placement rules still apply" -- so no width/k/covered_len/digest checks, only k vs record 2
+        return PieceTable(algo, width, k, 0, b"")
     covered = cur.varint("covered_len")
     if width not in (4, 8):
         raise Corrupt(f"cSUM width {width}")
