@@ -17,7 +17,8 @@ from imij_plugins.container.frames import FrameControl, check_frame, read_frame_
 from imij_plugins.container.header import Header
 from imij_plugins.container.locator import locate_data, read_locator
 from imij_plugins.container.pixel_checksum import BitmapDigests, bitmap_digest, read_bitmap_digests
-from imij_plugins.errors import Corrupt, TooLarge
+from imij_plugins.container import metadata as md
+from imij_plugins.errors import Corrupt, TooLarge, Unsupported
 from imij_plugins.payload.data import DataPayload, measure_open_data, read_data
 from imij_plugins.payload.head import read_lossless_head
 from imij_plugins.wire.cursor import Cursor
@@ -31,6 +32,12 @@ Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO]
 DEFAULT_MAX_IMAGE_BYTES = 1 << 32  # 4 GiB of decoded samples per read
 METADATA_TAGS = {b"iCCP": "icc_profile", b"eXIf": "exif", b"xMPp": "xmp"}
 KIND_NAMES = {1: "animation", 2: "pages", 3: "mixed pages", 4: "sequence"}
+_TYPED_METADATA = (
+    (b"mDCv", "mastering_display", md.MasteringDisplay.from_bytes),
+    (b"cLLI", "content_light_level", md.ContentLightLevel.from_bytes),
+    (b"dWHI", "diffuse_white", md.DiffuseWhite.from_bytes),
+)
+_SCIENCE_TAGS = frozenset({b"cALB", b"aXES", b"cORD", b"sMDT", b"cATG"})
 
 
 @dataclass(frozen=True)
@@ -245,13 +252,51 @@ class ImijFile:
 
     @property
     def metadata(self) -> dict[str, object]:
-        """ICC, Exif and XMP payloads under their Pillow info names."""
-        out: dict[str, object] = {}
+        """The file's metadata as plain values (1.1, 1.1.1, 1.2, 1.3, 1.5), parsed on each access.
+
+        Keys: "icc_profile", "exif", "xmp" (bytes), "cicp" (4-tuple), "orientation",
+        "mastering_display", "content_light_level", "diffuse_white", "color_origin",
+        "item_metadata", "gain_map", "science" (a ScienceRecords with a report per record:
+        a malformed record is reported there and never fails the image). Only keys whose chunk
+        is present appear, except "cicp" and "orientation". Malformed HDR, cORg or kVMD chunks
+        raise Corrupt here (the pixels still decode).
+        """
+        out: dict[str, object] = {"cicp": self.header.effective_cicp, "orientation": self.header.orientation}
+        payloads: dict[bytes, list[bytes]] = {}
         for chunk in self.container.chunks:
-            name = METADATA_TAGS.get(chunk.tag)
-            if name is not None:
-                out[name] = bytes(self.container.payload(chunk))
+            payloads.setdefault(chunk.tag, []).append(bytes(self.container.payload(chunk)))
+        for tag, name in METADATA_TAGS.items():
+            if tag in payloads:
+                out[name] = payloads[tag][0]
+        for tag, name, parse in _TYPED_METADATA:
+            if tag in payloads:
+                out[name] = parse(payloads[tag][0])
+        if b"cORg" in payloads:
+            out["color_origin"] = md.read_color_origin(payloads[b"cORg"])
+        if b"kVMD" in payloads:
+            out["item_metadata"] = md.read_item_metadata(payloads[b"kVMD"])
+        if b"gMAP" in payloads:
+            try:
+                out["gain_map"] = md.GainMap.from_bytes(payloads[b"gMAP"][0])
+            except Unsupported:
+                pass  # 1.2: another version or unknown metadata: skip the chunk
+        science = [(c.tag, bytes(self.container.payload(c))) for c in self.container.chunks if c.tag in _SCIENCE_TAGS]
+        if science:
+            out["science"] = md.science_records(science, self.channels)
         return out
+
+    def previews(self) -> list["ImijFile"]:
+        """The pRVW preview layers, each a complete nested file (1.1)."""
+        return [ImijFile(self.container.payload(c), verify=self.verify, limits=self.limits) for c in self.container.find(b"pRVW")]
+
+    def gain_map_image(self) -> "ImijFile | None":
+        """The gMAP gain map image as a nested file (1.2), or None without a usable gMAP."""
+        gain_map = self.metadata.get("gain_map")
+        if gain_map is None:
+            return None
+        payload = self.container.payload(self.container.find(b"gMAP")[0])
+        start, end = gain_map.image_range  # type: ignore[attr-defined]
+        return ImijFile(payload[start:end], verify=self.verify, limits=self.limits)
 
     def extra_chunks(self, *, pixels_changed: bool = False) -> list[tuple[bytes, bytes, str]]:
         """Ancillary chunks this reader does not interpret, as ``(tag, payload, "before"|"after")``.
@@ -259,7 +304,7 @@ class ImijFile:
         Pass them to ``write(..., chunks=...)`` to carry them into a re-written file; with
         ``pixels_changed`` only the safe-to-copy ones are kept (1.1, fourth letter).
         """
-        known = {b"DATA", b"aNIM", b"fRAM", b"cSUM", b"uIDX", *METADATA_TAGS}
+        known = {b"DATA", b"aNIM", b"fRAM", b"cSUM", b"uIDX", b"pSUM", *METADATA_TAGS}
         out = []
         place = "before"
         for chunk in self.container.chunks:

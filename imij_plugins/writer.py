@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import BinaryIO, Sequence
+from typing import BinaryIO, Mapping, Sequence
 
 import numpy as np
 
 from imij_plugins.container.animation import KIND_ANIMATION, KIND_MIXED_PAGES, KIND_PAGES
 from imij_plugins.container.frames import EMPTY, USES_PREVIOUS
-from imij_plugins.container.header import Header
+from imij_plugins.container import metadata as md
+from imij_plugins.container.header import Header, check_fields
+from imij_plugins.errors import Corrupt
 from imij_plugins.container.pixel_checksum import bitmap_digest, encode_bitmap_digests
 from imij_plugins.container.writer import assemble, trailing_index_payload, write_atomic
 from imij_plugins.payload.encode import choose_geometry, encode_quick_payload
@@ -61,6 +63,26 @@ def _code_image(
     return _Coded(header, encoded.payload, encoded.head_len, geometry.unit_count, encoded.trailing_index)
 
 
+def _with_fields(header: Header, cicp, orientation: int, sig_bits, alpha_mode: int) -> Header:
+    """The header with the caller's CICP, orientation, significant bits and alpha mode (1.0)."""
+    mask = set(header.mask)
+    if alpha_mode in (2, 3):
+        mask.add(FeatureId.ALPHA_INTERPRETATION)  # 1.0: alpha modes 2 and 3
+    out = replace(
+        header,
+        cicp=tuple(cicp) if cicp is not None else None,
+        orientation=orientation,
+        sig_bits=tuple(sig_bits) if sig_bits is not None else None,
+        alpha_mode=alpha_mode,
+        mask=frozenset(mask),
+    )
+    try:
+        check_fields(out)  # the reader's rules, so a writer never emits a header it would refuse
+    except Corrupt as exc:
+        raise ValueError(str(exc)) from None
+    return out
+
+
 def _nested_file(coded: _Coded) -> bytes:
     """A frame's or page's complete nested file: no metadata, no locator, no checksum (1.0, 1.3)."""
     return assemble(coded.header, coded.payload, coded.head_len)
@@ -102,6 +124,16 @@ def encode(
     pixel_checksum: bool = False,
     unit_table: str = "hint",
     ordinals: bool = False,
+    cicp: tuple[int, int, int, int] | None = None,
+    orientation: int = 1,
+    sig_bits: Sequence[int] | None = None,
+    alpha_mode: int = 0,
+    mastering_display: md.MasteringDisplay | None = None,
+    content_light_level: md.ContentLightLevel | None = None,
+    diffuse_white: md.DiffuseWhite | float | None = None,
+    color_origin: md.ColorOrigin | None = None,
+    item_metadata: md.ItemMetadata | None = None,
+    science: Mapping[str, object] | None = None,
 ) -> bytes:
     """The bytes of an IMI file holding ``image`` losslessly.
 
@@ -112,13 +144,33 @@ def encode(
     ``checksum`` adds a cSUM file checksum (1.4), ``pixel_checksum`` a pSUM digest of every
     decoded image, frame canvas or page (1.4.1). ``unit_table`` ("hint", "none", "filled",
     "empty", "tail") and ``ordinals`` choose how DATA's unit records are indexed (2.7).
+    Header fields: ``cicp``, ``orientation``, ``sig_bits`` (per channel), ``alpha_mode`` (2
+    opaque, 3 undefined padding declare alpha_interpretation). Metadata chunks (1.1-1.5):
+    ``mastering_display``, ``content_light_level``, ``diffuse_white`` (cd/m² or DiffuseWhite),
+    ``color_origin``, ``item_metadata`` (kVMD) and ``science`` (keyword arguments of
+    ``container.metadata.science_chunks``: calibration, axes, coordinates, categories, structured).
     """
     opts = dict(layout=layout, effort=effort, stripe_rows=stripe_rows, group_cols=group_cols, threads=threads)
     frames = [image] if isinstance(image, np.ndarray) else list(image)
     if not frames:
         raise ValueError("nothing to write: an empty list of frames")
     first = _code_image(frames[0], **opts, unit_table=unit_table, ordinals=ordinals)
-    before = [(tag, value) for tag, value in ((b"iCCP", icc_profile), (b"eXIf", exif), (b"xMPp", xmp)) if value is not None]
+    first = replace(first, header=_with_fields(first.header, cicp, orientation, sig_bits, alpha_mode))
+    if isinstance(diffuse_white, (int, float)):
+        diffuse_white = md.DiffuseWhite.from_nits(diffuse_white)
+    typed = (
+        (b"iCCP", icc_profile),
+        (b"eXIf", exif),
+        (b"xMPp", xmp),
+        (b"mDCv", mastering_display and mastering_display.to_bytes()),
+        (b"cLLI", content_light_level and content_light_level.to_bytes()),
+        (b"dWHI", diffuse_white and diffuse_white.to_bytes()),
+        (b"cORg", color_origin and color_origin.to_bytes()),
+        (b"kVMD", item_metadata and item_metadata.to_bytes()),
+    )
+    before = [(tag, value) for tag, value in typed if value is not None]
+    if science:  # 1.5: writers place the records before DATA
+        before += md.science_chunks(first.header.channel_count, **science)  # type: ignore[arg-type]
     before += [(tag, payload) for tag, payload, place in chunks if place == "before"]
     after = [(tag, payload) for tag, payload, place in chunks if place != "before"]
     header = first.header

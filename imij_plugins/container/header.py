@@ -148,12 +148,12 @@ def read_header(cur: Cursor) -> Header:
     if not 1 <= h.width <= MAX_DIMENSION or not 1 <= h.height <= MAX_DIMENSION:  # 1.0
         raise Corrupt(f"header size {h.width}x{h.height} outside 1 ..= 2^32 - 1")
     h.records = read_records(cur)
-    _check_fields(h)
+    check_fields(h)
     _check_records(h)
     return h
 
 
-def _check_fields(h: Header) -> None:
+def check_fields(h: Header) -> None:
     """The rules that tie fields together and gate them on the feature mask (0.1, 1.0)."""
     st = h.sample_type
     if h.sample in SIGNED_SAMPLE_CODES and FeatureId.SIGNED_SAMPLES not in h.mask:
@@ -171,6 +171,12 @@ def _check_fields(h: Header) -> None:
         for bits in h.sig_bits:
             if not 1 <= bits <= st.bits or (st.kind == "f" and bits != st.bits):
                 raise Corrupt(f"sig_bits {bits} for {st.name} samples")
+    if h.orientation not in range(1, 9) or h.alpha_mode not in range(4):
+        raise Corrupt(f"orientation {h.orientation} / alpha_mode {h.alpha_mode} out of range")
+    if h.cicp is not None and (len(h.cicp) != 4 or h.cicp[3] not in (0, 1) or not all(0 <= v <= 255 for v in h.cicp)):
+        raise Corrupt(f"CICP {h.cicp}: four bytes, full_range 0 or 1")
+    if h.sig_bits is not None and len(h.sig_bits) != h.channel_count:
+        raise Corrupt(f"{len(h.sig_bits)} sig_bits for {h.channel_count} channels")
     if h.alpha_mode in (2, 3):  # 1.0: need alpha_interpretation and a stored alpha slot
         if FeatureId.ALPHA_INTERPRETATION not in h.mask:
             raise Corrupt(f"alpha_mode {h.alpha_mode} without feature alpha_interpretation")
