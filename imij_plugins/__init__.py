@@ -6,10 +6,12 @@
 from imij_plugins import _backend
 from imij_plugins.api import FrameInfo, ImijFile, Limits, encode, open, read, write
 from imij_plugins.errors import Corrupt, ImijError, TooLarge, Unsupported
+from imij_plugins.imageio import register_imageio
 
 __all__ = [
     "Corrupt",
     "FrameInfo",
+    "ImiPlugin",
     "ImijError",
     "ImijFile",
     "Limits",
@@ -19,11 +21,19 @@ __all__ = [
     "encode",
     "open",
     "read",
+    "register_imageio",
     "write",
 ]
 
+# Neither Pillow nor imageio reads entry points (ECOSYSTEM.md section 3): importing registers.
+register_imageio()
 
-def __getattr__(name: str) -> str:
+
+def __getattr__(name: str) -> object:
     if name == "backend":  # live: tests switch backends with _backend.use()
         return _backend.active()
+    if name == "ImiPlugin":  # imports imageio's plugin base only when asked for
+        from imij_plugins.imageio.plugin import ImiPlugin
+
+        return ImiPlugin
     raise AttributeError(f"module 'imij_plugins' has no attribute {name!r}")

@@ -202,3 +202,16 @@ def test_lossy_header_is_unsupported_naming_the_feature():
 
 def test_backend_attribute():
     assert imij_plugins.backend in ("c", "python")
+
+
+def test_written_files_get_the_usual_mode(tmp_path):
+    import os
+
+    path = tmp_path / "m.imi"
+    imij_plugins.write(path, np.zeros((2, 2), np.uint8))
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+    path.chmod(0o640)
+    imij_plugins.write(path, np.zeros((2, 2), np.uint8))
+    assert path.stat().st_mode & 0o777 == 0o640  # a replaced file keeps its mode

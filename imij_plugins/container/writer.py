@@ -67,6 +67,28 @@ def trailing_index_payload(spans_and_data_len: bytes) -> bytes:
     return spans_and_data_len + chunk_len.to_bytes(8, "little") + UIDX
 
 
+def _target_mode(path: str) -> int:
+    """The replaced file's mode, or what ``open(path, "w")`` would give (mkstemp makes 0600)."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where the platform says it (Linux)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    umask = os.umask(0o022)  # elsewhere: the classic read-and-restore
+    os.umask(umask)
+    return umask
+
+
 def write_atomic(dst: str | os.PathLike | BinaryIO, data: bytes) -> None:
     """Write ``data`` to a path through a temporary file and a rename, or to an open binary file."""
     if hasattr(dst, "write"):
@@ -76,6 +98,7 @@ def write_atomic(dst: str | os.PathLike | BinaryIO, data: bytes) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".imij-", suffix=".tmp", dir=directory)
     try:
+        os.chmod(tmp, _target_mode(path))
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
