@@ -42,4 +42,53 @@ size_t imij_quick_encode_bound(size_t npixels, int channels, int word_bytes);
 int64_t imij_quick_encode(const uint8_t *src, size_t src_len, size_t npixels, int channels,
                           int word_bytes, uint8_t *dst, size_t dst_cap);
 
+/* ---- 2.4-2.6, 3, 4: entropy-coded lossless units ------------------------------------------ */
+
+enum {
+    IMIJ_ENT_OK = 0,
+    IMIJ_ENT_E_ARGS = -1,       /* bad unit geometry or slot count */
+    IMIJ_ENT_E_TRUNCATED = -2,  /* the record ends inside its layout, entries or a stream's states */
+    IMIJ_ENT_E_VARINT = -3,     /* a stream length is not a minimal varint of at most 10 bytes */
+    IMIJ_ENT_E_DECOR = -4,      /* 2.4: decorrelation mode > 3 or where it is not allowed */
+    IMIJ_ENT_E_PREDICTOR = -5,  /* 2.4 / 4: a row predictor out of range, or row 0 not W (or 7) */
+    IMIJ_ENT_E_LENGTHS = -6,    /* stream lengths do not fill the record */
+    IMIJ_ENT_E_STATE = -7,      /* 3: an initial state below 2^16 */
+    IMIJ_ENT_E_WORDS = -8,      /* 3.1: a stream needs more words than it holds, or an odd byte count */
+    IMIJ_ENT_E_VALUE = -10,     /* a value token past 32 bits */
+    IMIJ_ENT_E_PALETTE = -11,   /* 2.5: palette stripe not allowed, or an entry >= 2^n */
+    IMIJ_ENT_E_GATED = -12      /* 2.10 / 2.14: bilevel or template layout without its feature */
+};
+
+/* One slot's model (3.3), prepared once per payload: the context map, the normalized tables
+ * with a slot -> symbol lookup, and each symbol's token base and extra-bit count (3.2). */
+typedef struct {
+    uint32_t depth;        /* n_s, coded bits */
+    uint32_t nvalue;       /* value tokens; symbols from nvalue on are run tokens */
+    uint32_t cross;        /* 3.1: add slot 0's residual to the context sum */
+    uint32_t ctx_shift;    /* 3.1: T(v) = min(v >> ctx_shift, 2^16) */
+    uint32_t delta;        /* 2.6: near-lossless bound, 0 = exact */
+    uint8_t ctx_map[16];
+    uint16_t freq[4][256];
+    uint16_t cum[4][256];
+    uint8_t lookup[4][1024];
+    uint32_t base[256];
+    uint8_t nb[256];
+} imij_slot_model;
+
+/* What a unit decode needs besides its bytes. */
+typedef struct {
+    uint32_t width, height, lanes, nslots;
+    uint32_t decor_allowed;   /* 2.2: RGB/RGBA whose three colour slots have equal depth */
+    uint32_t inter_allowed;   /* section 4: predictors 7-9 (inter frame, <= 32-bit, no bounds) */
+    const imij_slot_model *slots;
+    const imij_slot_model *palette; /* the palette index model, or NULL when palette stripes may not occur */
+} imij_unit;
+
+/* Decode one unit record body into `out`: nslots planes of width*height coded values (2.1's
+ * s, before the channel maps). `scratch` holds (nslots + 1) planes, `pred_ids` height bytes.
+ * `reference` (inter frames) holds nslots planes of reduced reference values, else NULL.
+ * Returns 0 or a negative IMIJ_ENT_E_* code; never reads or writes out of bounds. */
+int imij_entropy_unit(const uint8_t *body, size_t len, const imij_unit *unit, const uint32_t *reference,
+                      uint32_t *out, uint32_t *scratch, uint8_t *pred_ids);
+
 #endif /* IMIJ_KERNELS_H */

@@ -7,6 +7,7 @@ from imij_plugins import _backend
 from imij_plugins.api import FrameInfo, ImijFile, Limits, encode, open, read, write
 from imij_plugins.errors import Corrupt, ImijError, TooLarge, Unsupported
 from imij_plugins.imageio import register_imageio
+from imij_plugins.pillow import register_pillow
 
 __all__ = [
     "Corrupt",
@@ -22,11 +23,17 @@ __all__ = [
     "open",
     "read",
     "register_imageio",
+    "register_pillow",
     "write",
 ]
 
 # Neither Pillow nor imageio reads entry points (ECOSYSTEM.md section 3): importing registers.
-register_imageio()
+for _register in (register_pillow, register_imageio):
+    try:
+        _register()
+    except ImportError:  # that library is not installed: nothing to register with
+        pass
+del _register
 
 
 def __getattr__(name: str) -> object:

@@ -18,7 +18,7 @@ from imij_plugins.container.header import Header
 from imij_plugins.container.locator import locate_data, read_locator
 from imij_plugins.container.pixel_checksum import BitmapDigests, bitmap_digest, read_bitmap_digests
 from imij_plugins.container import metadata as md
-from imij_plugins.errors import Corrupt, TooLarge, Unsupported
+from imij_plugins.errors import Corrupt, ImijError, TooLarge, Unsupported
 from imij_plugins.payload.data import DataPayload, measure_open_data, read_data
 from imij_plugins.payload.head import read_lossless_head
 from imij_plugins.wire.cursor import Cursor
@@ -32,10 +32,12 @@ Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO]
 DEFAULT_MAX_IMAGE_BYTES = 1 << 32  # 4 GiB of decoded samples per read
 METADATA_TAGS = {b"iCCP": "icc_profile", b"eXIf": "exif", b"xMPp": "xmp"}
 KIND_NAMES = {1: "animation", 2: "pages", 3: "mixed pages", 4: "sequence"}
-_TYPED_METADATA = (
-    (b"mDCv", "mastering_display", md.MasteringDisplay.from_bytes),
-    (b"cLLI", "content_light_level", md.ContentLightLevel.from_bytes),
-    (b"dWHI", "diffuse_white", md.DiffuseWhite.from_bytes),
+_TYPED_METADATA = (  # (tag, key, parser of every payload of that tag)
+    (b"mDCv", "mastering_display", lambda p: md.MasteringDisplay.from_bytes(p[0])),
+    (b"cLLI", "content_light_level", lambda p: md.ContentLightLevel.from_bytes(p[0])),
+    (b"dWHI", "diffuse_white", lambda p: md.DiffuseWhite.from_bytes(p[0])),
+    (b"cORg", "color_origin", md.read_color_origin),
+    (b"kVMD", "item_metadata", md.read_item_metadata),
 )
 _SCIENCE_TAGS = frozenset({b"cALB", b"aXES", b"cORD", b"sMDT", b"cATG"})
 
@@ -256,10 +258,10 @@ class ImijFile:
 
         Keys: "icc_profile", "exif", "xmp" (bytes), "cicp" (4-tuple), "orientation",
         "mastering_display", "content_light_level", "diffuse_white", "color_origin",
-        "item_metadata", "gain_map", "science" (a ScienceRecords with a report per record:
-        a malformed record is reported there and never fails the image). Only keys whose chunk
-        is present appear, except "cicp" and "orientation". Malformed HDR, cORg or kVMD chunks
-        raise Corrupt here (the pixels still decode).
+        "item_metadata", "gain_map", "science" (a ScienceRecords with a report per record).
+        Only keys whose chunk is present appear, except "cicp" and "orientation". A chunk that
+        breaks its rules (1.1, 1.1.1, 1.3) is left out and named under "malformed" with the
+        reason: metadata never fails the image, and one bad chunk does not hide the others.
         """
         out: dict[str, object] = {"cicp": self.header.effective_cicp, "orientation": self.header.orientation}
         payloads: dict[bytes, list[bytes]] = {}
@@ -268,21 +270,25 @@ class ImijFile:
         for tag, name in METADATA_TAGS.items():
             if tag in payloads:
                 out[name] = payloads[tag][0]
+        malformed: dict[str, str] = {}
         for tag, name, parse in _TYPED_METADATA:
             if tag in payloads:
-                out[name] = parse(payloads[tag][0])
-        if b"cORg" in payloads:
-            out["color_origin"] = md.read_color_origin(payloads[b"cORg"])
-        if b"kVMD" in payloads:
-            out["item_metadata"] = md.read_item_metadata(payloads[b"kVMD"])
+                try:
+                    out[name] = parse(payloads[tag])
+                except ImijError as exc:
+                    malformed[name] = f"{type(exc).__name__}: {exc}"
         if b"gMAP" in payloads:
             try:
                 out["gain_map"] = md.GainMap.from_bytes(payloads[b"gMAP"][0])
             except Unsupported:
-                pass  # 1.2: another version or unknown metadata: skip the chunk
+                pass  # 1.2: another version or metadata that does not parse: skip the chunk
+            except ImijError as exc:
+                malformed["gain_map"] = f"{type(exc).__name__}: {exc}"
         science = [(c.tag, bytes(self.container.payload(c))) for c in self.container.chunks if c.tag in _SCIENCE_TAGS]
         if science:
             out["science"] = md.science_records(science, self.channels)
+        if malformed:
+            out["malformed"] = malformed
         return out
 
     def previews(self) -> list["ImijFile"]:

@@ -17,6 +17,7 @@ from imij_plugins.errors import Corrupt
 from imij_plugins.container.pixel_checksum import bitmap_digest, encode_bitmap_digests
 from imij_plugins.container.writer import assemble, trailing_index_payload, write_atomic
 from imij_plugins.payload.encode import choose_geometry, encode_quick_payload
+from imij_plugins.payload.entropy.writer import EntropyOptions, encode_entropy_payload
 from imij_plugins.pixels.dtypes import as_image_array, layout_code, sample_code
 from imij_plugins.registry.features import FeatureId
 from imij_plugins.registry.samples import PIXEL_MODEL_LAYOUTS, SIGNED_SAMPLE_CODES, WIDE_SAMPLE_CODES
@@ -38,13 +39,26 @@ class _Coded:
 
 
 def _code_image(
-    array: np.ndarray, *, layout, effort, stripe_rows, group_cols, threads, unit_table="hint", ordinals=False
+    array: np.ndarray,
+    *,
+    layout,
+    effort,
+    stripe_rows,
+    group_cols,
+    threads,
+    codec="quick",
+    unit_table="hint",
+    ordinals=False,
 ) -> _Coded:
     image = as_image_array(array)
     height, width, channels = image.shape
     sample = sample_code(image.dtype)
     channels_code = layout_code(channels, layout)
     geometry = choose_geometry(width, height, stripe_rows, group_cols)
+    if codec == "entropy":
+        return _code_entropy(image, geometry, sample, channels_code, unit_table, ordinals)
+    if codec != "quick":
+        raise ValueError(f"codec must be 'quick' or 'entropy', not {codec!r}")
     encoded = encode_quick_payload(
         image, geometry, bit_smart=effort >= 4, threads=threads, unit_table=unit_table, ordinals=ordinals
     )
@@ -61,6 +75,34 @@ def _code_image(
         mask.add(FeatureId.PIXEL_MODELS)
     header = Header(width=width, height=height, sample=sample, channels=channels_code, mask=frozenset(mask))
     return _Coded(header, encoded.payload, encoded.head_len, geometry.unit_count, encoded.trailing_index)
+
+
+def _code_entropy(image: np.ndarray, geometry, sample: int, channels_code: int, unit_table: str, ordinals: bool) -> _Coded:
+    """An entropy-coded payload (2.1-2.7, 3) from the syntax-complete writer's defaults."""
+    options = EntropyOptions(
+        layout=channels_code,
+        stripe_rows=geometry.stripe_rows,
+        group_cols=geometry.group_cols,
+        unit_table=None if unit_table == "none" else unit_table if unit_table != "hint" else "auto",
+        ordinals=ordinals,
+    )
+    encoded = encode_entropy_payload(image, options=options)
+    header = Header(width=geometry.width, height=geometry.height, sample=sample, channels=channels_code, mask=encoded.features_used)
+    trailing = None
+    if unit_table == "tail":  # the writer's check-tail head; the spans for uIDX come from a walk
+        trailing = _spans_for_tail(header, encoded.payload)
+    return _Coded(header, encoded.payload, encoded.head_len, geometry.unit_count, trailing)
+
+
+def _spans_for_tail(header: Header, payload: bytes) -> bytes:
+    """The uIDX body (spans, data_len) of a check-tail payload, from its walked records (2.7)."""
+    from imij_plugins.payload.head import read_lossless_head
+    from imij_plugins.payload.units import walk_units
+    from imij_plugins.wire.cursor import Cursor
+
+    head = read_lossless_head(Cursor(payload, 0, len(payload)), header)
+    units = walk_units(payload, head, len(payload))
+    return b"".join(encode_varint(u.span) for u in units) + len(payload).to_bytes(8, "little")
 
 
 def _with_fields(header: Header, cicp, orientation: int, sig_bits, alpha_mode: int) -> Header:
@@ -124,6 +166,7 @@ def encode(
     pixel_checksum: bool = False,
     unit_table: str = "hint",
     ordinals: bool = False,
+    codec: str = "quick",
     cicp: tuple[int, int, int, int] | None = None,
     orientation: int = 1,
     sig_bits: Sequence[int] | None = None,
@@ -141,6 +184,8 @@ def encode(
     cropped to what changed, durations in seconds, ``loop`` 0 = forever) or, with
     ``kind="pages"``, pages (mixed pages when their shapes or sample types differ).
     effort 1-3 codes quick-pixel packets; 4 and up also tries bit-smart planes per unit.
+    ``codec="entropy"`` writes entropy-coded units (2.1-2.6, 3) with the syntax-complete
+    writer's defaults instead (slow for now: the compressing encoder is still to come).
     ``checksum`` adds a cSUM file checksum (1.4), ``pixel_checksum`` a pSUM digest of every
     decoded image, frame canvas or page (1.4.1). ``unit_table`` ("hint", "none", "filled",
     "empty", "tail") and ``ordinals`` choose how DATA's unit records are indexed (2.7).
@@ -154,6 +199,7 @@ def encode(
     frames = [image] if isinstance(image, np.ndarray) else list(image)
     if not frames:
         raise ValueError("nothing to write: an empty list of frames")
+    opts["codec"] = codec
     first = _code_image(frames[0], **opts, unit_table=unit_table, ordinals=ordinals)
     first = replace(first, header=_with_fields(first.header, cicp, orientation, sig_bits, alpha_mode))
     if isinstance(diffuse_white, (int, float)):

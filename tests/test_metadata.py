@@ -5,7 +5,6 @@ import pytest
 
 import imij_plugins
 from imij_plugins.container import metadata as md
-from imij_plugins.errors import Corrupt
 
 IMAGE = np.arange(2 * 3 * 4, dtype=np.uint16).reshape(2, 3, 4)
 
@@ -49,12 +48,13 @@ def test_legacy_cll_reads_scaled():
 
 
 @pytest.mark.parametrize("payload", [bytes(4) + b"\x00\x00\x00\x00", b"\x7f\x80\x00\x00", b"\xc3\x4b\x00\x00", b"\x43\x4b\x00"])
-def test_bad_diffuse_white_is_corrupt_but_pixels_decode(payload):
-    data = imij_plugins.encode(IMAGE, chunks=[(b"dWHI", payload, "before")])
+def test_bad_diffuse_white_is_reported_and_hides_nothing(payload):
+    data = imij_plugins.encode(IMAGE, exif=b"II*\x00", chunks=[(b"dWHI", payload, "before")])
     f = imij_plugins.open(data)
     assert np.array_equal(f.read(), IMAGE)
-    with pytest.raises(Corrupt):
-        f.metadata
+    meta = f.metadata
+    assert "diffuse_white" not in meta and meta["malformed"]["diffuse_white"].startswith("Corrupt")
+    assert meta["exif"] == b"II*\x00"
 
 
 def test_science_records_round_trip_and_malformed_never_fail_decode():

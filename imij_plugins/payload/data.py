@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 from imij_plugins.container.header import Header
 from imij_plugins.errors import Corrupt, Unsupported
+from imij_plugins.payload.entropy.decoder import prepare
 from imij_plugins.payload.head import LosslessHead, read_lossless_head
 from imij_plugins.payload.quick.unit import decode_quick_unit
 from imij_plugins.payload.units import (
@@ -26,6 +28,31 @@ from imij_plugins.wire.cursor import Cursor
 INDEX_FOOTER = 20  # 2.7: data_len u64, chunk_len u64, "uIDX"
 
 
+class UnitDecoder(Protocol):
+    """The one interface every lossless unit coding implements: one unit record's body in, pixels out."""
+
+    def decode_unit(
+        self, body: memoryview, width: int, height: int, reference: np.ndarray | None = None
+    ) -> np.ndarray:
+        """The unit's (height, width, C) samples; ``reference`` is the previous canvas under it."""
+        ...
+
+
+@dataclass(frozen=True)
+class QuickUnits:
+    """Quick-pixel units (2.13, 2.13.1): raw, packet or bit-smart bodies."""
+
+    channels: int
+    dtype: np.dtype
+    bit_smart: bool
+
+    def decode_unit(
+        self, body: memoryview, width: int, height: int, reference: np.ndarray | None = None
+    ) -> np.ndarray:
+        samples = decode_quick_unit(body, width * height, self.channels, self.dtype.itemsize, bit_smart=self.bit_smart)
+        return np.frombuffer(samples, dtype=self.dtype).reshape(height, width, self.channels)
+
+
 @dataclass
 class DataPayload:
     """A parsed, framing-checked lossless payload; ``end`` is where its last record ends."""
@@ -35,6 +62,7 @@ class DataPayload:
     head: LosslessHead
     units: list[Unit]
     end: int
+    decoder: UnitDecoder
 
     def decode_into(
         self,
@@ -42,37 +70,32 @@ class DataPayload:
         indices: list[int] | None = None,
         threads: int | None = None,
         origin: tuple[int, int] = (0, 0),
+        reference: np.ndarray | None = None,
     ) -> None:
         """Decode units ``indices`` (default: all) into ``out``, shape (H, W, C), the header's dtype.
 
         ``out[0, 0]`` is image pixel ``origin``, so a region read decodes into a smaller box.
-
+        ``reference`` is the previous canvas under the whole image, for inter frames (section 4).
         Units share nothing (2.3, 2.13), so they decode on a thread pool; the C kernels release
         the GIL.
         """
-        if not self.head.quick:
-            raise Unsupported("entropy-coded lossless payloads are not implemented yet (quick-pixel units only)")
         todo = list(range(len(self.units))) if indices is None else indices
         workers = min(len(todo), threads if threads is not None else (os.cpu_count() or 1))
         if workers <= 1:
             for i in todo:
-                self._decode_unit(i, out, origin)
+                self._decode_unit(i, out, origin, reference)
             return
         with ThreadPoolExecutor(workers) as pool:
-            for _ in pool.map(lambda i: self._decode_unit(i, out, origin), todo):
+            for _ in pool.map(lambda i: self._decode_unit(i, out, origin, reference), todo):
                 pass
 
-    def _decode_unit(self, index: int, out: np.ndarray, origin: tuple[int, int]) -> None:
+    def _decode_unit(self, index: int, out: np.ndarray, origin: tuple[int, int], reference: np.ndarray | None) -> None:
         x, y, w, h = self.head.geometry.unit_rect(index)
-        x -= origin[0]
-        y -= origin[1]
         unit = self.units[index]
         body = memoryview(self.buf)[unit.body_start : unit.end]
-        channels = out.shape[2]
-        samples = decode_quick_unit(
-            body, w * h, channels, out.dtype.itemsize, bit_smart=self.head.bit_smart
-        )
-        out[y : y + h, x : x + w] = np.frombuffer(samples, dtype=out.dtype).reshape(h, w, channels)
+        ref = None if reference is None else reference[y : y + h, x : x + w]
+        pixels = self.decoder.decode_unit(body, w, h, ref)
+        out[y - origin[1] : y - origin[1] + h, x - origin[0] : x - origin[0] + w] = pixels
 
 
 def read_data(
@@ -92,6 +115,11 @@ def read_data(
     if header.coding != 0:
         raise Unsupported("lossy payloads are not implemented")
     head = read_lossless_head(Cursor(buf, start, end, "DATA head"), header)
+    decoder: UnitDecoder
+    if head.quick:
+        decoder = QuickUnits(header.channel_count, np.dtype(header.sample_type.dtype), head.bit_smart)
+    else:  # maps, models and head records are checked once, before any unit decodes
+        decoder = prepare(header, head)
     units = walk_units(buf, head, end)
     payload_end = units[-1].end if units else head.end
     if bounded:
@@ -101,7 +129,7 @@ def read_data(
         check_spans(spans, units, head, payload_end)
     elif state == RESERVE_CHECK_TAIL and trailing_index is not None:
         _check_trailing_index(trailing_index, units, head, payload_end - start)
-    return DataPayload(buf, header, head, units, payload_end)
+    return DataPayload(buf, header, head, units, payload_end, decoder)
 
 
 def _check_trailing_index(index: memoryview, units: list[Unit], head: LosslessHead, data_len: int) -> None:

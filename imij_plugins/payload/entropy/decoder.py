@@ -1,0 +1,129 @@
+"""The entropy-coded lossless payload's decoder interface (2, 2.1-2.7, 3, 4).
+
+``prepare`` validates the head's maps, slots, models and records once per payload, before any
+unit decodes; ``EntropyPayload.decode_unit`` decodes one unit record's body. Units are
+independent (2.3): decode_unit keeps no state between calls and may run on many threads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from imij_plugins.container.header import Header
+from imij_plugins.errors import Unsupported
+from imij_plugins.payload.entropy.maps import build_slots, check_maps, decorrelation_allowed
+from imij_plugins.payload.entropy.models import read_models
+from imij_plugins.payload.entropy.near import read_bounds
+from imij_plugins import _backend
+from imij_plugins.payload.entropy.kernel import CModels, decode_coded_c
+from imij_plugins.payload.entropy.stripe import PALETTE_MAX_DEPTH, UnitPlan, assemble, decode_stripe, reference_planes
+from imij_plugins.payload.head import PRESENT_PALETTE, REC_BILEVEL, REC_NEAR, REC_TEMPLATE, LosslessHead
+from imij_plugins.registry.features import FeatureId
+
+# The features this decoder implements (for admission): map modes 7, 8, 9, record 19, and the
+# 32-bit / signed / wide sample coding the maps and ctx_shift need. Unit ordinals are the unit
+# walker's (payload/units.py) and need nothing here.
+IMPLEMENTED_FEATURES: frozenset[int] = frozenset(
+    {
+        FeatureId.NEAR_LOSSLESS,
+        FeatureId.FLOAT_SHIFT,
+        FeatureId.OFFSET_MAP,
+        FeatureId.VALUE_TABLES,
+        FeatureId.SAMPLES_32,
+        FeatureId.SIGNED_SAMPLES,
+        FeatureId.WIDE_SAMPLES,
+        FeatureId.PIXEL_MODELS,
+    }
+)
+
+
+@dataclass(frozen=True)
+class EntropyPayload:
+    """A validated entropy-coded payload head: decode its units with ``decode_unit``."""
+
+    header: Header
+    head: LosslessHead
+    plan: UnitPlan
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self.header.sample_type.dtype)
+
+    def decode_unit(self, body: memoryview | bytes, width: int, height: int,
+                    reference: np.ndarray | None = None) -> np.ndarray:
+        """One unit record's payload (after any ordinal) as an (height, width, C) array.
+
+        ``reference`` is the previous canvas under the unit in an inter frame (predictors 7-9,
+        section 4), None otherwise. Raises only Corrupt / Unsupported for bad bytes.
+        """
+        if width < 1 or height < 1:
+            raise ValueError(f"unit of {width} x {height} pixels")
+        if _backend.active() != "c":
+            return decode_stripe(self.plan, body, width, height, reference)
+        refs = reference_planes(self.plan, reference, height, width) if reference is not None else None
+        coded = decode_coded_c(self.plan, self.c_models, body, width, height, refs)
+        return assemble(self.plan, coded, height, width)
+
+    @cached_property
+    def c_models(self) -> CModels:
+        """The plan's models as the C kernel's structs, built on first use."""
+        return CModels(self.plan)
+
+
+def prepare(header: Header, head: LosslessHead) -> EntropyPayload:
+    """Validate a lossless, non-quick head (2, 2.1, 2.2, 2.6, 3.3) and settle the unit plan."""
+    if head.quick:
+        raise ValueError("prepare() is for entropy-coded payloads; this head has quick-pixel units")
+    chans = check_maps(header, head.maps)  # 2.1
+    slots = build_slots(header, chans)  # 2.2
+    palette = bool(head.present & PRESENT_PALETTE)
+    models, palette_model = read_models(head.models, [(s.depth, s.cross_allowed) for s in slots], palette)  # 3.3
+    near_rec = head.record(REC_NEAR)
+    bounds = (0,) * len(slots)
+    if near_rec is not None:  # 2.6
+        per_channel = read_bounds(near_rec.payload, header, chans)
+        bounds = tuple(per_channel[s.coded.channel] for s in slots)
+    bilevel = head.record(REC_BILEVEL) is not None
+    template = head.record(REC_TEMPLATE) is not None
+    if bilevel or template:  # 2.10 / 2.14: their records are not implemented here
+        raise Unsupported(f"head record {REC_BILEVEL if bilevel else REC_TEMPLATE} (bilevel / template palettes) is not implemented")
+    plan = UnitPlan(
+        lanes=head.lanes,
+        chans=tuple(chans),
+        slots=tuple(slots),
+        models=tuple(models),
+        palette_model=palette_model,
+        bounds=bounds,
+        near=near_rec is not None,
+        decor_allowed=decorrelation_allowed(header, slots),
+        palette_allowed=palette and all(s.depth <= PALETTE_MAX_DEPTH for s in slots),
+        channel_count=header.channel_count,
+        sample_bits=header.sample_type.bits,
+        dtype=header.sample_type.dtype,
+        features=header.features,
+        bilevel_record=bilevel,
+        template_record=template,
+    )
+    return EntropyPayload(header, head, plan)
+
+
+def decode_entropy_payload(buf: bytes | bytearray | memoryview, header: Header,
+                           reference: np.ndarray | None = None) -> np.ndarray:
+    """Decode a whole entropy-coded DATA payload ``buf`` (tests and tools; the lead's data.py
+    does this on a thread pool). ``reference``: the previous canvas (H, W, C) of an inter frame."""
+    from imij_plugins.payload.data import read_data
+
+    data = read_data(buf, header, 0, len(buf))
+    if data.head.quick:
+        raise ValueError("a quick-pixel payload")
+    payload = prepare(header, data.head)
+    out = np.empty((header.height, header.width, header.channel_count), dtype=payload.dtype)
+    view = memoryview(buf)
+    for i, unit in enumerate(data.units):
+        x, y, w, h = data.head.geometry.unit_rect(i)
+        ref = None if reference is None else reference[y : y + h, x : x + w]
+        out[y : y + h, x : x + w] = payload.decode_unit(view[unit.body_start : unit.end], w, h, ref)
+    return out

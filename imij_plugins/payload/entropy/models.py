@@ -1,0 +1,255 @@
+"""Models (3.3): the models bit stream, tables of quantized weights and their normalization.
+
+One model per slot in slot order, then (head present bit 0) the palette index model of depth 8.
+Every validity rule of 3.3 is checked as the model is read, before any unit decodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from imij_plugins.errors import Corrupt
+from imij_plugins.payload.entropy.tokens import Scheme, checked_scheme
+from imij_plugins.wire.bits import BitReader, BitWriter
+
+M_BITS = 10
+M = 1 << M_BITS  # 3: tables have M = 2^10 slots
+CLASSES = 16  # 3.1: class = min(bit_length(sum), 15)
+MAX_GAMMA_ZEROS = 24  # 3.3
+MAX_EXPONENT = 32  # 3.3
+PALETTE_DEPTH = 8  # 2.5 / 3.3: the palette index model has depth 8
+
+
+@dataclass(frozen=True)
+class Table:
+    """One context's table: the coded weights and the normalized frequencies (3.3)."""
+
+    weights: tuple[int, ...]  # symbols 0 ..= last
+    freq: tuple[int, ...]  # normalized, sum M
+    cum: tuple[int, ...]  # prefix sums of freq
+    lut: bytes  # slot (0 .. M-1) -> symbol: cum[sym] <= slot < cum[sym] + freq[sym]
+
+    @classmethod
+    def from_weights(cls, weights: list[int] | tuple[int, ...]) -> "Table":
+        freq = normalize(weights)
+        cum = []
+        acc = 0
+        for f in freq:
+            cum.append(acc)
+            acc += f
+        lut = bytearray(M)
+        for sym, f in enumerate(freq):
+            if f:
+                lut[cum[sym] : cum[sym] + f] = bytes([sym]) * f
+        return cls(tuple(weights), tuple(freq), tuple(cum), bytes(lut))
+
+
+@dataclass(frozen=True)
+class Model:
+    """One slot's model (3.3)."""
+
+    scheme: Scheme
+    cross: bool
+    ctx_shift: int
+    ctx_map: tuple[int, ...]  # 16 classes -> context 0..=3
+    tables: tuple[Table, ...]  # contexts 0 ..= max(ctx_map)
+
+    @property
+    def depth(self) -> int:
+        return self.scheme.n
+
+
+# --- normalization (3.3) -------------------------------------------------------------------
+
+
+def normalize(weights: list[int] | tuple[int, ...]) -> list[int]:
+    """3.3: normalize quantized weights to frequencies summing to M, exactly as specified.
+
+    f = max(1, floor(weight * M / W)) for each nonzero weight; symbols ordered by weight
+    descending, then index ascending; add 1 cycling from the first while sum(f) < M, else
+    subtract 1 cycling from the first over symbols whose f > 1 while sum(f) > M.
+    """
+    total = sum(weights)
+    if total == 0:
+        raise Corrupt("table has no nonzero weight")  # 3.3
+    freq = [max(1, w * M // total) if w else 0 for w in weights]
+    order = sorted((s for s, w in enumerate(weights) if w), key=lambda s: (-weights[s], s))
+    fsum = sum(freq)
+    if fsum < M:
+        deficit = M - fsum
+        count = len(order)
+        for i, sym in enumerate(order):  # the cycling adds, all rounds at once
+            freq[sym] += deficit // count + (1 if i < deficit % count else 0)
+    elif fsum > M:
+        i = 0
+        count = len(order)
+        while fsum > M:  # at most 255 excess (each f = max(1, .) adds < 1 per symbol)
+            sym = order[i % count]
+            if freq[sym] > 1:
+                freq[sym] -= 1
+                fsum -= 1
+            i += 1
+    return freq
+
+
+# --- exponent / mantissa weight coding (3.3) -----------------------------------------------
+
+
+def weight_of(e: int, nb: int, mant: int) -> int:
+    """3.3: weight = 0 if e == 0; 1 if e == 1; else ((1 << nb) | mant) << (e - 1 - nb)."""
+    if e == 0:
+        return 0
+    if e == 1:
+        return 1
+    return ((1 << nb) | mant) << (e - 1 - nb)
+
+
+def quantize_weight(count: int, prec: int) -> tuple[int, int, int]:
+    """(e, nb, mant) of the largest representable weight <= count at precision prec (writers)."""
+    if count <= 0:
+        return 0, 0, 0
+    e = count.bit_length()
+    if e == 1:
+        return 1, 0, 0
+    nb = min(e - 1, prec - 1)
+    mant = (count >> (e - 1 - nb)) & ((1 << nb) - 1)
+    return e, nb, mant
+
+
+def _zigzag(v: int) -> int:
+    return 2 * v if v >= 0 else -2 * v - 1
+
+
+def _unzigzag(z: int) -> int:
+    return (z >> 1) ^ -(z & 1)
+
+
+def _read_gamma(br: BitReader) -> int:
+    """3.3: gamma(v): z zero bits, a one bit, then the low z bits of v, z = floor(log2 v)."""
+    zeros = 0
+    while br.read(1) == 0:
+        zeros += 1
+        if zeros > MAX_GAMMA_ZEROS:  # 3.3: more than 24 leading zero bits
+            raise Corrupt("models: gamma code with more than 24 leading zero bits")
+    return (1 << zeros) | br.read(zeros)
+
+
+def _write_gamma(bw: BitWriter, v: int) -> None:
+    z = v.bit_length() - 1
+    bw.write(0, z)
+    bw.write(1, 1)
+    bw.write(v & ((1 << z) - 1), z)
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+def read_table(br: BitReader, scheme: Scheme) -> Table:
+    """One table (3.3) with every validity rule of its scheme."""
+    last = br.read(8)
+    if last >= scheme.alphabet:  # 3.3: last at or past the alphabet
+        raise Corrupt(f"models: table's last symbol {last} at or past the alphabet of {scheme.alphabet}")
+    prec = br.read(3) + 1  # 3.3: mantissa precision 1..=8
+    weights = []
+    e_prev = 0
+    for sym in range(last + 1):
+        e = e_prev + _unzigzag(_read_gamma(br) - 1)  # 3.3: gamma(zigzag(e - e_prev) + 1)
+        if not 0 <= e <= MAX_EXPONENT:  # 3.3
+            raise Corrupt(f"models: weight exponent {e} outside 0..=32")
+        e_prev = e
+        nb = min(e - 1, prec - 1) if e > 1 else 0
+        mant = br.read(nb) if nb else 0
+        w = weight_of(e, nb, mant)
+        if w and scheme.run_token_past_cap(sym):  # 3.3 / 3.2: run cap
+            raise Corrupt(f"models: weight on run token {sym} past the run cap of 2^15")
+        weights.append(w)
+    if not any(weights):  # 3.3: no nonzero weight
+        raise Corrupt("models: table has no nonzero weight")
+    return Table.from_weights(weights)
+
+
+def read_model(br: BitReader, depth: int, cross_allowed: bool) -> Model:
+    """One model of a slot of depth n (3.3)."""
+    k = br.read(5)
+    m = br.read(3)
+    scheme = checked_scheme(k, m, depth)  # 3.3: k <= 16, m <= 4, k == kv, alphabet <= 256
+    cross = br.read(1)
+    if cross and not cross_allowed:  # 3.3 / 2.2 / ruling R1
+        raise Corrupt("models: cross context in a slot that may not use it")
+    ctx_shift = br.read(5) if depth > 16 else 0  # 3.3: present only when n > 16
+    ctx_map = tuple(br.read(2) for _ in range(CLASSES))  # 3.3: class 0 first
+    tables = tuple(read_table(br, scheme) for _ in range(max(ctx_map) + 1))
+    return Model(scheme, bool(cross), ctx_shift, ctx_map, tables)
+
+
+def read_models(data: bytes | memoryview, slots: list[tuple[int, bool]], palette: bool) -> tuple[list[Model], Model | None]:
+    """The models bit stream (2, 3.3): ``slots`` gives each slot's (depth, cross allowed).
+
+    Reading past models_len bytes is Corrupt (BitReader); what follows the last model is
+    ignored (3.3 padding).
+    """
+    br = BitReader(data, "models")
+    models = [read_model(br, depth, cross_ok) for depth, cross_ok in slots]
+    palette_model = read_model(br, PALETTE_DEPTH, False) if palette else None  # 3.3: no cross
+    return models, palette_model
+
+
+# --- writing ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TableCode:
+    """A table as a writer codes it: per-symbol (e, nb, mant) at a precision."""
+
+    prec: int
+    codes: tuple[tuple[int, int, int], ...]
+
+    @property
+    def weights(self) -> list[int]:
+        return [weight_of(*c) for c in self.codes]
+
+
+def table_code(counts: list[int], prec: int) -> TableCode:
+    """Quantize symbol counts (trailing zeros dropped by the caller) at precision prec."""
+    codes = [quantize_weight(c, prec) for c in counts]
+    while len(codes) > 1 and codes[-1][0] == 0:
+        codes.pop()
+    return TableCode(prec, tuple(codes))
+
+
+def write_table(bw: BitWriter, code: TableCode) -> None:
+    last = len(code.codes) - 1
+    bw.write(last, 8)
+    bw.write(code.prec - 1, 3)
+    e_prev = 0
+    for e, nb, mant in code.codes:
+        _write_gamma(bw, _zigzag(e - e_prev) + 1)
+        e_prev = e
+        if e > 1:
+            if nb != min(e - 1, code.prec - 1):
+                raise ValueError("mantissa width does not match the precision")
+            bw.write(mant, nb)
+
+
+def table_bits(code: TableCode) -> int:
+    """The exact bit count write_table emits for ``code``."""
+    bits = 8 + 3
+    e_prev = 0
+    for e, nb, _ in code.codes:
+        bits += 2 * (_zigzag(e - e_prev) + 1).bit_length() - 1 + (nb if e > 1 else 0)
+        e_prev = e
+    return bits
+
+
+def write_model(bw: BitWriter, scheme: Scheme, cross: bool, ctx_shift: int, ctx_map: tuple[int, ...], tables: list[TableCode]) -> None:
+    bw.write(scheme.k, 5)
+    bw.write(scheme.m, 3)
+    bw.write(1 if cross else 0, 1)
+    if scheme.n > 16:
+        bw.write(ctx_shift, 5)
+    for c in ctx_map:
+        bw.write(c, 2)
+    if len(tables) != max(ctx_map) + 1:
+        raise ValueError("one table per context 0 ..= max(ctx_map)")
+    for t in tables:
+        write_table(bw, t)

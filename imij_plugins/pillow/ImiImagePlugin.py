@@ -1,0 +1,501 @@
+"""Pillow plugin for the IMI image format (.imi): ``Image.open``, ``save`` and ``save_all``.
+
+Importing this module registers the plugin (the Pillow handbook's ``XxxImagePlugin`` naming);
+``import imij_plugins`` and ``imij_plugins.pillow.register_pillow()`` do the same. Pillow reads no
+entry points, so one of these imports has to run before ``Image.open("x.imi")``.
+
+The module only adapts the core (``imij_plugins.open`` / ``encode``); the mode table is data in
+``imij_plugins.pillow.modes``.
+
+Reading
+    ``_open`` parses the container and every frame header through the core and decodes no pixels;
+    ``load()`` decodes the current frame or page. ``im.imij`` is the core ``ImijFile``: the exact
+    samples of any frame are ``im.imij.read(im.tell())``, whatever the Pillow mode.
+
+    ``info`` keys: ``icc_profile``, ``exif`` (with the ``Exif\\0\\0`` prefix, as PNG), ``xmp``
+    (bytes); ``cicp`` (the effective (primaries, transfer, matrix, full_range) tuple);
+    ``mastering_display``, ``content_light_level``, ``diffuse_white`` (the core's typed records,
+    when present); ``imij_science`` (the core's ``ScienceRecords``, when present);
+    ``imij_bit_depth`` (stored bits per sample: 16 for a u16 RGB file that opens as 8-bit RGB);
+    ``imij_chunks`` (ancillary chunks the core does not interpret and that are safe to copy; a save
+    writes them back); ``imij_preview`` (the preview size, after ``draft()`` picked one);
+    ``imij_metadata_error`` (why the metadata could not be read; the pixels still load); and for
+    multi-frame files ``imij_kind`` ("animation", "pages", "mixed pages"), ``loop`` (0 = forever),
+    ``duration`` and ``timestamp`` (ms). The header orientation shows as the Exif Orientation of
+    ``getexif()`` when the Exif has none (as Pillow does for XMP), so ``ImageOps.exif_transpose`` works.
+
+Saving
+    ``effort`` (or ``method``), ``lossless`` (True or absent), ``max_error`` (0 or absent for now),
+    ``icc_profile``, ``exif`` (bytes or ``Image.Exif``), ``xmp``, ``cicp``, ``orientation``,
+    ``mastering_display``, ``content_light_level``, ``diffuse_white``, ``science`` (the core's
+    ``science=`` mapping), ``checksum`` (cSUM), ``pixel_checksum`` (pSUM), ``threads``; for
+    ``save_all``: ``append_images``, ``duration`` (ms, a number or a list), ``loop`` and ``pages=True``
+    (pages, which may differ in size and mode, instead of an animation). Records that are safe to
+    copy into an edited image (ICC, Exif, XMP, CICP, mastering display, orientation via Exif) fall
+    back to ``im.info``; content light level, diffuse white and science records describe the
+    pixels and are written only when passed (the spec's unsafe-to-copy chunks, 1.1).
+    Unknown keywords are ignored, as Pillow's own plugins do.
+"""
+
+from __future__ import annotations
+
+import struct
+import warnings
+from fractions import Fraction
+from typing import IO, Any
+
+import numpy as np
+from PIL import ExifTags, Image, ImageFile
+
+from imij_plugins import api
+from imij_plugins.container.file import is_imi
+from imij_plugins.container.header import default_cicp
+from imij_plugins.errors import Corrupt, ImijError, Unsupported
+from imij_plugins.pillow import modes
+from imij_plugins.registry.samples import LAYOUTS
+
+MIME = "image/x.imi"  # no registered type; the spec names its own unregistered types in the x. tree
+EXIF_PREFIX = b"Exif\x00\x00"
+
+#: Threads the core may use to decode one frame in ``load()`` (None: the core's default).
+#: Set with ``register_pillow(decode_threads=n)``.
+DECODE_THREADS: int | None = None
+#: Check the file checksum (cSUM) while opening, and the decoded-bitmap digests (pSUM) while
+#: loading. ``verify()`` always checks both. Set with ``register_pillow(verify_checksums=False)``.
+VERIFY_CHECKSUMS: bool = True
+
+# the core's metadata names -> info keys
+_INFO_FROM_METADATA = {
+    "icc_profile": "icc_profile",
+    "xmp": "xmp",
+    "cicp": "cicp",
+    "mastering_display": "mastering_display",
+    "content_light_level": "content_light_level",
+    "diffuse_white": "diffuse_white",
+    "science": "imij_science",
+}
+# keys that describe one image of a file: replaced when seeking to a page (1.3: nothing is inherited)
+_PER_IMAGE_KEYS = ("exif", "imij_bit_depth", "imij_metadata_error", *_INFO_FROM_METADATA.values())
+_TYPED_TAGS = {"mastering_display": b"mDCv"}  # the safe-to-copy records info holds typed (1.1)
+_PAGES = ("pages", "mixed pages")
+_DEFAULT_CICPS = {default_cicp(code) for code in LAYOUTS}
+
+
+def _accept(prefix: bytes) -> bool:
+    return is_imi(prefix)
+
+
+class ImiImageFile(ImageFile.ImageFile):
+    format = "IMI"
+    format_description = "IMI image"
+
+    imij: api.ImijFile
+    """The core file object: the exact samples of every frame or page, whatever the Pillow mode."""
+
+    def _open(self) -> None:
+        assert self.fp is not None
+        data = self.fp.read()  # the core parses whole files: the bytes are read, no pixel is decoded
+        if not _accept(data[:8]):
+            msg = "not an IMI file"
+            raise SyntaxError(msg)
+        try:
+            self.imij = api.open(data, verify=VERIFY_CHECKSUMS, threads=DECODE_THREADS)
+        except ImijError as e:
+            # SyntaxError makes Image.open report UnidentifiedImageError (Image.py _open_core)
+            msg = f"not a readable IMI file: {e}"
+            raise SyntaxError(msg) from e
+        self._data = data
+        # Image.open checks the first image's size after _open returns, but pages can be larger.
+        # Nothing sized by a header is allocated before load(); raising early with error_only
+        # follows WebPImagePlugin._open ("check the size before creating it").
+        pages = self.imij.kind in _PAGES
+        for index in range(self.imij.n_frames if pages else 1):
+            page = self.imij.page(index)
+            Image._decompression_bomb_check((page.width, page.height), error_only=True)
+
+        self.n_frames = self.imij.n_frames
+        self.is_animated = self.n_frames > 1
+        self._frame = 0
+        self._loaded_frame = -1
+        self._preview: api.ImijFile | None = None
+        if self.is_animated:
+            self._close_exclusive_fp_after_loading = False  # kept for seek until close() (GIF, APNG)
+        self._durations: list[Fraction] = []  # seconds, per frame or page
+        if self.imij.kind is not None:
+            self.info["imij_kind"] = self.imij.kind
+            self.info["loop"] = self.imij.loop_count
+            self._durations = [self.imij.frame_info(i).duration for i in range(self.n_frames)]
+        self._describe(0)
+        # safe-to-copy chunks the core leaves raw; mDCv is info["mastering_display"] already
+        # (extra_chunks() also returns chunks the core parses into metadata)
+        typed = {_TYPED_TAGS[key] for key in _TYPED_TAGS if key in self.info}
+        chunks = [c for c in self.imij.extra_chunks(pixels_changed=True) if c[0] not in typed]
+        if chunks:
+            self.info["imij_chunks"] = chunks
+
+    def _describe(self, frame: int) -> None:
+        """Mode, size and per-image info of ``frame`` (a page has its own; animation frames share one)."""
+        image = self.imij.page(frame) if self.imij.kind in _PAGES else self.imij
+        if frame == 0 or image is not self.imij:
+            for key in _PER_IMAGE_KEYS:
+                self.info.pop(key, None)
+            self._orientation = image.header.orientation
+            self._exif = None  # getexif() re-reads info["exif"]
+            meta = image.metadata
+            if "malformed" in meta:  # the core leaves a bad chunk out and says why; the pixels still decode
+                self.info["imij_metadata_error"] = "; ".join(f"{k}: {v}" for k, v in meta["malformed"].items())  # type: ignore[union-attr]
+                warnings.warn(f"IMI metadata not read: {self.info['imij_metadata_error']}", stacklevel=2)
+            for name, key in _INFO_FROM_METADATA.items():
+                if name in meta:
+                    self.info[key] = meta[name]
+            if "exif" in meta:
+                exif = bytes(meta["exif"])  # type: ignore[arg-type]
+                self.info["exif"] = exif if exif.startswith(EXIF_PREFIX) else EXIF_PREFIX + exif  # as PNG
+            self.info["imij_bit_depth"] = image.dtype.itemsize * 8
+            self._image = image
+            self._entry = modes.open_mode(image.layout, image.dtype, tuple(image.header.effective_sig_bits))
+            mode = self._entry.mode if self._entry else modes.nominal_mode(image.layout, image.dtype)
+            size = (image.width, image.height)
+            if self._im is not None and (mode != self._mode or size != self._size):
+                self._im = None  # a new core image when the frame's size or mode changes (Pillow #8439)
+            self._mode, self._size = mode, size
+        if self._durations:  # ms, as GIF, APNG and WebP report them; timestamp: when the frame starts
+            self.info["duration"] = float(self._durations[frame] * 1000)
+            self.info["timestamp"] = float(sum(self._durations[:frame]) * 1000)
+
+    def getexif(self) -> Image.Exif:
+        """The Exif of ``info["exif"]``; without an Orientation tag there, the header's orientation
+        (1.0) fills it, as ``Image.getexif`` fills it from XMP."""
+        exif = super().getexif()
+        if ExifTags.Base.Orientation not in exif and self._orientation != 1:
+            exif[ExifTags.Base.Orientation] = self._orientation
+        return exif
+
+    def _getexif(self) -> dict[int, Any] | None:
+        if "exif" not in self.info:
+            return None
+        return self.getexif()._get_merged_dict()
+
+    def seek(self, frame: int) -> None:
+        if not self._seek_check(frame):
+            return
+        self._frame = frame
+        self._describe(frame)
+
+    def tell(self) -> int:
+        return self._frame
+
+    def draft(self, mode: str | None, size: tuple[int, int] | None) -> tuple[str, tuple[int, int, float, float]] | None:
+        """Load a pRVW preview (1.1) instead of the image: the smallest one at least ``size``,
+        no larger than the image, whose Pillow mode is the image's (or ``mode``). Only for a
+        single-frame image not loaded yet; once per image, as ``JpegImagePlugin.draft``. Returns
+        ``(mode, box)`` with the whole image's box in the preview, or None when nothing changed;
+        ``info["imij_preview"]`` is then the preview's size. A preview that does not parse is skipped.
+        ``Image.thumbnail`` calls this with its size times ``reducing_gap``."""
+        if size is None or self.n_frames != 1 or self._loaded_frame != -1 or self._preview is not None:
+            return None
+        try:
+            previews = self.imij.previews()
+        except ImijError:
+            return None
+        best: tuple[api.ImijFile, modes.OpenMode] | None = None
+        for preview in previews:
+            entry = modes.open_mode(preview.layout, preview.dtype, tuple(preview.header.effective_sig_bits))
+            if entry is None or entry.mode not in (self.mode, mode):
+                continue
+            if not (size[0] <= preview.width <= self.width and size[1] <= preview.height <= self.height):
+                continue
+            if (preview.width, preview.height) == self.size:
+                continue
+            if best is None or preview.width * preview.height < best[0].width * best[0].height:
+                best = (preview, entry)
+        if best is None:
+            return None
+        self._preview, self._entry = best
+        self._mode, self._size = self._entry.mode, (self._preview.width, self._preview.height)
+        self._im = None
+        self.info["imij_preview"] = self.size
+        return self.mode, (0, 0, float(self.size[0]), float(self.size[1]))
+
+    def load(self) -> Image.core.PixelAccess | None:
+        if self._loaded_frame != self._frame or self._im is None:
+            image = self._preview or self._image
+            if self._entry is None:
+                raise Unsupported(modes.unsupported_message(image.layout, image.dtype))
+            try:
+                if self._preview is not None:
+                    samples = self._preview.read(threads=DECODE_THREADS)
+                else:
+                    samples = self.imij.read(self._frame, threads=DECODE_THREADS)
+            except Corrupt:
+                if not ImageFile.LOAD_TRUNCATED_IMAGES:
+                    raise
+                samples = None  # like Pillow's decoders: keep what decoded (nothing, here)
+            self.im = Image.core.new(self.mode, self.size)
+            if samples is not None:
+                self.frombytes(_to_pillow(samples, self._entry), "raw", self._entry.rawmode)
+            self.readonly = 0
+            self._loaded_frame = self._frame
+            if self.n_frames == 1:
+                if self._exclusive_fp and self.fp:
+                    self.fp.close()
+                self.fp = None
+        return Image.Image.load(self)
+
+    def verify(self) -> None:
+        """Re-open the file's bytes with the checks on and decode every frame and page: the core
+        checks cSUM, the framing and the pSUM digests of the decoded bitmaps. Raises
+        ``imij_plugins.Corrupt`` (an ``ImijError``) on a mismatch. Like Pillow's ``verify()``, it
+        closes the file it opened; re-open the image to load it."""
+        with api.open(self._data, verify=True, threads=DECODE_THREADS) as checked:
+            for index in range(checked.n_frames):
+                checked.read(index, threads=DECODE_THREADS)
+        super().verify()
+
+    def close(self) -> None:
+        imij = getattr(self, "imij", None)
+        if imij is not None:
+            imij.close()
+        super().close()
+
+
+def _to_pillow(samples: np.ndarray, entry: modes.OpenMode) -> np.ndarray:
+    """The decoded (H, W, C) samples as the bytes ``entry.rawmode`` unpacks."""
+    if entry.convert == modes.HIGH_BYTE:
+        return np.ascontiguousarray(samples >> 8, dtype=np.uint8)
+    if entry.convert == modes.NONZERO:
+        return np.ascontiguousarray(samples != 0, dtype=np.uint8)
+    if entry.convert == modes.FIT_I32 and samples.size and int(samples.max()) > 0x7FFFFFFF:
+        msg = "u32 samples above 2**31 - 1 do not fit Pillow's mode I; " + modes.unsupported_message("Gray", samples.dtype)
+        raise Unsupported(msg)
+    return np.ascontiguousarray(samples, dtype=np.dtype(entry.dtype))
+
+
+# --------------------------------------------------------------------
+# Saving
+
+_LAYOUT_BY_CHANNELS = {1: "Gray", 2: "GrayAlpha", 3: "RGB", 4: "RGBA"}
+
+
+class _Stored:
+    """One frame as the core's encode() takes it."""
+
+    def __init__(self, array: np.ndarray, layout: str, sig_bits: int | None = None):
+        self.array, self.layout, self.sig_bits = array, layout, sig_bits
+
+    def undeclared(self) -> _Stored:
+        """The frame where the header cannot declare its significant bits: mode 1 as 0/255."""
+        if self.sig_bits is None:
+            return self
+        return _Stored(self.array * np.uint8(255), self.layout)
+
+
+def _stored(im: Image.Image) -> _Stored:
+    """The (H, W, C) array and layout a Pillow image is stored as (``modes.SAVE_MODES``)."""
+    entry = modes.SAVE_MODES.get(im.mode)
+    if entry is None:
+        msg = f"cannot write mode {im.mode} as IMI"  # as PngImagePlugin._save
+        raise OSError(msg)
+    if entry.via is not None:
+        im = im.convert("RGBA" if entry.expands_palette and im.has_transparency_data else entry.via)
+    array = np.asarray(im)
+    if array.ndim == 2:
+        array = array[:, :, None]
+    if array.dtype == np.bool_:
+        array = array.astype(np.uint8)  # mode 1: 0/1, declared with 1 significant bit
+    if not entry.expands_palette:
+        return _Stored(array, entry.layout, entry.sig_bits)
+    if (array[..., 0] == array[..., 1]).all() and (array[..., 1] == array[..., 2]).all():
+        array = array[..., [0, 3]] if array.shape[2] == 4 else array[..., :1]  # a gray palette: L(A)
+    return _Stored(array, _LAYOUT_BY_CHANNELS[array.shape[2]])
+
+
+def _metadata(im: Image.Image) -> dict[str, Any]:
+    """The metadata options of encode(): parameters first; what is safe to copy falls back to im.info."""
+    info = im.encoderinfo
+    out: dict[str, Any] = {}
+    for key in ("icc_profile", "exif", "xmp"):
+        value = info.get(key, im.info.get(key))  # PNG falls back to im.info for ICC
+        if isinstance(value, Image.Exif):
+            value = value.tobytes()
+        if isinstance(value, str):
+            value = value.encode("utf-8")
+        if not value:
+            continue
+        value = bytes(value)
+        if key == "exif" and value.startswith(EXIF_PREFIX):
+            value = value[len(EXIF_PREFIX) :]  # eXIf holds the TIFF header onward (PNG and WebP _save)
+        out[key] = value
+    if "cicp" in info:
+        out["cicp"] = info["cicp"]
+    elif im.info.get("cicp") is not None and tuple(im.info["cicp"]) not in _DEFAULT_CICPS:
+        out["cicp"] = tuple(im.info["cicp"])  # a layout default is left to the stored layout's default
+    if info.get("mastering_display", im.info.get("mastering_display")) is not None:
+        out["mastering_display"] = info.get("mastering_display", im.info.get("mastering_display"))
+    for key in ("content_light_level", "diffuse_white", "science"):  # unsafe to copy: only when passed
+        if info.get(key) is not None:
+            out[key] = info[key]
+    if "orientation" in info:
+        orientation = info["orientation"]
+    elif "exif" in info:
+        orientation = _exif_orientation(lambda: _parse_exif(info["exif"]))
+    else:
+        orientation = _exif_orientation(im.getexif)  # an IMI source's header orientation too (getexif)
+    if orientation != 1:
+        out["orientation"] = int(orientation)
+    return out
+
+
+def _parse_exif(value: Any) -> Image.Exif:
+    if isinstance(value, Image.Exif):
+        return value
+    exif = Image.Exif()
+    if value:
+        exif.load(bytes(value))
+    return exif
+
+
+def _exif_orientation(get_exif: Any) -> int:
+    """The Exif Orientation (1 when there is none, or when Pillow cannot parse the Exif)."""
+    try:
+        return int(get_exif().get(ExifTags.Base.Orientation, 1))
+    except (SyntaxError, ValueError, TypeError, struct.error, OSError):
+        return 1
+
+
+def _options(im: Image.Image) -> dict[str, Any]:
+    """The core ``encode()`` options from the save parameters (user errors: ValueError, before encoding)."""
+    info = im.encoderinfo
+    if info.get("lossless", True) is not True:
+        msg = "IMI files are written losslessly here: pass lossless=True or leave it out (lossy IMI is not available)"
+        raise ValueError(msg)
+    if info.get("max_error"):
+        msg = "near-lossless IMI (max_error) is not available yet: save with max_error=0 or leave it out"
+        raise ValueError(msg)
+    options: dict[str, Any] = {
+        "effort": int(info.get("effort", info.get("method", 5))),
+        "checksum": bool(info.get("checksum", False)),
+        "pixel_checksum": bool(info.get("pixel_checksum", False)),
+        "chunks": tuple(im.info.get("imij_chunks", ())),
+        **_metadata(im),
+    }
+    if info.get("threads") is not None:
+        options["threads"] = int(info["threads"])
+    return options
+
+
+def _encode(fp: IO[bytes], frames: list[_Stored], layout: str | None, options: dict[str, Any], **kwargs: Any) -> None:
+    sig_bits = frames[0].sig_bits
+    if sig_bits is not None:
+        options = {**options, "sig_bits": (sig_bits,) * frames[0].array.shape[2]}
+    arrays = [f.array for f in frames]
+    fp.write(api.encode(arrays[0] if len(arrays) == 1 else arrays, layout=layout, **options, **kwargs))
+
+
+def _save(im: Image.Image, fp: IO[bytes], filename: str | bytes) -> None:
+    options = _options(im)
+    stored = _stored(im)
+    _encode(fp, [stored], stored.layout, options)
+
+
+def _save_all(im: Image.Image, fp: IO[bytes], filename: str | bytes) -> None:
+    info = im.encoderinfo
+    sequence = [im, *info.get("append_images", [])]
+    if sum(getattr(s, "n_frames", 1) for s in sequence) == 1:
+        _save(im, fp, filename)  # one frame: a still image, as WebPImagePlugin._save_all does
+        return
+    options = _options(im)
+    pages = bool(info.get("pages", False))
+    duration = info.get("duration")
+    frames: list[_Stored] = []
+    durations: list[Fraction] = []
+    positions = [(s, s.tell()) for s in sequence]
+    try:
+        for source in sequence:
+            for index in range(getattr(source, "n_frames", 1)):
+                source.seek(index)
+                if isinstance(duration, (list, tuple)):
+                    ms = duration[len(frames)] if len(frames) < len(duration) else 0
+                elif duration is None:
+                    ms = source.info.get("duration", 0)  # each frame's own, as APNG _write_multiple_frames
+                else:
+                    ms = duration
+                frames.append(_stored(source))
+                durations.append(Fraction(ms) / 1000)
+    finally:
+        for source, position in positions:  # restore tell() (WebP _save_all, pillow-heif)
+            source.seek(position)
+    if isinstance(duration, (list, tuple)) and len(duration) != len(frames):
+        msg = f"{len(duration)} durations for {len(frames)} frames"
+        raise ValueError(msg)
+    # the header declares significant bits for the first page only, and for an animation's every
+    # frame (1.3: frames share the header's description): mode 1 elsewhere is stored as 0/255
+    if pages:
+        frames = frames[:1] + [f.undeclared() for f in frames[1:]]
+        _encode(fp, frames, _page_layout(frames), options, durations=durations, kind="pages")
+        return
+    if len({f.sig_bits for f in frames}) > 1:
+        frames = [f.undeclared() for f in frames]
+    frames, layout = _animation_frames(frames)
+    loop = info.get("loop", im.info.get("loop", 0))
+    loop = 1 if loop is None else int(loop)  # GIF's loop=None plays once
+    _encode(fp, frames, layout, options, durations=durations, loop=loop, kind="animation")
+
+
+def _page_layout(frames: list[_Stored]) -> str | None:
+    """The one layout the core's encode() takes for pages: named when all agree, else by channel count."""
+    layouts = {f.layout for f in frames}
+    if len(layouts) == 1:
+        return layouts.pop()
+    if "CMYK" in layouts:
+        msg = "pages mixing CMYK with other layouts cannot be written yet (the core's encode takes one layout)"
+        raise ValueError(msg)
+    return None
+
+
+_EIGHT_BIT = {"Gray": (False, False), "GrayAlpha": (False, True), "RGB": (True, False), "RGBA": (True, True)}
+_EIGHT_BIT_LAYOUT = {flags: layout for layout, flags in _EIGHT_BIT.items()}
+
+
+def _animation_frames(frames: list[_Stored]) -> tuple[list[_Stored], str]:
+    """Animation frames in one layout. 8-bit gray/colour frames with or without alpha widen
+    losslessly to a common layout (APNG converts every frame to the first frame's mode); other
+    mixes are refused with a pointer to pages."""
+    if len({f.array.shape[:2] for f in frames}) > 1:
+        msg = "animation frames must share one size (pass pages=True to write pages of different sizes)"
+        raise ValueError(msg)
+    layouts = {f.layout for f in frames}
+    dtypes = {f.array.dtype.newbyteorder("<") if f.array.dtype.byteorder == ">" else f.array.dtype for f in frames}
+    if len(layouts) == 1 and len(dtypes) == 1:
+        return frames, layouts.pop()
+    if not layouts <= set(_EIGHT_BIT) or dtypes != {np.dtype(np.uint8)}:
+        msg = "animation frames must share one mode (pass pages=True to write pages of different modes)"
+        raise ValueError(msg)
+    colour = any(_EIGHT_BIT[f.layout][0] for f in frames)
+    alpha = any(_EIGHT_BIT[f.layout][1] for f in frames)
+    return [_Stored(_widen(f.array, f.layout, colour, alpha), "") for f in frames], _EIGHT_BIT_LAYOUT[(colour, alpha)]
+
+
+def _widen(array: np.ndarray, layout: str, colour: bool, alpha: bool) -> np.ndarray:
+    """An 8-bit (H, W, C) frame widened from gray to colour and/or given an opaque alpha channel."""
+    has_colour, has_alpha = _EIGHT_BIT[layout]
+    base = array[..., :-1] if has_alpha else array
+    opacity = array[..., -1:] if has_alpha else np.full(array.shape[:2] + (1,), 255, np.uint8)
+    if colour and not has_colour:
+        base = np.repeat(base, 3, axis=2)
+    return np.ascontiguousarray(np.concatenate([base, opacity], axis=2) if alpha else base)
+
+
+# --------------------------------------------------------------------
+# Registry
+
+
+def _register() -> None:
+    Image.register_open(ImiImageFile.format, ImiImageFile, _accept)
+    Image.register_save(ImiImageFile.format, _save)
+    Image.register_save_all(ImiImageFile.format, _save_all)
+    Image.register_extension(ImiImageFile.format, ".imi")
+    Image.register_mime(ImiImageFile.format, MIME)
+
+
+_register()

@@ -1,0 +1,54 @@
+"""Pillow adapter for the IMI format: ``Image.open``/``save``/``save_all`` for ``.imi`` files.
+
+Pillow reads no entry points: a plugin is found only once its module has been imported. Any of
+these registers it (each is idempotent and decodes nothing)::
+
+    import imij_plugins                        # registers when Pillow is installed
+    imij_plugins.pillow.register_pillow()      # explicit, with options
+    import imij_plugins.pillow.ImiImagePlugin  # the Pillow handbook's module-per-format naming
+
+Options (keyword arguments of ``register_pillow``; they set module globals of ``ImiImagePlugin``,
+since ``Image.open`` takes no decoder options, Pillow issue #569):
+
+``decode_threads``
+    threads the core may use to decode one frame in ``load()`` (default None: the core's choice).
+``verify_checksums``
+    check the file checksum (cSUM) while opening (default True). ``verify()`` always checks it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from imij_plugins.pillow.ImiImagePlugin import ImiImageFile
+
+__all__ = ["ImiImageFile", "register_pillow"]
+
+_OPTIONS = {"decode_threads": "DECODE_THREADS", "verify_checksums": "VERIFY_CHECKSUMS"}
+
+
+def register_pillow(**options: Any) -> None:
+    """Register the IMI opener, saver, save_all handler, ``.imi`` and its MIME type with Pillow.
+
+    Options given are set (see the module docstring); options left out keep their value. An
+    unknown option is ignored with a warning, as pillow-heif's ``register_heif_opener`` does.
+    Raises ImportError when Pillow is not installed.
+    """
+    from imij_plugins.pillow import ImiImagePlugin  # importing it registers (once)
+
+    for key, value in options.items():
+        if key not in _OPTIONS:
+            warnings.warn(f"Unknown option: {key}", stacklevel=2)
+            continue
+        setattr(ImiImagePlugin, _OPTIONS[key], value)
+    ImiImagePlugin._register()  # again: idempotent, and restores a registration someone removed
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ImiImageFile":  # lazy, so that importing this package does not import Pillow
+        from imij_plugins.pillow.ImiImagePlugin import ImiImageFile
+
+        return ImiImageFile
+    raise AttributeError(f"module 'imij_plugins.pillow' has no attribute {name!r}")

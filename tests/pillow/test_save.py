@@ -1,0 +1,77 @@
+"""Save parameters with the names Pillow users know."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from PIL import Image
+
+import imij_plugins
+
+from .helper import assert_image_equal, reopen, sample_image, save_bytes
+
+
+def test_save_by_extension_and_to_a_file_object(tmp_path):
+    im = sample_image("RGB")
+    im.save(tmp_path / "x.imi")
+    with Image.open(tmp_path / "x.imi") as out:
+        assert out.format == "IMI"
+        assert out.get_format_mimetype() == "image/x.imi"
+        assert_image_equal(out, im)
+    buf = io.BytesIO()
+    im.save(buf, "IMI")
+    assert buf.getvalue() == (tmp_path / "x.imi").read_bytes()
+
+
+def test_lossless_must_be_true_or_absent():
+    im = sample_image("L")
+    assert save_bytes(im, lossless=True) == save_bytes(im)
+    with pytest.raises(ValueError, match="lossless"):
+        save_bytes(im, lossless=False)
+
+
+def test_near_lossless_is_refused_until_the_core_has_it(tmp_path):
+    im = sample_image("L")
+    assert save_bytes(im, max_error=0) == save_bytes(im)
+    with pytest.raises(ValueError, match="near-lossless"):
+        save_bytes(im, max_error=2)
+    with pytest.raises(ValueError):
+        im.save(tmp_path / "x.imi", max_error=1)
+    assert not (tmp_path / "x.imi").exists()
+
+
+@pytest.mark.parametrize("effort", [1, 3, 5, 9])
+def test_effort_and_its_alias_method(effort):
+    im = sample_image("RGBA", (40, 30))
+    data = save_bytes(im, effort=effort)
+    assert data == save_bytes(im, method=effort)
+    assert data == imij_plugins.encode(__import__("numpy").asarray(im), effort=effort)
+    assert_image_equal(reopen(data), im)
+
+
+def test_checksum_writes_csum():
+    with imij_plugins.open(save_bytes(sample_image("RGB"), checksum=True)) as f:
+        assert f.container.piece_table is not None
+    with imij_plugins.open(save_bytes(sample_image("RGB"))) as f:
+        assert f.container.piece_table is None
+
+
+def test_threads_do_not_change_the_bytes():
+    im = sample_image("RGB", (300, 200))
+    assert save_bytes(im, threads=1) == save_bytes(im, threads=4)
+
+
+def test_unknown_parameters_are_ignored_like_pillows_plugins():
+    im = sample_image("L")
+    assert save_bytes(im, quality=80, optimize=True, dpi=(72, 72)) == save_bytes(im)
+
+
+def test_saving_an_opened_file_over_itself(tmp_path):
+    path = tmp_path / "x.imi"
+    im = sample_image("RGB")
+    im.save(path)
+    with Image.open(path) as opened:
+        opened.save(path)  # Image.save loads the image before it truncates the file
+    with Image.open(path) as again:
+        assert_image_equal(again, im)
