@@ -25,18 +25,26 @@ def _samples() -> list[bytes]:
         imij_plugins.encode((rng.integers(0, 16, (6, 5)) * 17).astype(np.uint16), effort=5),
         imij_plugins.encode(rng.integers(0, 255, (9, 4, 2), dtype=np.uint8), stripe_rows=3, group_cols=2, checksum=True),
         imij_plugins.encode(np.array([[1.5, -0.0], [np.nan, 2]], np.float32), exif=b"II*\x00"),
+        imij_plugins.encode(rng.integers(0, 40, (6, 5, 3), dtype=np.uint8), codec="entropy", stripe_rows=3),
+        imij_plugins.encode(rng.integers(0, 9, (4, 3), dtype=np.uint16), codec="entropy", unit_table="tail"),
+        imij_plugins.encode(
+            [np.zeros((3, 4), np.uint8), np.eye(3, 4, dtype=np.uint8)], durations=0.1, pixel_checksum=True, content_light_level=None
+        ),
+        imij_plugins.encode([np.zeros((2, 2), np.uint8), np.ones((3, 1, 3), np.int16)], kind="pages", xmp=b"<x/>"),
     ]
 
 
 def _outcome(data: bytes) -> None:
     try:
         with imij_plugins.open(data) as f:
-            f.read()
+            for index in range(f.n_frames):
+                f.read(index)
+            f.metadata
     except ImijError:
         pass
 
 
-@pytest.mark.parametrize("index", range(4))
+@pytest.mark.parametrize("index", range(8))
 def test_every_byte_change_and_truncation(index, backend):
     data = _samples()[index]
     for pos in range(len(data)):
