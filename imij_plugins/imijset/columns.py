@@ -1,0 +1,89 @@
+"""Unsigned LEB128 columns of IMIJ-set leaf pages: exact-count decoding and shortest-form encoding.
+
+Leaf columns hold up to 256 varints, mostly deltas of one or two bytes, so decoding checks the
+layout with C-speed bytes methods and converts with numpy before falling back to a loop.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+
+from imij_plugins.errors import Corrupt
+from imij_plugins.wire.varint import encode_varint
+
+U64_MAX = (1 << 64) - 1
+_ONE_BYTE = [bytes([i]) for i in range(128)]
+_HIGH = bytes(range(0x80, 0x100))
+
+
+def uvarint(value: int) -> bytes:
+    """The shortest LEB128 form of ``value`` (0 ..= 2^64 - 1)."""
+    if value < 0x80:
+        return _ONE_BYTE[value]
+    if value < 0x4000:
+        return bytes(((value & 0x7F) | 0x80, value >> 7))
+    return encode_varint(value)
+
+
+def encode_column(values: Iterable[int]) -> bytes:
+    """A column: the shortest LEB128 form of each value, concatenated."""
+    return b"".join([_ONE_BYTE[v] if v < 0x80 else uvarint(v) for v in values])
+
+
+def read_uvarint(buf: bytes, pos: int, end: int, what: str) -> tuple[int, int]:
+    """One LEB128 value at ``pos``; "LEB128 must be shortest-form, at most ten bytes, and fit u64"."""
+    if pos < end and buf[pos] < 0x80:
+        return buf[pos], pos + 1
+    value = 0
+    shift = 0
+    while True:
+        if pos >= end:
+            raise Corrupt(f"{what}: truncated varint")
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
+        if shift == 70:
+            raise Corrupt(f"{what}: varint longer than ten bytes")
+    if b == 0:
+        raise Corrupt(f"{what}: non-minimal varint")
+    if value > U64_MAX:
+        raise Corrupt(f"{what}: varint overflows u64")
+    return value, pos
+
+
+def decode_column(buf: bytes, start: int, end: int, count: int, what: str) -> np.ndarray:
+    """Exactly ``count`` LEB128 values filling ``buf[start:end]``, as uint64.
+
+    Index pages: "Each column has exactly count values, with no trailing bytes". The first value
+    (an absolute key or offset in columns 1 and 2) is read alone, so the rest can take a fast path.
+    """
+    out = np.empty(count, np.uint64)
+    if count == 0:
+        if end != start:
+            raise Corrupt(f"{what}: {end - start} bytes for zero values")
+        return out
+    out[0], pos = read_uvarint(buf, start, end, what)
+    rest = count - 1
+    body = buf[pos:end]
+    if len(body) == rest and body.isascii():  # every other value one byte
+        out[1:] = np.frombuffer(body, np.uint8)
+    elif rest and len(body) == 2 * rest and _two_byte(body):  # every other value two bytes
+        v = np.frombuffer(body, "<u2").astype(np.uint64)
+        out[1:] = (v & 0x7F) | ((v >> 1) & 0x3F80)
+    else:
+        for i in range(1, count):
+            out[i], pos = read_uvarint(buf, pos, end, what)
+        if pos != end:
+            raise Corrupt(f"{what}: trailing bytes after {count} values")
+    return out
+
+
+def _two_byte(body: bytes) -> bool:
+    """Whether ``body`` is a run of shortest-form two-byte varints (continuation, then nonzero last byte)."""
+    low, high = body[0::2], body[1::2]
+    return not low.translate(None, _HIGH) and high.isascii() and 0 not in high

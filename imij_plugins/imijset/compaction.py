@@ -1,0 +1,42 @@
+"""Compaction: the live entries of an archive rewritten into a new file as one sorted segment.
+
+Appending and scale: "compaction creates one new sorted segment"; Index pages: "Compaction
+preserves" indexed metadata; Optional sequence seek blob: "Compaction copies both entries and
+the reference unchanged." Blobs, summaries, CICP, image counts, hints and metadata bytes are
+copied unchanged; only offsets and pages are new.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+from imij_plugins.imijset.archive import Archive, fsync_directory
+from imij_plugins.imijset.writer import Placement
+
+
+def compact(source: Archive, dst: str | os.PathLike, *, placement: Placement = "interleaved", durable: bool = True) -> int:
+    """Write ``source``'s live entries to ``dst`` (through a temporary file and a rename); return the count.
+
+    Every page of ``source`` is checked by the listing and every blob by its digest as it is copied.
+    """
+    path = os.fspath(dst)
+    if os.path.exists(path) and os.path.samefile(path, source.path):
+        raise ValueError("compaction writes a new file: dst must differ from the source archive")
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".imijset-", suffix=".tmp", dir=directory)
+    os.close(fd)
+    count = 0
+    try:
+        with Archive(tmp, "w", placement=placement, durable=durable) as out:
+            for _, entry in source.items():
+                out.append_entry(entry, source.blob(entry))
+                count += 1
+        os.replace(tmp, path)
+        if durable:
+            fsync_directory(path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return count

@@ -1,0 +1,63 @@
+"""``main_set``: the ``imij set`` subcommands the lead wires into ``imij``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import imij_plugins
+import imij_plugins.imijset as imijset
+from imij_plugins.imijset.cli import main_set
+
+
+def test_add_ls_get_verify_compact(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = tmp_path / "a.imi"
+    a.write_bytes(imij_plugins.encode(np.zeros((6, 8, 3), np.uint8)))
+    b = tmp_path / "b.bin"
+    b.write_bytes(b"opaque")
+    arc = tmp_path / "x.imijset"
+    assert main_set(["add", str(arc), str(a), str(b)]) == 0
+    assert main_set(["add", str(arc), str(b), "--no-filename"]) == 0
+    assert main_set(["add", str(arc), str(b), "--key", "10"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("0  ") and "2  " in out
+    assert main_set(["ls", str(arc)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [int(line.split()[0]) for line in lines] == [0, 1, 2, 10]
+    assert "8x6" in lines[0] and "a.imi" in lines[0] and lines[2].rstrip().endswith("-")
+    assert main_set(["ls", "-l", str(arc)]) == 0
+    assert "gen=1 cicp=1/13/0/1" in capsys.readouterr().out
+    out_file = tmp_path / "out.imi"
+    assert main_set(["get", str(arc), "0", "-o", str(out_file)]) == 0
+    assert out_file.read_bytes() == a.read_bytes()
+    assert main_set(["verify", str(arc)]) == 0
+    assert "OK (generation 3, 4 live of 4 indexed entries" in capsys.readouterr().out
+    dst = tmp_path / "c.imijset"
+    assert main_set(["compact", str(arc), str(dst), "--tail"]) == 0
+    with imijset.open(dst) as c:
+        assert list(c.keys()) == [0, 1, 2, 10] and c.segments == 1
+
+
+def test_get_to_stdout(tmp_path: Path, capfdbinary: pytest.CaptureFixture[bytes]) -> None:
+    arc = tmp_path / "x.imijset"
+    with imijset.open(arc, "w") as w:
+        w.append(4, b"\x00binary\xff")
+    assert main_set(["get", str(arc), "4"]) == 0
+    assert capfdbinary.readouterr().out == b"\x00binary\xff"
+
+
+def test_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    arc = tmp_path / "x.imijset"
+    with imijset.open(arc, "w") as w:
+        w.append(1, b"x")
+    assert main_set(["get", str(arc), "2"]) == 1
+    assert "no entry with key 2" in capsys.readouterr().err
+    bad = tmp_path / "bad.imijset"
+    bad.write_bytes(b"not an archive" * 20)
+    assert main_set(["verify", str(bad)]) == 1
+    assert "Corrupt" in capsys.readouterr().err
+    assert main_set(["ls", str(tmp_path / "missing.imijset")]) == 1
+    with pytest.raises(SystemExit):
+        main_set(["frobnicate"])
