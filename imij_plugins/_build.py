@@ -1,7 +1,7 @@
 """cffi out-of-line API-mode build of the C kernels in ``csrc/`` (ECOSYSTEM.md section 4).
 
-The cdef is the public header ``csrc/imij_kernels.h`` with its preprocessor lines removed, so the
-declarations live in one place. ``optional=True`` lets ``pip install`` succeed without a compiler;
+The cdef is every header in ``csrc/`` with its preprocessor lines removed, so the declarations
+live in one place (each kernel family may keep its own header). ``optional=True`` lets ``pip install`` succeed without a compiler;
 the package then runs on its pure-Python reference kernels.
 """
 
@@ -14,16 +14,19 @@ _ROOT = pathlib.Path(__file__).resolve().parent.parent
 _CSRC = _ROOT / "csrc"
 
 
+_HEADERS = sorted(_CSRC.glob("*.h"))
+
+
 def _cdef() -> str:
-    header = (_CSRC / "imij_kernels.h").read_text()
-    return "\n".join(line for line in header.splitlines() if not line.lstrip().startswith("#"))
+    text = "\n".join(h.read_text() for h in _HEADERS)
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
 
 
 ffibuilder = FFI()
 ffibuilder.cdef(_cdef())
 ffibuilder.set_source(
     "imij_plugins._kernels",
-    '#include "imij_kernels.h"',
+    "\n".join(f'#include "{h.name}"' for h in _HEADERS),
     sources=sorted(str(p.relative_to(_ROOT)) for p in _CSRC.glob("*.c")),
     include_dirs=[str(_CSRC.relative_to(_ROOT))],
     extra_compile_args=["-O3", "-std=c99"],
