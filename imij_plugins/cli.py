@@ -134,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("verify", help="decode every frame of IMI files; exit 0 only when all decode")
     p.add_argument("files", nargs="+", metavar="FILE")
     p.set_defaults(func=cmd_verify)
+    sub.add_parser("set", help="IMIJ-Set archives: ls, add, get, compact, verify (imij set --help)", add_help=False)
     p = sub.add_parser("demo", help="write built-in sample images as IMI and PNG, read them back, compare")
     p.add_argument("--out", metavar="DIR", help="where to write the files (default: a new temporary folder)")
     p.set_defaults(func=cmd_demo)
@@ -141,6 +142,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["set"]:  # IMIJ-Set archives have their own subcommands
+        from imij_plugins.imijset.cli import main_set
+
+        return main_set(argv[1:])
     args = build_parser().parse_args(argv)
     return args.func(args)
 

@@ -59,3 +59,17 @@ def test_help(args, capsys):
         main(args)
     assert exc.value.code == 0
     assert "usage: imij" in capsys.readouterr().out
+
+
+def test_set_subcommands(tmp_path, good, capsys):
+    archive = str(tmp_path / "a.imijset")
+    assert main(["set", "add", archive, str(good)]) == 0
+    assert main(["set", "ls", archive]) == 0
+    assert "good.imi" in capsys.readouterr().out
+    out = tmp_path / "back.imi"
+    assert main(["set", "get", archive, "0", "-o", str(out)]) == 0
+    assert out.read_bytes() == good.read_bytes()
+    assert main(["set", "verify", archive]) == 0
+    with pytest.raises(SystemExit) as exc:
+        main(["set", "--help"])
+    assert exc.value.code == 0

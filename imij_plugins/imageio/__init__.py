@@ -16,6 +16,8 @@ __all__ = ["PLUGIN_NAME", "ImiPlugin", "register_imageio"]
 
 PLUGIN_NAME = "IMI"  # upper case: imageio.v2 also finds plugins by format.upper()
 EXTENSION = ".imi"
+ARCHIVE_PLUGIN = "IMIJSET"
+ARCHIVE_EXTENSION = ".imijset"
 
 
 def register_imageio() -> None:
@@ -38,20 +40,20 @@ def register_imageio() -> None:
     known_plugins.clear()  # in place: imopen imported this very dict
     known_plugins[PLUGIN_NAME] = config
     known_plugins.update(others)
-    formats = known_extensions.setdefault(EXTENSION, [])
-    for fmt in formats:
-        fmt.priority[:] = [name for name in fmt.priority if name != PLUGIN_NAME]
-    if formats:
-        formats[0].priority.insert(0, PLUGIN_NAME)
-    else:
-        formats.append(
-            FileExtension(
-                extension=EXTENSION,
-                priority=[PLUGIN_NAME],
-                name="IMI",
-                description="IMI image: lossless samples of 8 to 64 bits, animations and pages (imij_plugins)",
-            )
-        )
+    known_plugins[ARCHIVE_PLUGIN] = PluginConfig(
+        name=ARCHIVE_PLUGIN, class_name="ImijSetPlugin", module_name="imij_plugins.imageio.archive_plugin"
+    )
+    for extension, name, description in (
+        (EXTENSION, PLUGIN_NAME, "IMI image: lossless samples of 8 to 64 bits, animations and pages (imij_plugins)"),
+        (ARCHIVE_EXTENSION, ARCHIVE_PLUGIN, "IMIJ-Set archive of IMI images (imij_plugins)"),
+    ):
+        formats = known_extensions.setdefault(extension, [])
+        for fmt in formats:
+            fmt.priority[:] = [n for n in fmt.priority if n != name]
+        if formats:
+            formats[0].priority.insert(0, name)
+        else:
+            formats.append(FileExtension(extension=extension, priority=[name], name=name, description=description))
 
 
 def __getattr__(name: str) -> Any:
