@@ -13,7 +13,7 @@ import numpy as np
 from imij_plugins.container.animation import KIND_ANIMATION
 from imij_plugins.container.chunks import FRAM
 from imij_plugins.container.file import Container, read_container
-from imij_plugins.container.frames import FrameControl, check_frame, read_frame_control
+from imij_plugins.container.frames import FrameControl, check_frame, check_reference, read_frame_control
 from imij_plugins.container.header import Header
 from imij_plugins.container.locator import locate_data, read_locator
 from imij_plugins.container.pixel_checksum import BitmapDigests, bitmap_digest, read_bitmap_digests
@@ -196,12 +196,15 @@ class ImijFile:
             return []
         frames = []
         for chunk in self.container.find(FRAM):
-            ctrl = read_frame_control(self._buf, chunk.payload_start, chunk.end)
+            ctrl = read_frame_control(self._buf, chunk.payload_start, chunk.end, anim.kind)
             nested = None
             if ctrl.image is not None:
                 start, end = ctrl.image
                 nested = ImijFile(memoryview(self._buf)[start:end], verify=self.verify, limits=self.limits, _nested=True)
-            check_frame(anim.kind, ctrl, nested.header if nested else None, self.header)
+            check_frame(anim, len(frames) + 1, ctrl, nested.header if nested else None, self.header)
+            if ctrl.reference is not None:  # 1.3: the referenced item's ImageInfo must match
+                earlier = self.header if ctrl.reference[0] == 0 else frames[ctrl.reference[0] - 1][1].header
+                check_reference(earlier, nested.header)  # type: ignore[union-attr]
             frames.append((ctrl, nested))
         return frames
 
@@ -347,7 +350,7 @@ class ImijFile:
         self._check_index(index)
         threads = threads if threads is not None else self.threads
         anim = self.container.animation
-        if index and anim is not None and anim.kind == KIND_ANIMATION:
+        if index and anim is not None and anim.kind == KIND_ANIMATION:  # kind 4 items are whole images
             canvas = self._compose(index, threads)
             if region is None:
                 self._verify_bitmap(index, canvas, self.header)
@@ -355,17 +358,36 @@ class ImijFile:
             x, y, w, h = self._check_region(region, self.width, self.height)
             return canvas[y : y + h, x : x + w].copy()
         page = self.page(index)
-        image = page._read_data(region, threads)
+        reference = self._sequence_reference(index, threads) if index else None
+        image = page._read_data(region, threads, reference)
         if region is None:
             self._verify_bitmap(index, image, page.header)
         return image
 
-    def _read_data(self, region: tuple[int, int, int, int] | None, threads: int | None) -> np.ndarray:
+    def _sequence_reference(self, index: int, threads: int | None) -> np.ndarray | None:
+        """1.3 kind 4: the earlier item a record 33 names, its raster checked by its digest first."""
+        ref = self._frames[index - 1][0].reference
+        if ref is None:
+            return None
+        ordinal, digest = ref
+        raster = self.read(ordinal, threads=threads)
+        item = self.page(ordinal).header
+        h, w, _ = raster.shape
+        if bitmap_digest(w, h, item.channels, item.sample, ordinal, raster.tobytes()) != digest:
+            raise Corrupt(f"item {index} references item {ordinal} whose decoded raster does not match its digest")
+        return raster
+
+    def _read_data(
+        self, region: tuple[int, int, int, int] | None, threads: int | None, reference: np.ndarray | None = None
+    ) -> np.ndarray:
         payload = self.payload()
-        if region is None:
+        if region is None or reference is not None:
             self._check_size(self.width, self.height)
             out = np.empty(self.shape, dtype=self.dtype)
-            payload.decode_into(out, threads=threads)
+            payload.decode_into(out, threads=threads, reference=reference)
+            if region is not None:
+                x, y, w, h = self._check_region(region, self.width, self.height)
+                return out[y : y + h, x : x + w].copy()
             return out
         x, y, w, h = self._check_region(region, self.width, self.height)
         geometry = payload.head.geometry
@@ -392,11 +414,12 @@ class ImijFile:
             ctrl, nested = self._frames[i - 1]
             if nested is None:
                 continue  # 1.3: an empty frame repeats the previous one
-            image = nested.read(threads=threads)
             if not ctrl.uses_previous:
-                canvas = image
-            else:
-                canvas[ctrl.y0 : ctrl.y0 + nested.height, ctrl.x0 : ctrl.x0 + nested.width] = image
+                canvas = nested._read_data(None, threads)
+            else:  # an inter frame: its rectangle of the previous canvas is the reference (section 4)
+                rows = slice(ctrl.y0, ctrl.y0 + nested.height)
+                cols = slice(ctrl.x0, ctrl.x0 + nested.width)
+                canvas[rows, cols] = nested._read_data(None, threads, canvas[rows, cols])
         self._canvas = (index, canvas)
         return canvas
 

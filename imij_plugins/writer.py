@@ -9,8 +9,8 @@ from typing import BinaryIO, Mapping, Sequence
 
 import numpy as np
 
-from imij_plugins.container.animation import KIND_ANIMATION, KIND_MIXED_PAGES, KIND_PAGES
-from imij_plugins.container.frames import EMPTY, USES_PREVIOUS
+from imij_plugins.container.animation import KIND_ANIMATION, KIND_MIXED_PAGES, KIND_PAGES, KIND_SEQUENCE
+from imij_plugins.container.frames import EMPTY, FRAME_REFERENCE, HAS_RECORDS, USES_PREVIOUS
 from imij_plugins.container import metadata as md
 from imij_plugins.container.header import Header, check_fields
 from imij_plugins.errors import Corrupt
@@ -24,7 +24,8 @@ from imij_plugins.registry.samples import PIXEL_MODEL_LAYOUTS, SIGNED_SAMPLE_COD
 from imij_plugins.wire.varint import encode_varint
 
 Chunks = Sequence[tuple[bytes, bytes, str]]  # (tag, payload, "before" | "after" DATA)
-KINDS = {"animation": KIND_ANIMATION, "pages": KIND_PAGES}
+KINDS = {"animation": KIND_ANIMATION, "pages": KIND_PAGES, "sequence": KIND_SEQUENCE}
+PRESENTATIONS = {"pages": 0, "animation": 1}  # 1.3 kind 4 presentation byte
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,8 @@ def encode(
     durations: float | Fraction | Sequence[float | Fraction] = 0,
     loop: int = 0,
     kind: str = "animation",
+    presentation: str = "animation",
+    references: Sequence[int | None] | None = None,
     stripe_rows: int | None = None,
     group_cols: int | None = None,
     threads: int | None = None,
@@ -182,7 +185,9 @@ def encode(
 
     ``image`` is one (H, W) or (H, W, C) array, or a list of them: an animation (each frame
     cropped to what changed, durations in seconds, ``loop`` 0 = forever) or, with
-    ``kind="pages"``, pages (mixed pages when their shapes or sample types differ).
+    ``kind="pages"``, pages (mixed pages when their shapes or sample types differ), or with
+    ``kind="sequence"`` sequence items (1.3 kind 4, ``presentation`` "animation" or "pages",
+    ``references[i]`` an earlier item that item i is coded against, checked by its digest).
     effort 1-3 codes quick-pixel packets; 4 and up also tries bit-smart planes per unit.
     ``codec="entropy"`` writes entropy-coded units (2.1-2.6, 3) with the syntax-complete
     writer's defaults instead (slow for now: the compressing encoder is still to come).
@@ -221,7 +226,7 @@ def encode(
     after = [(tag, payload) for tag, payload, place in chunks if place != "before"]
     header = first.header
     if len(frames) > 1 or not isinstance(image, np.ndarray):
-        header, anim, frame_chunks = _frames(first, frames, durations, loop, kind, opts)
+        header, anim, frame_chunks = _frames(first, frames, durations, loop, kind, opts, presentation, references)
         before.insert(0, (b"aNIM", anim))
         after = frame_chunks + after
     if pixel_checksum:
@@ -239,8 +244,8 @@ def encode(
     )
 
 
-def _frames(first: _Coded, frames: list, durations, loop: int, kind: str, opts: dict):
-    """aNIM and the fRAM chunks of an animation or of pages (1.3), and the outer header covering them."""
+def _frames(first: _Coded, frames: list, durations, loop: int, kind: str, opts: dict, presentation="animation", references=None):
+    """aNIM and the fRAM chunks of an animation, pages or sequence items (1.3), and the outer header."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {sorted(KINDS)}, not {kind!r}")
     times = list(durations) if isinstance(durations, Sequence) else [durations] * len(frames)
@@ -264,6 +269,30 @@ def _frames(first: _Coded, frames: list, durations, loop: int, kind: str, opts: 
             mask |= coded.header.mask
             present = 0 if intra else USES_PREVIOUS
             fram.append((b"fRAM", encode_varint(x) + encode_varint(y) + _duration(t) + encode_varint(present) + _nested_file(coded)))
+    elif wire_kind == KIND_SEQUENCE:
+        if presentation not in PRESENTATIONS:
+            raise ValueError(f"presentation must be one of {sorted(PRESENTATIONS)}")
+        mask.add(FeatureId.SEQUENCE_ITEMS)
+        if presentation == "animation" and any(a.shape != arrays[0].shape or a.dtype != arrays[0].dtype for a in arrays):
+            raise ValueError("animation sequence items share one shape and dtype (presentation='pages' for others)")
+        refs = list(references) if references is not None else [None] * len(frames)
+        if len(refs) != len(frames) or refs[0] is not None:
+            raise ValueError("references: one per item, None for the first")
+        for i, (item, t, ref) in enumerate(zip(arrays[1:], times[1:], refs[1:]), start=1):
+            coded = _code_image(item, **opts)
+            mask |= coded.header.features
+            records = b""
+            if ref is not None:  # 1.3: record 33, an earlier item and its raster digest
+                if not 0 <= ref < i or arrays[ref].shape != item.shape or arrays[ref].dtype != item.dtype:
+                    raise ValueError(f"item {i} may reference only an earlier item of its shape and dtype")
+                digest = _digest(arrays[ref], ref, opts["layout"])
+                body = encode_varint(ref) + digest.to_bytes(8, "little")
+                records = encode_varint(FRAME_REFERENCE) + encode_varint(len(body)) + body
+            present = HAS_RECORDS if records else 0
+            head = b"\x00\x00" + _duration(t) + encode_varint(present)
+            if records:
+                head += encode_varint(len(records)) + records
+            fram.append((b"fRAM", head + _nested_file(coded)))
     else:
         for page, t in zip(frames[1:], times[1:]):
             coded = _code_image(page, **opts)
@@ -275,6 +304,8 @@ def _frames(first: _Coded, frames: list, durations, loop: int, kind: str, opts: 
         mask.add(FeatureId.MIXED_PAGES)
     outer = Header(**{**first.header.__dict__, "mask": frozenset(mask - _implied(first.header))})
     anim = bytes([wire_kind]) + encode_varint(loop) + encode_varint(len(frames)) + _duration(times[0])
+    if wire_kind == KIND_SEQUENCE:
+        anim += bytes([PRESENTATIONS[presentation]])
     return outer, anim, fram
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import imij_plugins
+from imij_plugins.container.animation import Animation
 from imij_plugins.container.frames import check_frame, read_frame_control
 from imij_plugins.container.header import Header
 from imij_plugins.container.pixel_checksum import bitmap_digest, encode_bitmap_digests, read_bitmap_digests
@@ -93,11 +94,11 @@ def fram(*fields: int, image: bytes = b"") -> bytes:
 )
 def test_frame_control_rules(payload, error, reason):
     with pytest.raises(error, match=reason):
-        read_frame_control(payload, 0, len(payload))
+        read_frame_control(payload, 0, len(payload), 1)
 
 
 def test_frame_control_even_record_skipped():
-    ctrl = read_frame_control(fram(3, 4, 1, 10, 5, 2, 2, 0, image=b"IMG"), 0, 11)
+    ctrl = read_frame_control(fram(3, 4, 1, 10, 5, 2, 2, 0, image=b"IMG"), 0, 11, 1)
     assert (ctrl.x0, ctrl.y0, ctrl.duration, ctrl.uses_previous, ctrl.image) == (3, 4, Fraction(1, 10), True, (8, 11))
 
 
@@ -117,9 +118,9 @@ OUTER = Header(width=10, height=8)
     ],
 )
 def test_frame_checks_against_the_outer_file(kind, fields, nested, reason):
-    ctrl = read_frame_control(fram(*fields, image=b"x"), 0, len(fram(*fields)) + 1)
+    ctrl = read_frame_control(fram(*fields, image=b"x"), 0, len(fram(*fields)) + 1, kind)
     with pytest.raises(Corrupt, match=reason):
-        check_frame(kind, ctrl, nested, OUTER)
+        check_frame(Animation(kind, 0, 2, Fraction(1)), 1, ctrl, nested, OUTER)
 
 
 def _swap_anim_kind(data: bytes, kind: int) -> bytes:
@@ -214,3 +215,84 @@ def test_pixel_checksum_unknown_version_is_skipped():
     with pytest.raises(Corrupt, match="8,000,014"):
         read_bitmap_digests(memoryview(bytes([2]) + bytes(8_000_014)), 1)
     assert encode_bitmap_digests([5]) == bytes([1, 0, 8, 0, 1, 5, 0, 0, 0, 0, 0, 0, 0])
+
+
+# inter frames: predictors 7-9 against the previous canvas (section 4)
+
+
+def _inter_animation(first: np.ndarray, second: np.ndarray, rect: tuple[int, int, int, int]) -> bytes:
+    """An animation whose frame 1 is an entropy-coded inter frame over ``rect`` of frame 0."""
+    from imij_plugins.container.writer import assemble
+    from imij_plugins.payload.entropy.writer import EntropyOptions, UnitChoice, encode_entropy_payload, header_for
+    from imij_plugins.wire import encode_varint
+
+    x, y, w, h = rect
+    part = second[y : y + h, x : x + w]
+    options = EntropyOptions(lanes=2, unit=UnitChoice(predictors=([7] + [8, 9] * h)[:h]))
+    enc = encode_entropy_payload(part, options=options, reference=first[y : y + h, x : x + w])
+    nested = assemble(header_for(part, enc), enc.payload, enc.head_len)
+    outer = imij_plugins.encode([first], durations=0.1)
+    fram = encode_varint(x) + encode_varint(y) + b"\x01\x0a\x01" + nested  # duration 1/10, uses previous
+    aNIM_at = outer.index(b"aNIM")
+    outer = outer[: aNIM_at + 7] + b"\x02" + outer[aNIM_at + 8 :]  # frame_count 2
+    return outer + b"fRAM" + encode_varint(len(fram) + 1) + fram
+
+
+def test_inter_frame_decodes_against_the_canvas(backend):
+    rng = np.random.default_rng(3)
+    first = rng.integers(0, 200, (10, 12, 3), dtype=np.uint8)
+    second = first.copy()
+    second[2:8, 3:11] = np.clip(first[2:8, 3:11].astype(int) + rng.integers(-3, 4, (6, 8, 3)), 0, 255)
+    f = imij_plugins.open(_inter_animation(first, second, (3, 2, 8, 6)))
+    assert f.frame_info(1).uses_previous
+    assert np.array_equal(f.read(1), second) and np.array_equal(f.read(0), first)
+
+
+def test_inter_predictors_in_an_intra_image_are_corrupt():
+    from imij_plugins.container.writer import assemble
+    from imij_plugins.payload.entropy.writer import EntropyOptions, UnitChoice, encode_entropy_payload, header_for
+
+    image = np.zeros((3, 4), np.uint8)
+    enc = encode_entropy_payload(image, options=EntropyOptions(unit=UnitChoice(predictors=[7, 7, 7])), reference=image[:, :, None])
+    with pytest.raises(Corrupt, match="predictor"):
+        imij_plugins.read(assemble(header_for(image, enc), enc.payload, enc.head_len))
+
+
+# sequence items (aNIM kind 4, feature sequence_items)
+
+
+def test_sequence_items_with_references(backend):
+    items = [np.full((4, 5, 3), i * 20, np.uint8) for i in range(4)]
+    f = imij_plugins.open(imij_plugins.encode(items, kind="sequence", references=[None, 0, 1, 0], durations=0.2))
+    assert f.kind == "sequence" and "sequence_items" in f.features
+    assert [np.array_equal(f.read(i), a) for i, a in enumerate(items)] == [True] * 4
+    pages = imij_plugins.open(imij_plugins.encode([np.zeros((2, 2), np.uint8), np.ones((3, 3, 3), np.float32)], kind="sequence", presentation="pages"))
+    assert pages.read(1).dtype == np.float32
+
+
+def test_sequence_reference_digest_mismatch_is_corrupt():
+    items = [np.full((4, 5), i, np.uint8) for i in range(2)]
+    data = bytearray(imij_plugins.encode(items, kind="sequence", references=[None, 0]))
+    i = data.index(b"fRAM")
+    digest_at = data.index(b"\x21\x09\x00", i) + 3  # record 33, length 9, ordinal 0, then the digest
+    data[digest_at] ^= 1
+    f = imij_plugins.open(bytes(data))
+    assert np.array_equal(f.read(0), items[0][..., None])
+    with pytest.raises(Corrupt, match="digest"):
+        f.read(1)
+
+
+def test_sequence_forward_reference_is_corrupt():
+    items = [np.full((4, 5), i, np.uint8) for i in range(2)]
+    data = bytearray(imij_plugins.encode(items, kind="sequence", references=[None, 0]))
+    i = data.index(b"\x21\x09\x00", data.index(b"fRAM"))
+    data[i + 2] = 1  # item 1 references itself
+    with pytest.raises(Corrupt, match="not earlier"):
+        imij_plugins.open(bytes(data))
+
+
+def test_sequence_animation_items_must_share_image_info():
+    with pytest.raises(ValueError):
+        imij_plugins.encode([np.zeros((2, 2), np.uint8), np.zeros((2, 3), np.uint8)], kind="sequence")
+    with pytest.raises(ValueError):
+        imij_plugins.encode([np.zeros((2, 2), np.uint8), np.zeros((2, 3), np.uint8)], kind="sequence", references=[None, 0], presentation="pages")

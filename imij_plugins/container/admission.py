@@ -17,6 +17,7 @@ IMPLEMENTED: frozenset[int] = frozenset(
         FeatureId.QUICK_BIT_SMARTS,
         FeatureId.UNIT_ORDINALS,
         FeatureId.MIXED_PAGES,
+        FeatureId.SEQUENCE_ITEMS,
         FeatureId.NEAR_LOSSLESS,
         FeatureId.FLOAT_SHIFT,
         FeatureId.OFFSET_MAP,

@@ -8,6 +8,8 @@ from fractions import Fraction
 from imij_plugins.container.animation import (
     KIND_ANIMATION,
     KIND_PAGES,
+    KIND_SEQUENCE,
+    Animation,
     read_duration,
 )
 from imij_plugins.container.header import Header
@@ -31,6 +33,7 @@ class FrameControl:
     present: int
     records: list[Record] = field(default_factory=list)
     image: tuple[int, int] | None = None  # [start, end) of the nested IMI file; None when empty
+    reference: tuple[int, int] | None = None  # kind 4 record 33: (earlier item ordinal, its digest)
 
     @property
     def uses_previous(self) -> bool:
@@ -41,8 +44,8 @@ class FrameControl:
         return bool(self.present & EMPTY)
 
 
-def read_frame_control(buf: bytes | bytearray | memoryview, start: int, end: int) -> FrameControl:
-    """Parse an fRAM payload at ``[start, end)`` (1.3)."""
+def read_frame_control(buf: bytes | bytearray | memoryview, start: int, end: int, kind: int) -> FrameControl:
+    """Parse an fRAM payload at ``[start, end)`` (1.3) of an aNIM of ``kind``."""
     cur = Cursor(buf, start, end, "fRAM")
     x0, y0 = cur.varint("x0"), cur.varint("y0")
     duration = read_duration(cur)
@@ -54,8 +57,10 @@ def read_frame_control(buf: bytes | bytearray | memoryview, start: int, end: int
         frame.records = read_records(cur.sub(cur.varint("records_len"), "frame records"))
         for rec in frame.records:
             if rec.id == FRAME_REFERENCE:  # 1.3: selects a reference in kind 4 only
-                raise Corrupt("frame record 33 outside a kind-4 sequence")
-            if rec.critical:
+                if kind != KIND_SEQUENCE:
+                    raise Corrupt("frame record 33 outside a kind-4 sequence")
+                frame.reference = _read_reference(rec.payload)
+            elif rec.critical:
                 raise Unsupported(f"unknown critical frame record {rec.id}")
     if frame.empty:
         if not frame.uses_previous:
@@ -69,11 +74,40 @@ def read_frame_control(buf: bytes | bytearray | memoryview, start: int, end: int
     return frame
 
 
-def check_frame(kind: int, frame: FrameControl, nested: Header | None, outer: Header) -> None:
+def _read_reference(payload: bytes) -> tuple[int, int]:
+    """1.3 record 33: a minimal varint earlier-item ordinal, then exactly eight bytes LE digest."""
+    cur = Cursor(payload, what="frame record 33")
+    ordinal = cur.varint("ordinal")
+    digest = cur.uint_le(8, "digest")
+    cur.expect_end("trailing bytes")
+    return ordinal, digest
+
+
+def image_info(h: Header) -> tuple:
+    """1.3: what animation items and references must share: geometry, format, bits, CICP, alpha mode."""
+    return (h.width, h.height, h.sample, h.channels, h.effective_sig_bits, h.effective_cicp, h.alpha_mode)
+
+
+def check_reference(earlier: Header, current: Header) -> None:
+    """1.3 kind 4: a referenced item has the current item's ImageInfo."""
+    if image_info(earlier) != image_info(current):
+        raise Corrupt("a sequence item references an item with another ImageInfo")
+
+
+def check_frame(anim: Animation, ordinal: int, frame: FrameControl, nested: Header | None, outer: Header) -> None:
     """1.3 and 0.1: a frame's or page's place, geometry, format and features against the outer file."""
+    kind = anim.kind
     if nested is not None and not nested.features <= outer.features:
         extra = sorted(nested.features - outer.features)
         raise Corrupt(f"a frame needs features {extra} the outer header does not declare")  # 0.1
+    if kind == KIND_SEQUENCE:  # 1.3: full items at 0, 0, no previous or empty bits
+        if frame.x0 or frame.y0 or frame.present & (USES_PREVIOUS | EMPTY) or nested is None:
+            raise Corrupt("sequence item with an origin, a previous-frame or empty bit, or no image")
+        if frame.reference is not None and frame.reference[0] >= ordinal:
+            raise Corrupt(f"sequence item {ordinal} references item {frame.reference[0]} (not earlier)")
+        if anim.presentation == 1 and image_info(nested) != image_info(outer):
+            raise Corrupt("animation sequence items with differing ImageInfo")
+        return
     if kind == KIND_ANIMATION:
         if nested is None:
             return
