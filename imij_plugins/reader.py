@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import mmap
 import os
 from dataclasses import dataclass
 from fractions import Fraction
@@ -63,14 +64,22 @@ class FrameInfo:
     empty: bool = False
 
 
-def load_source(src: Source) -> bytes | bytearray | memoryview:
-    """The bytes of a path, a bytes-like object or a binary file object (read from its position)."""
+def load_source(src: Source) -> bytes | bytearray | memoryview | mmap.mmap:
+    """The bytes of a path, a bytes-like object or a binary file object (read from its position).
+
+    A path is memory-mapped, so opening reads only the pages the header and chunk framing touch
+    and pixel bytes are read when they decode (a file truncated by another program while it is
+    mapped is the one case this cannot guard against).
+    """
     if isinstance(src, (bytes, bytearray, memoryview)):
         return src
     if hasattr(src, "read"):
         return src.read()  # type: ignore[union-attr]
     with builtins.open(os.fspath(src), "rb") as f:  # type: ignore[arg-type]
-        return f.read()
+        try:
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except (ValueError, OSError):  # empty files and files that cannot be mapped
+            return f.read()
 
 
 class ImijFile:

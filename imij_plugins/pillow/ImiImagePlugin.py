@@ -39,6 +39,8 @@ Saving
 
 from __future__ import annotations
 
+import os
+
 import struct
 import warnings
 from fractions import Fraction
@@ -94,10 +96,15 @@ class ImiImageFile(ImageFile.ImageFile):
 
     def _open(self) -> None:
         assert self.fp is not None
-        data = self.fp.read()  # the core parses whole files: the bytes are read, no pixel is decoded
-        if not _accept(data[:8]):
+        if not _accept(self.fp.read(8)):
             msg = "not an IMI file"
             raise SyntaxError(msg)
+        # A named file is memory-mapped by the core: opening touches the header and chunk
+        # framing only, pixel bytes are read in load(). Other streams are read whole.
+        path = self.filename if isinstance(self.filename, str) and os.path.isfile(self.filename) else None
+        if path is None:
+            self.fp.seek(0)
+        data = path if path is not None else self.fp.read()
         try:
             self.imij = api.open(data, verify=VERIFY_CHECKSUMS, threads=DECODE_THREADS)
         except ImijError as e:

@@ -493,3 +493,13 @@ def test_pixel_checksum_parameter_writes_psum():
         assert f.bitmap_status(0) == "pending"
         f.read()
         assert f.bitmap_status(0) == "verified"
+
+
+def test_named_files_are_mapped_not_read(tmp_path):
+    import mmap
+
+    path = tmp_path / "m.imi"
+    imij_plugins.write(path, np.zeros((64, 64, 3), np.uint8))
+    with Image.open(path) as im:
+        assert isinstance(im.imij._buf, mmap.mmap)  # open touched the framing; pixels load later
+        assert im.getpixel((3, 3)) == (0, 0, 0)
