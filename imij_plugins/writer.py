@@ -17,7 +17,6 @@ from imij_plugins.errors import Corrupt
 from imij_plugins.container.pixel_checksum import bitmap_digest, encode_bitmap_digests
 from imij_plugins.container.writer import assemble, trailing_index_payload, write_atomic
 from imij_plugins.payload.encode import choose_geometry, encode_quick_payload
-from imij_plugins.payload.entropy.writer import EntropyOptions, encode_entropy_payload
 from imij_plugins.pixels.dtypes import as_image_array, layout_code, sample_code
 from imij_plugins.registry.features import FeatureId
 from imij_plugins.registry.samples import PIXEL_MODEL_LAYOUTS, SIGNED_SAMPLE_CODES, WIDE_SAMPLE_CODES
@@ -80,6 +79,8 @@ def _code_image(
 
 def _code_entropy(image: np.ndarray, geometry, sample: int, channels_code: int, unit_table: str, ordinals: bool) -> _Coded:
     """An entropy-coded payload (2.1-2.7, 3) from the syntax-complete writer's defaults."""
+    from imij_plugins.payload.entropy.writer import EntropyOptions, encode_entropy_payload  # only when asked for
+
     options = EntropyOptions(
         layout=channels_code,
         stripe_rows=geometry.stripe_rows,
