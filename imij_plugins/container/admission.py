@@ -22,6 +22,8 @@ IMPLEMENTED: frozenset[int] = frozenset(
         FeatureId.FLOAT_SHIFT,
         FeatureId.OFFSET_MAP,
         FeatureId.VALUE_TABLES,
+        FeatureId.BILEVEL,
+        FeatureId.TEMPLATE_PALETTES,
     }
 )
 

@@ -128,8 +128,8 @@ NOT_A_CHUNK = b"\x00\x01\x02"  # Corrupt if a reader looked at the chunks
     [
         (b.header(2, 2, coding=2), "lossy"),  # implied by a coding-2 header
         (b.header(2, 2, coding=1), "lossy"),
-        (b.header(2, 2, features=(22, 24)), "template_palettes"),
-        (b.header(2, 2, features=(22, 13)), "bilevel"),
+        (b.header(2, 2, features=(22, 14)), "channel_layouts"),
+        (b.header(2, 2, features=(22, 17)), "small_transforms"),
         (b.header(2, 2, features=(22, 27)), "feature 27"),
         (b.header(2, 2, features=(22, 64)), "feature 64"),
         (b.header(2, 2, features=(200,)), "feature 200"),

@@ -13,19 +13,20 @@ from functools import cached_property
 import numpy as np
 
 from imij_plugins.container.header import Header
-from imij_plugins.errors import Unsupported
+from imij_plugins.payload.entropy.bilevel import read_bilevel_record
 from imij_plugins.payload.entropy.maps import build_slots, check_maps, decorrelation_allowed
 from imij_plugins.payload.entropy.models import read_models
 from imij_plugins.payload.entropy.near import read_bounds
 from imij_plugins import _backend
 from imij_plugins.payload.entropy.kernel import CModels, decode_coded_c
+from imij_plugins.payload.entropy.template import read_template_record
 from imij_plugins.payload.entropy.stripe import PALETTE_MAX_DEPTH, UnitPlan, assemble, decode_stripe, reference_planes
 from imij_plugins.payload.head import PRESENT_PALETTE, REC_BILEVEL, REC_NEAR, REC_TEMPLATE, LosslessHead
 from imij_plugins.registry.features import FeatureId
 
-# The features this decoder implements (for admission): map modes 7, 8, 9, record 19, and the
-# 32-bit / signed / wide sample coding the maps and ctx_shift need. Unit ordinals are the unit
-# walker's (payload/units.py) and need nothing here.
+# The features this decoder implements (for admission): map modes 7, 8, 9, records 19, 25 and
+# 35 (layouts 0x81-0x84), and the 32-bit / signed / wide sample coding the maps and ctx_shift
+# need. Unit ordinals are the unit walker's (payload/units.py) and need nothing here.
 IMPLEMENTED_FEATURES: frozenset[int] = frozenset(
     {
         FeatureId.NEAR_LOSSLESS,
@@ -36,6 +37,8 @@ IMPLEMENTED_FEATURES: frozenset[int] = frozenset(
         FeatureId.SIGNED_SAMPLES,
         FeatureId.WIDE_SAMPLES,
         FeatureId.PIXEL_MODELS,
+        FeatureId.BILEVEL,
+        FeatureId.TEMPLATE_PALETTES,
     }
 )
 
@@ -86,10 +89,10 @@ def prepare(header: Header, head: LosslessHead) -> EntropyPayload:
     if near_rec is not None:  # 2.6
         per_channel = read_bounds(near_rec.payload, header, chans)
         bounds = tuple(per_channel[s.coded.channel] for s in slots)
-    bilevel = head.record(REC_BILEVEL) is not None
-    template = head.record(REC_TEMPLATE) is not None
-    if bilevel or template:  # 2.10 / 2.14: their records are not implemented here
-        raise Unsupported(f"head record {REC_BILEVEL if bilevel else REC_TEMPLATE} (bilevel / template palettes) is not implemented")
+    bilevel_rec = head.record(REC_BILEVEL)  # 2.10 (gated by head.py)
+    bilevel_table = read_bilevel_record(bilevel_rec.payload) if bilevel_rec is not None else None
+    template_rec = head.record(REC_TEMPLATE)  # 2.14 (gated by head.py)
+    template_tables = read_template_record(template_rec.payload, [s.depth for s in slots]) if template_rec is not None else None
     plan = UnitPlan(
         lanes=head.lanes,
         chans=tuple(chans),
@@ -104,8 +107,10 @@ def prepare(header: Header, head: LosslessHead) -> EntropyPayload:
         sample_bits=header.sample_type.bits,
         dtype=header.sample_type.dtype,
         features=header.features,
-        bilevel_record=bilevel,
-        template_record=template,
+        bilevel_record=bilevel_table is not None,
+        template_record=template_tables is not None,
+        bilevel_table=bilevel_table,
+        template_tables=template_tables,
     )
     return EntropyPayload(header, head, plan)
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
+from imij_plugins.payload.entropy.levels import LAYOUT_BILEVEL, LAYOUT_TEMPLATE_SHARED, LevelStructs, decode_level_c
 from imij_plugins.payload.entropy.models import PALETTE_DEPTH, Model
 from imij_plugins.payload.entropy.stripe import UnitPlan, decode_coded
 
@@ -51,6 +52,7 @@ class CModels:
         self.unit.inter_allowed = plan.sample_bits <= 32 and not plan.near  # section 4, 2.6
         self.unit.slots = self.structs
         self.unit.palette = self.palette
+        self.levels = LevelStructs(plan)  # 2.10 / 2.14: layouts 0x81-0x84 (csrc/bilevel.c)
 
     @staticmethod
     def _fill(s, model: Model, depth: int, delta: int) -> None:
@@ -70,6 +72,8 @@ def decode_coded_c(
     plan: UnitPlan, models: CModels, body: bytes | memoryview, width: int, height: int, refs: list[np.ndarray] | None
 ) -> list[np.ndarray | None]:
     """``stripe.decode_coded`` on the C kernel: each slot's coded values at its coded channel's index."""
+    if len(body) and LAYOUT_BILEVEL <= body[0] <= LAYOUT_TEMPLATE_SHARED:  # 2.10 / 2.14: their own kernel
+        return decode_level_c(plan, models.levels, body, width, height)
     ffi, lib = _backend.ffi, _backend.lib
     nslots = len(plan.slots)
     out = np.empty((max(nslots, 1), height, width), dtype=np.uint32)

@@ -14,11 +14,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from imij_plugins.errors import Corrupt, Unsupported
+from imij_plugins.errors import Corrupt
+from imij_plugins.payload.entropy.bilevel import BilevelTable
+from imij_plugins.payload.entropy.levels import decode_level
 from imij_plugins.payload.entropy.maps import CONST, CodedChannel, Slot, const_word, expand, reduce, to_word
 from imij_plugins.payload.entropy.models import PALETTE_DEPTH, Model
 from imij_plugins.payload.entropy.rans import Lanes, decode_residuals
-from imij_plugins.registry.features import FeatureId
+from imij_plugins.payload.entropy.template import TemplateTables
 from imij_plugins.wire.cursor import Cursor
 
 U64 = np.uint64
@@ -51,21 +53,8 @@ class UnitPlan:
     features: frozenset[int]
     bilevel_record: bool  # head record 25 (2.10)
     template_record: bool  # head record 35 (2.14)
-
-
-def _gated_layout(plan: UnitPlan, decor: int) -> None:
-    """2.4 / 2.10 / 2.14: bilevel and template layouts are not implemented here.
-
-    Without their feature they are gated syntax (Corrupt); without their head record they are
-    Corrupt (2.10, 2.14); otherwise they are valid syntax this decoder lacks (Unsupported).
-    """
-    bilevel = decor in (LAYOUT_BILEVEL, LAYOUT_BILEVEL_PALETTE)
-    feature = FeatureId.BILEVEL if bilevel else FeatureId.TEMPLATE_PALETTES
-    if feature not in plan.features:
-        raise Corrupt(f"stripe layout 0x{decor:02x} without feature {feature.name.lower()}")
-    if not (plan.bilevel_record if bilevel else plan.template_record):
-        raise Corrupt(f"stripe layout 0x{decor:02x} without head record {25 if bilevel else 35}")
-    raise Unsupported(f"stripe layout 0x{decor:02x} ({feature.name.lower()}) is not implemented")
+    bilevel_table: BilevelTable | None = None  # record 25, parsed (2.10)
+    template_tables: TemplateTables | None = None  # record 35, parsed (2.14)
 
 
 def _read_predictors(cur: Cursor, rows: int, plan: UnitPlan, inter: bool, palette: bool) -> list[int]:
@@ -282,8 +271,8 @@ def decode_coded(plan: UnitPlan, body: bytes | memoryview, width: int, height: i
     inter = refs is not None
     if decor == LAYOUT_PALETTE:
         return _decode_palette(plan, cur, lanes, width, height, inter)
-    if LAYOUT_BILEVEL <= decor <= LAYOUT_TEMPLATE_SHARED:
-        _gated_layout(plan, decor)
+    if LAYOUT_BILEVEL <= decor <= LAYOUT_TEMPLATE_SHARED:  # 2.10 / 2.14
+        return decode_level(plan, cur, lanes, width, height, decor)
     if decor > DECOR_MAX:  # 2.4: closed field (0.3)
         raise Corrupt(f"stripe layout byte 0x{decor:02x}")
     if decor and not plan.decor_allowed:  # 2.4 / 2.2

@@ -23,6 +23,7 @@ import numpy as np
 from imij_plugins.container.header import Header
 from imij_plugins.errors import ImijError
 from imij_plugins.payload.encode import choose_geometry
+from imij_plugins.payload.entropy.level_writer import LevelCoder, LevelOptions
 from imij_plugins.payload.entropy.maps import (
     CONST,
     FLOAT_SHIFT,
@@ -114,7 +115,9 @@ class UnitChoice:
     takes 0, or 7 when this is given as 7 and a reference exists). ``palette``: None = use a
     palette stripe when the payload allows it and it looks smaller. ``palette_seed``: nonzero
     shuffles the entries. ``palette_alias``: code entry 0 with indices >= n (2.5). ``slack_words``:
-    words after each stream that the decode never reads (2.7)."""
+    words after each stream that the decode never reads (2.7). ``layout``: force a bilevel
+    (0x81), bilevel palette (0x82) or template palette stripe with own (0x83) or shared (0x84)
+    entries; ``typical``: whether such a template stripe marks typical rows (level_writer)."""
 
     decor: int | None = None
     predictors: int | Sequence[int] | None = None
@@ -122,6 +125,8 @@ class UnitChoice:
     palette_seed: int = 0
     palette_alias: bool = False
     slack_words: int = 0
+    layout: int | None = None  # 0x81-0x84: a bilevel / template palette stripe (2.10, 2.14)
+    typical: bool = True  # template stripes: mark rows equal to the row above as typical (2.14)
 
 
 @dataclass
@@ -145,6 +150,7 @@ class EntropyOptions:
     ordinals: bool = False  # head record 37 (2.7)
     side_records: bool = False  # a side record (id 8) before every main record (2.7)
     models_padding: int = 0  # bytes after the models' last byte (3.3: ignored)
+    levels: LevelOptions = field(default_factory=LevelOptions)  # records 25 / 35 and the chooser (2.10, 2.14)
 
 
 class EncodedEntropy(NamedTuple):
@@ -426,7 +432,9 @@ def encode_entropy_payload(image: np.ndarray, *, options: EntropyOptions | None 
             raise ValueError("reference must have the image's shape")
         ref_words = ref.view(np.dtype(f"<u{st.bits // 8}")).astype(U64)
 
-    # 2.4 / 2.5 / 4: every unit's layout and residuals
+    # 2.4 / 2.5 / 4: every unit's layout and residuals (2.10 / 2.14: bilevel and template units
+    # go to the LevelCoder, forced ones only there, chooser candidates there as well)
+    levels = LevelCoder(opts.levels, slots, [coded[s.coded.index] for s in slots], bounds_rec is not None)
     units: list[_Unit] = []
     for index in range(geo.unit_count):
         x0, y0, w, h = geo.unit_rect(index)
@@ -435,6 +443,10 @@ def encode_entropy_payload(image: np.ndarray, *, options: EntropyOptions | None 
             uc = opts.units[index]  # type: ignore[assignment]
         lanes = Lanes.of(w, n_lanes)
         vals = [coded[s.coded.index][y0 : y0 + h, x0 : x0 + w] for s in slots]
+        if levels.force(index, uc, vals, lanes):
+            units.append(_Unit(b"", [], 0))
+            continue
+        levels.consider(index, uc, vals, lanes)
         preds = _row_predictors(uc.predictors, h)
         uses_ref = any(p >= 7 for p in preds)
         if uses_ref and not inter_ok:
@@ -492,6 +504,8 @@ def encode_entropy_payload(image: np.ndarray, *, options: EntropyOptions | None 
     # 3.1 / 3.2: tokens, counted per model and context
     counts: dict[int, list[list[int]]] = {key: [[0] * 256 for _ in range(4)] for key in specs}
     for un in units:
+        if not un.streams:  # a bilevel / template unit
+            continue
         lanes = Lanes.of(len(un.streams[0].u[0]), n_lanes)
         u0 = un.streams[0].u
         for stream in un.streams:
@@ -515,6 +529,9 @@ def encode_entropy_payload(image: np.ndarray, *, options: EntropyOptions | None 
     # 3 / 3.1: streams, unit bodies
     bodies: list[bytes] = []
     for un in units:
+        if not un.streams:  # a bilevel / template unit: levels.finish codes it
+            bodies.append(b"")
+            continue
         lanes = Lanes.of(len(un.streams[0].u[0]), n_lanes)
         data = []
         for stream in un.streams:
@@ -530,7 +547,15 @@ def encode_entropy_payload(image: np.ndarray, *, options: EntropyOptions | None 
         write_model(bw, scheme, cross, shift, ctx_map, codes[key])
     models = bw.getvalue() + bytes(opts.models_padding)
 
-    return _assemble(opts, header, geo, n_lanes, maps, models, bounds_rec, bodies, D)
+    # 2.10 / 2.14: records 25 / 35 and the bilevel and template units (section 5's choice)
+    bodies, level_records, level_features = levels.finish(bodies)
+    if len(levels.coded) == len(bodies) and opts.models is None and opts.palette_model is None:
+        # no unit reads the models: the smallest valid ones (3.3), one symbol-0 table each
+        bw = BitWriter()
+        for key in [s.index for s in slots] + ([-1] if opts.palette else []):
+            write_model(bw, Scheme(specs[key][0].n, 0, 0), False, 0, (0,) * CLASSES, [table_code([1], 1)])
+        models = bw.getvalue() + bytes(opts.models_padding)
+    return _assemble(opts, header, geo, n_lanes, maps, models, bounds_rec, bodies, D, level_records, level_features)
 
 
 def _row_predictors(choice: int | Sequence[int] | None, h: int) -> list[int]:
@@ -611,9 +636,10 @@ def _model_spec(n: int, mc: ModelChoice, us: list[np.ndarray], slot: Slot | None
 
 
 def _assemble(opts: EntropyOptions, header: Header, geo: Geometry, n_lanes: int, maps: list[ChannelMap],
-              models: bytes, bounds_rec: bytes | None, bodies: list[bytes], D: int) -> EncodedEntropy:
+              models: bytes, bounds_rec: bytes | None, bodies: list[bytes], D: int,
+              level_records: Sequence[Record] = (), level_features: set[int] | frozenset[int] = frozenset()) -> EncodedEntropy:
     """2 / 2.7: the head, the unit records and the unit table."""
-    features: set[int] = set()
+    features: set[int] = set(level_features)
     records = []
     for index, body in enumerate(bodies):
         if opts.ordinals:
@@ -643,6 +669,7 @@ def _assemble(opts: EntropyOptions, header: Header, geo: Geometry, n_lanes: int,
     if bounds_rec is not None:
         head_records.append(Record(REC_NEAR, bounds_rec))
         features.add(FeatureId.NEAR_LOSSLESS)
+    head_records.extend(level_records)  # 25 / 35 (2.10, 2.14)
     if opts.ordinals:
         head_records.append(Record(REC_ORDINALS, b""))
         features.add(FeatureId.UNIT_ORDINALS)

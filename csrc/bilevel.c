@@ -1,0 +1,368 @@
+/* bilevel.c: bilevel stripes (2.10: layouts 0x81, 0x82) and template palette stripes (2.14:
+ * layouts 0x83, 0x84) of one unit, end to end: layout, entries, typical rows, the ten-pixel
+ * template with its lane-edge and stripe-top rules, the binary rANS step, the candidate and
+ * escape phases in (step, phase, lane) word order, and the entries lookup. Also the reverse
+ * rANS encoder the writer uses for these stripes.
+ *
+ * Plain C99, no globals, no allocation: the caller passes the output planes and the index
+ * scratch. Every read of `body` is bounds-checked; every plane index is below width * height.
+ */
+#include <string.h>
+
+#include "bilevel.h"
+
+#define LVL_M 1024u
+#define LVL_M_BITS 10
+#define LVL_STATE_LOW (1u << 16)
+
+typedef struct {
+    const uint8_t *s;
+    size_t pos, len;
+    uint32_t st[16];
+} lvl_rans;
+
+/* 3: an initial state per active lane, each >= 2^16, then whole u16 words. */
+static int rans_open(lvl_rans *rs, const uint8_t *s, size_t len, uint32_t active)
+{
+    size_t head = (size_t)4 * active;
+    if (len < head)
+        return IMIJ_LVL_E_TRUNCATED;
+    if ((len - head) & 1)
+        return IMIJ_LVL_E_WORDS;
+    for (uint32_t l = 0; l < active; l++) {
+        uint32_t v = (uint32_t)s[4 * l] | (uint32_t)s[4 * l + 1] << 8 | (uint32_t)s[4 * l + 2] << 16 |
+                     (uint32_t)s[4 * l + 3] << 24;
+        if (v < LVL_STATE_LOW)
+            return IMIJ_LVL_E_STATE;
+        rs->st[l] = v;
+    }
+    rs->s = s;
+    rs->pos = head;
+    rs->len = len;
+    return 0;
+}
+
+/* 3.1: a state below 2^16 takes the next word. */
+static inline int renorm(lvl_rans *rs, uint32_t l, uint32_t x)
+{
+    if (x < LVL_STATE_LOW) {
+        if (rs->pos + 2 > rs->len)
+            return IMIJ_LVL_E_WORDS;
+        x = x << 16 | (uint32_t)rs->s[rs->pos] | (uint32_t)rs->s[rs->pos + 1] << 8;
+        rs->pos += 2;
+    }
+    rs->st[l] = x;
+    return 0;
+}
+
+/* 2.10: t = 1 if slot >= p else 0; x = (t ? M - p : p) * (x >> 10) + slot - (t ? p : 0). */
+static inline int binary(lvl_rans *rs, uint32_t l, uint32_t p, uint32_t *t)
+{
+    uint32_t x = rs->st[l], slot = x & (LVL_M - 1u);
+    if (slot >= p) {
+        *t = 1;
+        x = (LVL_M - p) * (x >> LVL_M_BITS) + slot - p;
+    } else {
+        *t = 0;
+        x = p * (x >> LVL_M_BITS) + slot;
+    }
+    return renorm(rs, l, x);
+}
+
+/* 2.14 escape: a token of the direct-index table (slot lookup, state update, renormalize). */
+static inline int token(lvl_rans *rs, uint32_t l, const imij_template_tables *tt, uint32_t *sym)
+{
+    uint32_t x = rs->st[l], slot = x & (LVL_M - 1u);
+    uint32_t s = tt->lookup[slot];
+    x = (uint32_t)tt->freq[s] * (x >> LVL_M_BITS) + slot - tt->cum[s];
+    *sym = s;
+    return renorm(rs, l, x);
+}
+
+typedef struct {
+    uint32_t lw, active, start[16], width[16];
+} lanes_t;
+
+/* 2.3: lane width lw = ceil(gw / L); the active lanes are the non-empty prefix (only the last
+ * may be narrower than lw). */
+static void lanes_of(lanes_t *ln, uint32_t gw, uint32_t lanes)
+{
+    ln->lw = (gw + lanes - 1) / lanes;
+    ln->active = (gw + ln->lw - 1) / ln->lw;
+    for (uint32_t l = 0; l < ln->active; l++) {
+        ln->start[l] = l * ln->lw;
+        ln->width[l] = (l + 1) * ln->lw <= gw ? ln->lw : gw - l * ln->lw;
+    }
+}
+
+/* The lanes taking part in step x: all active lanes, or all but the last when it is narrower. */
+static inline uint32_t taking(const lanes_t *ln, uint32_t x)
+{
+    return x < ln->width[ln->active - 1] ? ln->active : ln->active - 1;
+}
+
+/* The index plane P is padded: stride S = w + 4, two zero rows above the stripe and two zero
+ * columns on each side, so every template read is a plain load: rows above the stripe and
+ * columns outside the group read 0 (2.10). Row r's pixel c is P[(r + 2) * S + c + 2]. */
+
+/* 2.10: every pixel's t, step by step, lanes ascending. The context slides along the lane:
+ * from (r, c - 1) to (r, c) the rows above shift by one column and take one new pixel each
+ * (k 2: (r - 2, c + 1), k 7: (r - 1, c + 2)), and the current row takes the pixel just decoded.
+ * At x = 0 the current-row pixels are left of the lane's first column: they read one row up. */
+static int decode_binary(lvl_rans *rs, const uint16_t *prob, uint8_t *P, size_t S, uint32_t h, const lanes_t *ln)
+{
+    uint32_t ctx[16], st[16];
+    const uint8_t *s = rs->s;
+    size_t pos = rs->pos, len = rs->len;
+    memcpy(st, rs->st, sizeof st);
+    for (uint32_t r = 0; r < h; r++) {
+        uint8_t *row = P + (size_t)(r + 2) * S + 2;
+        const uint8_t *up = row - S, *up2 = up - S;
+        for (uint32_t x = 0; x < ln->lw; x++) {
+            uint32_t la = taking(ln, x);
+            for (uint32_t l = 0; l < la; l++) {
+                size_t c = (size_t)ln->start[l] + x;
+                uint32_t cx;
+                if (x == 0)
+                    cx = (uint32_t)up2[c - 1] | (uint32_t)up2[c] << 1 | (uint32_t)up2[c + 1] << 2 |
+                         (uint32_t)up[c - 2] << 3 | (uint32_t)up[c - 1] << 4 | (uint32_t)up[c] << 5 |
+                         (uint32_t)up[c + 1] << 6 | (uint32_t)up[c + 2] << 7 | (uint32_t)up[c - 2] << 8 |
+                         (uint32_t)up[c - 1] << 9;
+                else {
+                    uint32_t prev = ctx[l];
+                    cx = ((prev >> 1) & 3u) | (uint32_t)up2[c + 1] << 2 | ((prev >> 4) & 15u) << 3 |
+                         (uint32_t)up[c + 2] << 7 | ((prev >> 9) & 1u) << 8 | (uint32_t)row[c - 1] << 9;
+                }
+                ctx[l] = cx;
+                /* t = 1 if slot >= p; x = (t ? M - p : p) * (x >> 10) + slot - (t ? p : 0) */
+                uint32_t p = prob[cx], xs = st[l], slot = xs & (LVL_M - 1u), t = slot >= p;
+                xs = (t ? LVL_M - p : p) * (xs >> LVL_M_BITS) + slot - (t ? p : 0u);
+                if (xs < LVL_STATE_LOW) { /* 3.1: renormalize */
+                    if (pos + 2 > len)
+                        return IMIJ_LVL_E_WORDS;
+                    xs = xs << 16 | (uint32_t)s[pos] | (uint32_t)s[pos + 1] << 8;
+                    pos += 2;
+                }
+                st[l] = xs;
+                row[c] = (uint8_t)t;
+            }
+        }
+    }
+    return 0;
+}
+
+/* 2.14: the candidate order c_j = t_5, t_6, t_4, t_8, t_1 (N, NE, NW, WW, NN). */
+static const int cand_k[5] = {5, 6, 4, 8, 1};
+
+static int decode_template(lvl_rans *rs, const imij_template_tables *tt, uint32_t n, const uint8_t *rows,
+                           uint8_t *P, size_t S, uint32_t h, const lanes_t *ln)
+{
+    for (uint32_t r = 0; r < h; r++) {
+        uint8_t *row = P + (size_t)(r + 2) * S;
+        if (rows[r >> 3] >> (r & 7) & 1) { /* a typical row copies the row above (row 0: the zero row) */
+            memcpy(row, row - S, S);
+            continue;
+        }
+        row += 2;
+        const uint8_t *up = row - S, *up2 = up - S;
+        for (uint32_t x = 0; x < ln->lw; x++) {
+            uint32_t tk[16][10], open[16], nopen = 0, la = taking(ln, x);
+            /* 1. phase 0, every active lane */
+            for (uint32_t l = 0; l < la; l++) {
+                size_t c = (size_t)ln->start[l] + x;
+                uint32_t t0 = up2[c - 1], t1 = up2[c], t2 = up2[c + 1], t3 = up[c - 2], t4 = up[c - 1], t5 = up[c],
+                         t6 = up[c + 1], t7 = up[c + 2];
+                uint32_t t8 = x >= 2 ? row[c - 2] : up[c - 2]; /* left of the lane's first column: one row up */
+                uint32_t W = x >= 1 ? row[c - 1] : up[c - 1];
+                uint32_t cx = (uint32_t)(W == 0) << 9 | (uint32_t)(t0 == W) | (uint32_t)(t1 == W) << 1 |
+                              (uint32_t)(t2 == W) << 2 | (uint32_t)(t3 == W) << 3 | (uint32_t)(t4 == W) << 4 |
+                              (uint32_t)(t5 == W) << 5 | (uint32_t)(t6 == W) << 6 | (uint32_t)(t7 == W) << 7 |
+                              (uint32_t)(t8 == W) << 8;
+                uint32_t m;
+                int err = binary(rs, l, tt->p[cx], &m);
+                if (err)
+                    return err;
+                if (!m)
+                    row[c] = (uint8_t)W;
+                else if (n <= 2)
+                    row[c] = (uint8_t)(1u - W); /* W is 0 or 1 */
+                else {
+                    uint32_t *t = tk[l];
+                    t[0] = t0, t[1] = t1, t[2] = t2, t[3] = t3, t[4] = t4, t[5] = t5, t[6] = t6, t[7] = t7, t[8] = t8;
+                    t[9] = W;
+                    open[nopen++] = l;
+                }
+            }
+            /* 2. candidate phases j = 0..=4, over the open lanes that take part */
+            for (int j = 0; j < 5 && nopen; j++) {
+                uint32_t still = 0;
+                for (uint32_t i = 0; i < nopen; i++) {
+                    uint32_t l = open[i], *t = tk[l], cj = t[cand_k[j]], skip = cj == t[9];
+                    for (int e = 0; e < j && !skip; e++)
+                        skip = cj == t[cand_k[e]];
+                    if (!skip) {
+                        uint32_t count = 0, b;
+                        for (int k = 0; k < 10; k++)
+                            count += t[k] == cj;
+                        int err = binary(rs, l, tt->q[8u * (uint32_t)j + (count < 7 ? count : 7u)], &b);
+                        if (err)
+                            return err;
+                        if (!b) {
+                            row[ln->start[l] + x] = (uint8_t)cj;
+                            continue;
+                        }
+                    }
+                    open[still++] = l;
+                }
+                nopen = still;
+            }
+            /* 3. the escape phase, every lane still open */
+            for (uint32_t i = 0; i < nopen; i++) {
+                uint32_t l = open[i], sym = 0;
+                if (tt->escape) {
+                    int err = token(rs, l, tt, &sym);
+                    if (err)
+                        return err;
+                }
+                row[ln->start[l] + x] = (uint8_t)sym;
+            }
+        }
+    }
+    return 0;
+}
+
+int imij_level_unit_decode(const uint8_t *body, size_t len, const imij_level_unit *u, uint32_t *out,
+                           uint8_t *index)
+{
+    uint32_t w = u->width, h = u->height, nslots = u->nslots;
+    if (w == 0 || h == 0 || u->lanes < 1 || u->lanes > 16 || nslots > 8)
+        return IMIJ_LVL_E_ARGS;
+    size_t plane = (size_t)w * h, pos = 0;
+    if (len < 1)
+        return IMIJ_LVL_E_TRUNCATED;
+    uint32_t decor = body[pos++];
+    if (decor < 0x81 || decor > 0x84)
+        return IMIJ_LVL_E_LAYOUT;
+    int bilevel = decor <= 0x82;
+    if (!(u->features & (bilevel ? 1u : 2u)))
+        return IMIJ_LVL_E_FEATURE; /* 0.1: gated syntax */
+    if (bilevel ? u->bilevel == NULL : u->tmpl == NULL)
+        return IMIJ_LVL_E_RECORD; /* 2.10 / 2.14: corrupt without its head record */
+    if (decor == 0x81) {
+        if (nslots != 1 || u->depth[0] != 1)
+            return IMIJ_LVL_E_SLOT;
+    } else {
+        for (uint32_t s = 0; s < nslots; s++)
+            if (u->depth[s] > 16)
+                return IMIJ_LVL_E_DEPTH;
+    }
+    uint16_t own[256][8];
+    const uint16_t(*entries)[8] = (const uint16_t(*)[8])own;
+    uint32_t n = 0;
+    if (decor == 0x82 || decor == 0x83) {
+        if (pos >= len)
+            return IMIJ_LVL_E_TRUNCATED;
+        n = (uint32_t)body[pos++] + 1u;
+        if (decor == 0x82 && n > 2)
+            return IMIJ_LVL_E_COUNT;
+        for (uint32_t e = 0; e < n; e++) {
+            for (uint32_t s = 0; s < nslots; s++) {
+                uint32_t bytes = u->depth[s] > 8 ? 2u : 1u;
+                if (len - pos < bytes)
+                    return IMIJ_LVL_E_TRUNCATED;
+                uint32_t v = body[pos];
+                if (bytes == 2)
+                    v |= (uint32_t)body[pos + 1] << 8;
+                pos += bytes;
+                if (v >> u->depth[s])
+                    return IMIJ_LVL_E_ENTRY; /* 2.5: each entry < 2^n_s */
+                own[e][s] = (uint16_t)v;
+            }
+        }
+    } else if (decor == 0x84) {
+        if (!u->tmpl->nshared)
+            return IMIJ_LVL_E_SHARED;
+        n = u->tmpl->nshared;
+        entries = u->tmpl->shared;
+    }
+    const uint8_t *rows = NULL;
+    if (!bilevel) { /* 2.14: ceil(rows / 8) bytes of typical-row bits; bits past the last row are 0 */
+        size_t nb = ((size_t)h + 7) / 8;
+        if (len - pos < nb)
+            return IMIJ_LVL_E_TRUNCATED;
+        rows = body + pos;
+        if (h & 7 && rows[nb - 1] >> (h & 7))
+            return IMIJ_LVL_E_ROWS;
+        pos += nb;
+    }
+    lanes_t ln;
+    lanes_of(&ln, w, u->lanes);
+    lvl_rans rs;
+    int err = rans_open(&rs, body + pos, len - pos, ln.active);
+    if (err)
+        return err;
+    size_t S = (size_t)w + 4;
+    memset(index, 0, S * ((size_t)h + 2)); /* the zero rows above and the zero side columns */
+    if (bilevel)
+        err = decode_binary(&rs, u->bilevel->prob, index, S, h, &ln);
+    else
+        err = decode_template(&rs, u->tmpl, n, rows, index, S, h, &ln);
+    if (err)
+        return err;
+    uint32_t inv = decor <= 0x82 ? (u->bilevel->inv & 1u) : 0u;
+    for (uint32_t r = 0; r < h; r++) {
+        const uint8_t *src = index + (size_t)(r + 2) * S + 2;
+        uint32_t *dst = out + (size_t)r * w;
+        if (decor == 0x81) { /* v = t xor inv, the slot's coded value */
+            for (uint32_t c = 0; c < w; c++)
+                dst[c] = src[c] ^ inv;
+            continue;
+        }
+        for (uint32_t c = 0; c < w; c++) {
+            uint32_t k = src[c] ^ inv;
+            if (k >= n)
+                k = 0; /* entry 0 for an index past the last entry */
+            for (uint32_t sl = 0; sl < nslots; sl++)
+                dst[sl * plane + c] = entries[k][sl];
+        }
+    }
+    return 0;
+}
+
+int64_t imij_level_encode_ops(const uint8_t *lane, const uint16_t *freq, const uint16_t *cum, size_t nops,
+                              uint32_t active, uint8_t *dst, size_t dst_cap)
+{
+    if (active < 1 || active > 16 || nops > ((size_t)-1 - 64) / 2)
+        return IMIJ_LVL_E_ARGS;
+    size_t head = (size_t)4 * active;
+    if (dst_cap < head + 2 * nops)
+        return IMIJ_LVL_E_SPACE;
+    uint32_t st[16];
+    for (uint32_t l = 0; l < active; l++)
+        st[l] = LVL_STATE_LOW;
+    size_t wp = dst_cap; /* words fill dst backwards from its end: read forwards, they come in decode order */
+    for (size_t i = nops; i-- > 0;) {
+        uint32_t f = freq[i], l = lane[i];
+        if (f == LVL_M)
+            continue; /* all of M: the decoder's state does not change */
+        if (f == 0 || f > LVL_M || l >= active || cum[i] + f > LVL_M)
+            return IMIJ_LVL_E_ARGS;
+        uint32_t x = st[l];
+        if ((uint64_t)x >= (uint64_t)f << (32 - LVL_M_BITS)) {
+            wp -= 2;
+            dst[wp] = (uint8_t)x;
+            dst[wp + 1] = (uint8_t)(x >> 8);
+            x >>= 16;
+        }
+        st[l] = ((x / f) << LVL_M_BITS) + (x % f) + cum[i];
+    }
+    for (uint32_t l = 0; l < active; l++) {
+        dst[4 * l] = (uint8_t)st[l];
+        dst[4 * l + 1] = (uint8_t)(st[l] >> 8);
+        dst[4 * l + 2] = (uint8_t)(st[l] >> 16);
+        dst[4 * l + 3] = (uint8_t)(st[l] >> 24);
+    }
+    size_t words = dst_cap - wp;
+    memmove(dst + head, dst + wp, words);
+    return (int64_t)(head + words);
+}

@@ -1,0 +1,73 @@
+/* bilevel.h: bilevel stripes (2.10) and template palette stripes (2.14).
+ *
+ * Part of the cffi cdef (imij_plugins/_build.py strips the lines starting with '#'): plain
+ * declarations only, enum constants written out as literals.
+ */
+#ifndef IMIJ_BILEVEL_H
+#define IMIJ_BILEVEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Return codes of imij_level_unit_decode / imij_level_encode_ops (0 = success).
+ * imij_plugins/payload/entropy/levels.py maps each to one message. */
+enum {
+    IMIJ_LVL_OK = 0,
+    IMIJ_LVL_E_ARGS = -1,      /* bad unit geometry, slot count or encoder operation */
+    IMIJ_LVL_E_TRUNCATED = -2, /* the record ends inside its layout, count, entries, rows or states */
+    IMIJ_LVL_E_FEATURE = -3,   /* 0.1: layout 0x81-0x84 without feature bilevel / template_palettes */
+    IMIJ_LVL_E_RECORD = -4,    /* 2.10 / 2.14: layout without head record 25 / 35 */
+    IMIJ_LVL_E_SLOT = -5,      /* 2.10: 0x81 where the payload's only slot is not 1 bit deep */
+    IMIJ_LVL_E_DEPTH = -6,     /* 2.5: entries of a slot deeper than 16 bits */
+    IMIJ_LVL_E_COUNT = -7,     /* 2.10: 0x82 with more than two entries */
+    IMIJ_LVL_E_ENTRY = -8,     /* 2.5: an entry >= 2^n_s */
+    IMIJ_LVL_E_SHARED = -9,    /* 2.14: 0x84 while record 35 has no shared entries */
+    IMIJ_LVL_E_ROWS = -10,     /* 2.14: a typical-row bit past the last row */
+    IMIJ_LVL_E_STATE = -11,    /* 3: an initial state below 2^16 */
+    IMIJ_LVL_E_WORDS = -12,    /* 3.1: the stream needs more words than it holds, or an odd byte count */
+    IMIJ_LVL_E_LAYOUT = -13,   /* not a layout byte 0x81-0x84 */
+    IMIJ_LVL_E_SPACE = -14     /* encoder: dst_cap too small */
+};
+
+/* Head record 25 (2.10), parsed once per payload. */
+typedef struct {
+    uint32_t inv;
+    uint16_t prob[1024]; /* probability of t = 0 in 1/1024, 0..=1024 (unused contexts 512) */
+} imij_bilevel_table;
+
+/* Head record 35 (2.14), parsed once per payload. */
+typedef struct {
+    uint16_t p[1024];        /* phase 0: probability that the pixel equals W */
+    uint16_t q[40];          /* candidate phases: probability that it equals the candidate */
+    uint32_t escape;         /* 1 when the direct-index table is present */
+    uint16_t freq[256];      /* the direct-index table, normalized (3.3) */
+    uint16_t cum[256];
+    uint8_t lookup[1024];    /* slot -> symbol */
+    uint32_t nshared;        /* shared entries, 0 = none */
+    uint16_t shared[256][8]; /* per entry, per slot in slot order */
+} imij_template_tables;
+
+/* What a bilevel / template unit decode needs besides its bytes. */
+typedef struct {
+    uint32_t width, height, lanes, nslots;
+    uint32_t depth[8];                 /* slot depths n_s in slot order */
+    uint32_t features;                 /* bit 0: bilevel, bit 1: template_palettes */
+    const imij_bilevel_table *bilevel; /* NULL without head record 25 */
+    const imij_template_tables *tmpl;  /* NULL without head record 35 */
+} imij_level_unit;
+
+/* Decode one unit record body whose layout byte is 0x81-0x84 into `out`: nslots planes of
+ * width*height coded values (before the channel maps). `index` is (height + 2) * (width + 4)
+ * bytes of scratch (the index plane with zero padding). Returns 0 or a negative IMIJ_LVL_E_*
+ * code; never reads or writes out of bounds. */
+int imij_level_unit_decode(const uint8_t *body, size_t len, const imij_level_unit *unit, uint32_t *out,
+                           uint8_t *index);
+
+/* Reverse rANS (3.1) over nops operations in decode order: operation i codes a symbol of
+ * frequency freq[i] (1..=1024) at cum[i] in lane lane[i] (< active <= 16). Writes the stream
+ * (active initial states, then the words in reading order) to dst and returns its length, or a
+ * negative IMIJ_LVL_E_* code. dst_cap must be at least 4 * active + 2 * nops. */
+int64_t imij_level_encode_ops(const uint8_t *lane, const uint16_t *freq, const uint16_t *cum, size_t nops,
+                              uint32_t active, uint8_t *dst, size_t dst_cap);
+
+#endif /* IMIJ_BILEVEL_H */

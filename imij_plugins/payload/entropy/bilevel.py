@@ -1,0 +1,336 @@
+"""Bilevel stripes (2.10, feature bilevel): head record 25, layouts 0x81 / 0x82, the ten-pixel
+template shared with template palette stripes (2.14), and the binary rANS step (3.1's state
+handling with a two-symbol table).
+
+Decoding here is the Python reference (``decode_bilevel``); csrc/bilevel.c is the kernel and
+must agree bit for bit. The encoder helpers (``template_planes``, ``step_order``,
+``encode_ops``) are vectorized with numpy, and ``encode_ops`` runs the C encoder when the C
+backend is active (same bytes either way).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from imij_plugins import _backend
+from imij_plugins.errors import Corrupt
+from imij_plugins.payload.entropy.models import M, M_BITS, Table
+from imij_plugins.payload.entropy.rans import STATE_LOW, Lanes
+from imij_plugins.wire.bits import BitWriter
+
+CONTEXTS = 1 << 10  # 2.10: contexts c = 0..=1023
+PROB_BITS = 11  # 2.10: p_c, 11 bits, <= M
+HALF = M // 2  # 2.10 / 2.14: an unused context has probability M / 2
+
+# 2.10: template pixel k at (dy, dx) relative to the pixel being decoded, k = 0..=9
+TEMPLATE: tuple[tuple[int, int], ...] = (
+    (-2, -1), (-2, 0), (-2, 1),
+    (-1, -2), (-1, -1), (-1, 0), (-1, 1), (-1, 2),
+    (0, -2), (0, -1),
+)
+
+
+# --- head record 25 --------------------------------------------------------------------------
+
+
+class RecordBits:
+    """An LSB-first bit reader (section 0) over a whole record held as one integer: records 25
+    and 35 are read field by field once per payload. Reading past the end is Corrupt; it has
+    BitReader's ``read`` and ``bitpos`` (models.read_table reads the direct-index table)."""
+
+    __slots__ = ("value", "bitpos", "bitend", "what")
+
+    def __init__(self, buf: bytes | memoryview, what: str):
+        self.value = int.from_bytes(bytes(buf), "little")
+        self.bitpos = 0
+        self.bitend = 8 * len(buf)
+        self.what = what
+
+    def read(self, nbits: int) -> int:
+        if self.bitpos + nbits > self.bitend:
+            raise Corrupt(f"{self.what}: runs past the end")
+        v = (self.value >> self.bitpos) & ((1 << nbits) - 1)
+        self.bitpos += nbits
+        return v
+
+
+@dataclass(frozen=True)
+class BilevelTable:
+    """Head record 25 (2.10): inv and one probability of t = 0 per context (1/M units)."""
+
+    inv: int
+    probs: tuple[int, ...]  # 1024 entries; M / 2 for unused contexts
+    used: tuple[bool, ...]  # which contexts the record codes explicitly
+
+
+def read_bilevel_record(payload: bytes | memoryview) -> BilevelTable:
+    """2.10: inv 1 bit, then per context a used bit and, when used, p_c in 11 bits (<= M); the
+    record is exactly ceil(bits / 8) bytes."""
+    br = RecordBits(payload, "bilevel record 25")
+    inv = br.read(1)
+    probs = [HALF] * CONTEXTS
+    used = [False] * CONTEXTS
+    for c in range(CONTEXTS):
+        if br.read(1):
+            p = br.read(PROB_BITS)
+            if p > M:  # 2.10: p_c <= M
+                raise Corrupt(f"bilevel record 25: context {c} probability {p} above M = {M}")
+            probs[c] = p
+            used[c] = True
+    expect = (br.bitpos + 7) // 8
+    if len(payload) != expect:  # 2.10: exactly ceil(bits / 8) bytes
+        raise Corrupt(f"bilevel record 25: {len(payload)} bytes, its bits fill exactly {expect}")
+    return BilevelTable(inv, tuple(probs), tuple(used))
+
+
+def bilevel_record(inv: int, probs: Sequence[int | None]) -> bytes:
+    """Record 25's payload: ``probs[c]`` None writes context c unused (M / 2)."""
+    if inv not in (0, 1) or len(probs) != CONTEXTS:
+        raise ValueError("inv 0 or 1 and one probability (or None) per context")
+    bw = BitWriter()
+    bw.write(inv, 1)
+    for p in probs:
+        if p is None:
+            bw.write(0, 1)
+        else:
+            if not 0 <= p <= M:
+                raise ValueError(f"probability {p} outside 0..=M")
+            bw.write(1, 1)
+            bw.write(p, PROB_BITS)
+    return bw.getvalue()
+
+
+def record_bits_bilevel(used: int) -> int:
+    """Bits of record 25 with ``used`` explicit contexts."""
+    return 1 + CONTEXTS + used * PROB_BITS
+
+
+# --- the shared decoding machinery (Python reference) ----------------------------------------
+
+
+class RansIn:
+    """One stream of section 3 for a bilevel or template stripe: a u32 state per active lane
+    (each >= 2^16), then u16 words read in (step, phase, lane) order (3.1)."""
+
+    __slots__ = ("data", "pos", "states")
+
+    def __init__(self, data: bytes, active: int):
+        if len(data) < 4 * active:  # 3: an initial state per active lane
+            raise Corrupt(f"stream of {len(data)} bytes is shorter than its {active} initial states")
+        if (len(data) - 4 * active) & 1:  # 3: then a u16 sequence (our reading: whole words)
+            raise Corrupt("stream does not end on a whole 16-bit word")
+        self.states = [int.from_bytes(data[4 * l : 4 * l + 4], "little") for l in range(active)]
+        for l, st in enumerate(self.states):
+            if st < STATE_LOW:  # 3: each initial state >= 2^16
+                raise Corrupt(f"initial rANS state 0x{st:x} of lane {l} below 2^16")
+        self.data = data
+        self.pos = 4 * active
+
+    def _renorm(self, st: int) -> int:
+        """3.1: a state below 2^16 takes the next word: x = (x << 16) | word."""
+        if st < STATE_LOW:
+            if self.pos + 2 > len(self.data):
+                raise Corrupt("rANS stream has too few words")
+            st = (st << 16) | self.data[self.pos] | (self.data[self.pos + 1] << 8)
+            self.pos += 2
+        return st
+
+    def binary(self, lane: int, p: int) -> int:
+        """2.10: slot = x mod M; t = 1 if slot >= p else 0; x = (t ? M - p : p) * (x >> 10) +
+        slot - (t ? p : 0); renormalize."""
+        st = self.states[lane]
+        slot = st & (M - 1)
+        if slot >= p:
+            st = (M - p) * (st >> M_BITS) + slot - p
+            t = 1
+        else:
+            st = p * (st >> M_BITS) + slot
+            t = 0
+        self.states[lane] = self._renorm(st)
+        return t
+
+    def symbol(self, lane: int, table: Table) -> int:
+        """3.1's token step without extra bits: slot lookup, state update, renormalize."""
+        st = self.states[lane]
+        slot = st & (M - 1)
+        sym = table.lut[slot]
+        st = table.freq[sym] * (st >> M_BITS) + slot - table.cum[sym]
+        self.states[lane] = self._renorm(st)
+        return sym
+
+
+def template_value(plane: list[list[int]], r: int, c: int, dy: int, dx: int, lane_start: int, gw: int) -> int:
+    """2.10: t(r + dy, c + dx): 0 above the stripe and outside the group; a pixel of the current
+    row left of the lane's first column reads the pixel one row up at the same column (0 on
+    stripe row 0). Rows above cross lane boundaries like any other pixel."""
+    y, x = r + dy, c + dx
+    if x < 0 or x >= gw:
+        return 0
+    if dy == 0 and x < lane_start:
+        y = r - 1
+    if y < 0:
+        return 0
+    return plane[y][x]
+
+
+def decode_binary_plane(stream: bytes, probs: Sequence[int], width: int, height: int, lanes: Lanes) -> list[list[int]]:
+    """2.10: decode every pixel's t, step by step (row, lane column), lanes ascending."""
+    rin = RansIn(stream, lanes.active)
+    plane = [[0] * width for _ in range(height)]
+    starts, widths = lanes.starts, lanes.widths
+    for r in range(height):
+        row = plane[r]
+        for x in range(lanes.lw):
+            for l in range(lanes.active):
+                if x >= widths[l]:  # 3: positions past a lane's width decode nothing
+                    continue
+                c = starts[l] + x
+                ctx = 0
+                for k, (dy, dx) in enumerate(TEMPLATE):
+                    ctx |= template_value(plane, r, c, dy, dx, starts[l], width) << k
+                row[c] = rin.binary(l, probs[ctx])
+    return plane
+
+
+def decode_bilevel(table: BilevelTable, stream: bytes, width: int, height: int, lanes: Lanes) -> np.ndarray:
+    """v = t xor inv for every pixel of a bilevel (palette) stripe, as an (height, width) array."""
+    t = np.array(decode_binary_plane(stream, table.probs, width, height, lanes), dtype=np.uint8).reshape(height, width)
+    return t ^ np.uint8(table.inv)
+
+
+# --- encoder helpers (vectorized) ------------------------------------------------------------
+
+
+def lane_columns(lanes: Lanes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per group column c: its lane, lane column x, and the columns in step order within a row
+    (x ascending, then lane ascending: 2.3's steps)."""
+    gw = lanes.gw
+    lane_of = np.empty(gw, dtype=np.int64)
+    x_of = np.empty(gw, dtype=np.int64)
+    for l, (s, w) in enumerate(zip(lanes.starts, lanes.widths)):
+        lane_of[s : s + w] = l
+        x_of[s : s + w] = np.arange(w)
+    order = np.lexsort((lane_of, x_of))
+    return lane_of, x_of, order
+
+
+def template_planes(plane: np.ndarray, lanes: Lanes) -> list[np.ndarray]:
+    """The ten template pixels t_k of every pixel of a unit (2.10's rules), as (h, w) arrays."""
+    h, w = plane.shape
+    P = plane.astype(np.int64)
+    pad = np.zeros((h + 2, w + 4), dtype=np.int64)  # 2 rows above, 2 columns each side
+    pad[2:, 2:-2] = P
+    _, x_of, _ = lane_columns(lanes)
+    out = []
+    for dy, dx in TEMPLATE:
+        shifted = pad[2 + dy : 2 + dy + h, 2 + dx : 2 + dx + w]
+        if dy == 0:  # left of the lane's first column: one row up, same column
+            up = pad[1 : 1 + h, 2 + dx : 2 + dx + w]
+            shifted = np.where((x_of < -dx)[None, :], up, shifted)
+        out.append(shifted)
+    return out
+
+
+def bilevel_contexts(t: np.ndarray, lanes: Lanes) -> np.ndarray:
+    """2.10: every pixel's context, sum of t_k << k."""
+    ctx = np.zeros(t.shape, dtype=np.int64)
+    for k, plane in enumerate(template_planes(t, lanes)):
+        ctx |= plane << k
+    return ctx
+
+
+def step_positions(h: int, lanes: Lanes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Flat positions r * w + c of a unit in decode order (row, lane column, lane), with each
+    position's lane and step index r * lw + x."""
+    lane_of, x_of, order = lane_columns(lanes)
+    w = lanes.gw
+    rows = np.arange(h, dtype=np.int64)[:, None]
+    pos = (rows * w + order[None, :]).ravel()
+    lane = np.broadcast_to(lane_of[order][None, :], (h, w)).ravel()
+    step = (rows * lanes.lw + x_of[order][None, :]).ravel()
+    return pos, lane, step
+
+
+def encode_ops(lane: np.ndarray, freq: np.ndarray, cum: np.ndarray, active: int) -> bytes:
+    """Reverse rANS over operations listed in decode order: operation i codes a symbol of
+    frequency freq[i] at cum[i] in lane lane[i]'s state (3.1). Returns the stream: the initial
+    states, then the words in the order the decoder reads them. Operations with freq M leave
+    the state unchanged and may be listed or not."""
+    lane = np.ascontiguousarray(lane, dtype=np.uint8)
+    freq = np.ascontiguousarray(freq, dtype=np.uint16)
+    cum = np.ascontiguousarray(cum, dtype=np.uint16)
+    n = len(lane)
+    if _backend.active() == "c":
+        ffi, lib = _backend.ffi, _backend.lib
+        cap = 4 * active + 2 * n
+        dst = np.empty(max(cap, 1), dtype=np.uint8)
+        got = lib.imij_level_encode_ops(
+            ffi.from_buffer("uint8_t[]", lane), ffi.from_buffer("uint16_t[]", freq), ffi.from_buffer("uint16_t[]", cum),
+            n, active, ffi.from_buffer("uint8_t[]", dst, require_writable=True), cap,
+        )
+        if got < 0:
+            raise ValueError(f"rANS encoder kernel failed ({got})")
+        return dst[:got].tobytes()
+    return encode_ops_py(lane.tolist(), freq.tolist(), cum.tolist(), active)
+
+
+def encode_ops_py(lane: list[int], freq: list[int], cum: list[int], active: int) -> bytes:
+    """The Python reference of ``encode_ops``."""
+    states = [STATE_LOW] * active
+    words: list[int] = []
+    limit = 32 - M_BITS
+    for i in range(len(lane) - 1, -1, -1):
+        f = freq[i]
+        if f == M:
+            continue
+        if not f:
+            raise ValueError("a symbol without frequency")
+        l = lane[i]
+        x = states[l]
+        if x >= f << limit:  # x_max = ((2^16 >> 10) << 16) * f
+            words.append(x & 0xFFFF)
+            x >>= 16
+        states[l] = ((x // f) << M_BITS) + (x % f) + cum[i]
+    out = bytearray()
+    for st in states:
+        out += st.to_bytes(4, "little")
+    for wd in reversed(words):
+        out += wd.to_bytes(2, "little")
+    return bytes(out)
+
+
+def binary_cost(zeros: np.ndarray, ones: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Bits to code ``zeros`` t = 0 and ``ones`` t = 1 at probability p of t = 0 (inf if
+    impossible)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c0 = np.where(zeros > 0, zeros * -np.log2(np.maximum(p, 0) / M), 0.0)
+        c1 = np.where(ones > 0, ones * -np.log2(np.maximum(M - p, 0) / M), 0.0)
+    return np.nan_to_num(c0, nan=np.inf, posinf=np.inf) + np.nan_to_num(c1, nan=np.inf, posinf=np.inf)
+
+
+def fit_probabilities(zeros: np.ndarray, ones: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per context: the coded value v, its probability and whether writing it (``bits`` bits)
+    beats leaving the context unused (M / 2), from observed counts (5's notes: p_c =
+    round(M * zeros / (zeros + ones)), limited to 1..=M-1 when both occur, M or 0 when only one
+    does; probabilities of fewer than 11 bits are multiples of 2^(10 - b))."""
+    zeros = zeros.astype(np.float64)
+    ones = ones.astype(np.float64)
+    total = zeros + ones
+    scale = 1 if bits == 11 else 1 << (10 - bits)
+    vmax = M if bits == 11 else (1 << bits) - 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v = np.rint(np.where(total > 0, zeros / np.maximum(total, 1) * M / scale, vmax / 2))
+    both = (zeros > 0) & (ones > 0)
+    hi_both = (M - 1) // scale if bits == 11 else vmax  # v * scale <= M - 1
+    v = np.where(both, np.clip(v, 1, hi_both), v)
+    v = np.where((zeros > 0) & (ones == 0), vmax, v)
+    v = np.where((ones > 0) & (zeros == 0), 0, v)
+    v = np.clip(v, 0, vmax).astype(np.int64)
+    p = v * scale
+    cost_used = bits + binary_cost(zeros, ones, p)
+    cost_unused = total  # M / 2: one bit per outcome
+    used = (total > 0) & (cost_used + 1e-9 < cost_unused)
+    return v, np.where(used, p, HALF), used

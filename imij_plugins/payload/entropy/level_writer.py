@@ -1,0 +1,533 @@
+"""Writing bilevel (2.10) and template palette (2.14) stripes: the syntax-complete options and the
+chooser of section 5's notes.
+
+The syntax-complete writer (writer.py) hands every unit to a ``LevelCoder``: units whose
+``UnitChoice.layout`` forces 0x81-0x84 are coded that way; with ``LevelOptions.choose`` (the
+default) every other unit the chooser may touch (no forced decorrelation, predictors, palette
+or layout) is a candidate. ``finish`` then builds record 25 from the context counts of every
+bilevel unit and record 35 from the outcome counts of every template unit, codes each
+candidate each allowed way, and keeps, over the table sets none / bilevel / template / both, the
+one giving the fewest bytes (each unit taking its smallest coding, each record counted with its
+framing; ties keep fewer tables). Features are declared exactly for the records written.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from imij_plugins.payload.entropy.bilevel import (
+    CONTEXTS,
+    HALF,
+    bilevel_contexts,
+    bilevel_record,
+    binary_cost,
+    encode_ops,
+    fit_probabilities,
+    step_positions,
+)
+from imij_plugins.payload.entropy.levels import (
+    LAYOUT_BILEVEL,
+    LAYOUT_BILEVEL_PALETTE,
+    LAYOUT_TEMPLATE_OWN,
+    LAYOUT_TEMPLATE_SHARED,
+    LEVEL_LAYOUTS,
+)
+from imij_plugins.payload.entropy.maps import Slot
+from imij_plugins.payload.entropy.models import M, Table, TableCode, table_bits, table_code
+from imij_plugins.payload.entropy.rans import Lanes
+from imij_plugins.payload.entropy.template import (
+    CANDIDATE_CONTEXTS,
+    MAX_ENTRY_DEPTH,
+    TemplateOps,
+    rows_bytes,
+    template_ops,
+    template_record,
+    typical_rows,
+)
+from imij_plugins.payload.head import REC_BILEVEL, REC_TEMPLATE
+from imij_plugins.registry.features import FeatureId
+from imij_plugins.wire.records import Record
+from imij_plugins.wire.varint import encode_varint
+
+MAX_ENTRIES = 256
+
+
+@dataclass
+class LevelOptions:
+    """Bilevel / template palette syntax choices of a payload (2.10, 2.14). None fields take
+    section 5's defaults.
+
+    ``choose``: the chooser codes every free unit (no forced decor, predictors, palette or
+    layout) both ways and keeps the smaller, writing records 25 / 35 only when they pay.
+    ``inv``: record 25's inv. ``prec``: record 35's prec (b = 4 + prec). ``escape``: write the
+    direct-index table (None: when an escape needs it; False: never). ``escape_prec``: its
+    mantissa precision 1..=8. ``shared``: record 35's shared entries (None: the image's tuples
+    when there are at most 256). ``record25`` / ``record35``: True writes the record even when no
+    unit uses it, False never writes it. ``unused``: leave a context unused where its explicit
+    probability does not pay for its bits. ``seed``: nonzero writes random probabilities in the
+    contexts no unit uses (tests).
+    """
+
+    choose: bool = True
+    inv: int | None = None
+    prec: int | None = None
+    escape: bool | None = None
+    escape_prec: int | None = None
+    shared: bool | None = None
+    record25: bool | None = None
+    record35: bool | None = None
+    unused: bool = True
+    seed: int = 0
+
+
+@dataclass
+class _Unit:
+    index: int
+    vals: list[np.ndarray]  # per slot, (h, w) coded values
+    lanes: Lanes
+    forced: int | None  # a forced layout, or None for a chooser candidate
+    typical: bool
+    alias: bool  # code entry 0 with indices >= n where possible (2.5, 2.10, 2.14)
+    seed: int  # nonzero shuffles own entries
+    slack: int
+    tuples: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))  # (k, nslots), by count
+    inverse: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # pixel -> row of tuples
+    # filled by finish
+    t: np.ndarray | None = None  # bilevel t plane
+    ctx: np.ndarray | None = None  # its contexts
+    bilevel_layout: int | None = None
+    bilevel_entries: list[tuple[int, ...]] | None = None
+    template_layout: int | None = None
+    index_plane: np.ndarray | None = None
+    own_entries: list[tuple[int, ...]] | None = None
+    ops: TemplateOps | None = None
+
+
+def _tuples(vals: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct slot tuples (ordered by count descending, then value), each pixel's row among
+    them, and the counts."""
+    cols = [v.reshape(-1).astype(np.int64) for v in vals]
+    widths = [int(c.max()).bit_length() if c.size else 0 for c in cols]
+    if sum(widths) <= 62:  # one integer key per pixel: a 1-D unique (or a histogram) is fast
+        key = np.zeros(cols[0].shape, dtype=np.int64)
+        shift = 0
+        for c, wd in zip(cols, widths):
+            key |= c << shift
+            shift += wd
+        if shift <= 16:
+            hist = np.bincount(key)
+            keys = np.flatnonzero(hist)
+            lut = np.zeros(len(hist), dtype=np.int64)
+            lut[keys] = np.arange(len(keys))
+            inverse, counts = lut[key], hist[keys]
+        else:
+            keys, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+        tuples = np.empty((len(keys), len(cols)), dtype=np.int64)
+        shift = 0
+        for j, wd in enumerate(widths):
+            tuples[:, j] = (keys >> shift) & ((1 << wd) - 1)
+            shift += wd
+    else:
+        flat = np.stack(cols, axis=1)
+        tuples, inverse, counts = np.unique(flat, axis=0, return_inverse=True, return_counts=True)
+    inverse = inverse.reshape(-1)
+    order = np.lexsort(tuple(tuples[:, j] for j in range(tuples.shape[1] - 1, -1, -1)) + (-counts,))
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return tuples[order], rank[inverse], counts[order]
+
+
+def _entry_bytes(entries: Sequence[Sequence[int]], depths: Sequence[int]) -> bytes:
+    """2.5: per entry, per slot in slot order, u8 (depth <= 8) or u16 LE."""
+    out = bytearray()
+    for entry in entries:
+        for value, d in zip(entry, depths):
+            out += bytes([value]) if d <= 8 else int(value).to_bytes(2, "little")
+    return bytes(out)
+
+
+def _framed(body: bytes) -> int:
+    """A unit record's bytes besides its id and any ordinal: the length varint and the body."""
+    return len(encode_varint(len(body))) + len(body)
+
+
+def _record_cost(payload: bytes) -> int:
+    return 1 + len(encode_varint(len(payload))) + len(payload)
+
+
+def _index_plane(unit: _Unit, entries: Sequence[tuple[int, ...]], alias: bool) -> np.ndarray:
+    """Each pixel's entry index among ``entries`` (every tuple of the unit is one of them)."""
+    pos = {tuple(int(v) for v in e): i for i, e in enumerate(entries)}
+    lut = np.array([pos[tuple(int(v) for v in tup)] for tup in unit.tuples], dtype=np.int64)
+    h, w = unit.vals[0].shape
+    index = lut[unit.inverse].reshape(h, w)
+    n = len(entries)
+    if alias and n < 256:
+        rng = np.random.default_rng(unit.index + 17)
+        limit = 2 if n <= 2 else 256
+        if n < limit:
+            alt = rng.integers(n, limit, size=index.shape)
+            index = np.where((index == 0) & (rng.random(index.shape) < 0.5), alt, index)
+    return index
+
+
+class LevelCoder:
+    """The bilevel / template palette part of one payload's writing (see the module docstring)."""
+
+    def __init__(self, options: LevelOptions, slots: Sequence[Slot], image: Sequence[np.ndarray], near: bool):
+        self.opts = options
+        self.depths = [s.depth for s in slots]
+        self.image = list(image)  # per slot, the whole image's coded values
+        self.near = near
+        self.single = len(slots) == 1 and self.depths[0] == 1  # 2.10: 0x81
+        self.entry_ok = bool(slots) and all(d <= MAX_ENTRY_DEPTH for d in self.depths)  # 2.5
+        self.units: list[_Unit] = []
+        self.coded: set[int] = set()  # after finish: the units written as bilevel / template stripes
+        self._image_tuples: tuple[np.ndarray, np.ndarray] | None = None
+
+    # --- collecting units ----------------------------------------------------------------
+
+    def image_tuples(self) -> tuple[np.ndarray, np.ndarray]:
+        """The whole image's slot tuples, commonest first, and their counts."""
+        if self._image_tuples is None:
+            tuples, _, counts = _tuples(self.image)
+            self._image_tuples = (tuples, counts)
+        return self._image_tuples
+
+    def force(self, index: int, uc, vals: list[np.ndarray], lanes: Lanes) -> bool:
+        """A unit whose UnitChoice forces layout 0x81-0x84: validate and keep it (True)."""
+        layout = getattr(uc, "layout", None)
+        if layout is None:
+            return False
+        if layout not in LEVEL_LAYOUTS:
+            raise ValueError(f"UnitChoice.layout 0x{layout:02x}: 0x81-0x84 (other layouts come from decor / palette)")
+        if layout == LAYOUT_BILEVEL and not self.single:
+            raise ValueError("a bilevel stripe (0x81) needs the payload's only slot to be 1 bit deep (2.10)")
+        if layout != LAYOUT_BILEVEL and not self.entry_ok:
+            raise ValueError(f"layout 0x{layout:02x} needs every slot at most 16 bits deep (2.5)")
+        unit = self._unit(index, uc, vals, lanes, layout)
+        k = len(unit.tuples)
+        if layout == LAYOUT_BILEVEL_PALETTE and k > 2:
+            raise ValueError(f"a bilevel palette stripe (0x82) with {k} slot tuples (at most 2)")
+        if layout == LAYOUT_TEMPLATE_OWN and k > MAX_ENTRIES:
+            raise ValueError(f"a template palette stripe with {k} slot tuples (at most 256)")
+        self.units.append(unit)
+        return True
+
+    def consider(self, index: int, uc, vals: list[np.ndarray], lanes: Lanes) -> None:
+        """A unit the chooser may code as a bilevel or template stripe."""
+        if not self.opts.choose or self.near:  # 5: not in payloads with near-lossless bounds
+            return
+        if uc.palette is not None or uc.decor is not None or uc.predictors is not None:
+            return  # forced syntax stays as asked
+        if not (self.single or self.entry_ok):
+            return
+        unit = self._unit(index, uc, vals, lanes, None)
+        if self.single or len(unit.tuples) <= MAX_ENTRIES:
+            self.units.append(unit)
+
+    def _unit(self, index: int, uc, vals: list[np.ndarray], lanes: Lanes, forced: int | None) -> _Unit:
+        unit = _Unit(index, vals, lanes, forced, bool(getattr(uc, "typical", True)), bool(uc.palette_alias) and forced is not None,
+                     uc.palette_seed if forced is not None else 0, uc.slack_words)
+        unit.tuples, unit.inverse, _ = _tuples(vals)
+        return unit
+
+    # --- record 25 -------------------------------------------------------------------------
+
+    def _plan_bilevel(self) -> tuple[list[_Unit], np.ndarray, int, bytes] | None:
+        """The units that may be bilevel stripes, their table and record 25."""
+        two: list[tuple[int, ...]] | None = None
+        if not self.single and self.entry_ok:
+            tuples, _ = self.image_tuples()
+            if len(tuples) == 2:  # 5: the same two entries in every unit, the commoner first
+                two = [tuple(int(v) for v in t) for t in tuples]
+        inv = self.opts.inv
+        if inv is None:
+            if self.single:  # 5: the majority value reads as 0
+                ones = int(np.count_nonzero(self.image[0]))
+                inv = 1 if 2 * ones > self.image[0].size else 0
+            else:
+                inv = 0
+        units = []
+        for u in self.units:
+            layout = u.forced if u.forced in (LAYOUT_BILEVEL, LAYOUT_BILEVEL_PALETTE) else None
+            if u.forced is None:
+                layout = LAYOUT_BILEVEL if self.single else (LAYOUT_BILEVEL_PALETTE if two is not None else None)
+            if layout is None:
+                continue
+            if layout == LAYOUT_BILEVEL:
+                t = u.vals[0].astype(np.int64) ^ inv
+            else:
+                if two is not None and all(tuple(int(v) for v in tup) in two for tup in u.tuples):
+                    entries = list(two)
+                else:  # a forced unit: its own tuples, commoner first
+                    entries = [tuple(int(v) for v in tup) for tup in u.tuples]
+                    if u.seed:
+                        random.Random(u.seed).shuffle(entries)
+                u.bilevel_entries = entries
+                t = _index_plane(u, entries, u.alias) ^ inv
+            u.t = t
+            u.ctx = bilevel_contexts(t, u.lanes)
+            u.bilevel_layout = layout
+            units.append(u)
+        forced_record = self.opts.record25
+        if forced_record is False:
+            if any(u.forced in (LAYOUT_BILEVEL, LAYOUT_BILEVEL_PALETTE) for u in units):
+                raise ValueError("bilevel stripes forced while record25=False")
+            return None
+        if not units and not forced_record:
+            return None
+        zeros = np.zeros(CONTEXTS, dtype=np.int64)
+        ones = np.zeros(CONTEXTS, dtype=np.int64)
+        for u in units:
+            assert u.t is not None and u.ctx is not None
+            zeros += np.bincount(u.ctx[u.t == 0], minlength=CONTEXTS)
+            ones += np.bincount(u.ctx[u.t == 1], minlength=CONTEXTS)
+        v, probs, used = fit_probabilities(zeros, ones, 11)
+        if not self.opts.unused:
+            used = (zeros + ones) > 0
+            probs = np.where(used, v, HALF)
+        values: list[int | None] = [int(p) if k else None for p, k in zip(v, used)]
+        if self.opts.seed:  # random probabilities where no unit has an outcome
+            rng = random.Random(self.opts.seed)
+            for c in range(CONTEXTS):
+                if zeros[c] + ones[c] == 0 and rng.random() < 0.5:
+                    values[c] = rng.randint(0, M)
+                    probs[c] = values[c]
+        return units, probs.astype(np.int64), inv, bilevel_record(inv, values)
+
+    def _bilevel_body(self, u: _Unit, probs: np.ndarray, inv: int) -> bytes | None:
+        """A unit as a bilevel (palette) stripe with record 25's table; None if the table gives
+        one of its outcomes no probability."""
+        assert u.t is not None and u.ctx is not None
+        h = u.t.shape[0]
+        pos, lane, _ = step_positions(h, u.lanes)
+        t = u.t.ravel()[pos]
+        p = probs[u.ctx.ravel()[pos]]
+        freq = np.where(t == 1, M - p, p)
+        if not freq.all():
+            return None
+        cum = np.where(t == 1, p, 0)
+        prefix = bytes([u.bilevel_layout])  # type: ignore[list-item]
+        if u.bilevel_layout == LAYOUT_BILEVEL_PALETTE:
+            assert u.bilevel_entries is not None
+            prefix += bytes([len(u.bilevel_entries) - 1]) + _entry_bytes(u.bilevel_entries, self.depths)
+        return prefix + encode_ops(lane, freq, cum, u.lanes.active) + bytes(2 * u.slack)
+
+    # --- record 35 -------------------------------------------------------------------------
+
+    def _plan_template(self) -> tuple[list[_Unit], dict, bytes] | None:
+        units = [u for u in self.units if u.forced in (LAYOUT_TEMPLATE_OWN, LAYOUT_TEMPLATE_SHARED)
+                 or (u.forced is None and self.entry_ok and len(u.tuples) <= MAX_ENTRIES)]
+        forced_record = self.opts.record35
+        if forced_record is False:
+            if any(u.forced is not None for u in units):
+                raise ValueError("template palette stripes forced while record35=False")
+            return None
+        if not units and not forced_record:
+            return None
+        shared: list[tuple[int, ...]] | None = None
+        want = self.opts.shared
+        if want is None:
+            want = bool(units) and self.entry_ok
+        if want:
+            if not self.entry_ok:
+                raise ValueError("shared entries need every slot at most 16 bits deep (2.14)")
+            tuples, _ = self.image_tuples()
+            if len(tuples) <= MAX_ENTRIES:  # 5: the image's tuples, most frequent first
+                shared = [tuple(int(v) for v in t) for t in tuples]
+            elif self.opts.shared:
+                raise ValueError(f"shared entries for an image of {len(tuples)} slot tuples (at most 256)")
+        if any(u.forced == LAYOUT_TEMPLATE_SHARED for u in units) and shared is None:
+            raise ValueError("layout 0x84 without shared entries (2.14)")
+        zeros0 = np.zeros(CONTEXTS, np.int64)
+        ones0 = np.zeros(CONTEXTS, np.int64)
+        zerosq = np.zeros(CANDIDATE_CONTEXTS, np.int64)
+        onesq = np.zeros(CANDIDATE_CONTEXTS, np.int64)
+        esc = np.zeros(256, np.int64)
+        for u in units:
+            own = [tuple(int(v) for v in t) for t in u.tuples]  # by count in the unit
+            if u.seed:
+                random.Random(u.seed).shuffle(own)
+            u.own_entries = own
+            layout = u.forced
+            if layout is None:  # 5: shared entries unless a unit has at most two tuples of more
+                layout = LAYOUT_TEMPLATE_SHARED if shared is not None and (len(shared) <= 2 or len(own) > 2) else LAYOUT_TEMPLATE_OWN
+            u.template_layout = layout
+            entries = shared if layout == LAYOUT_TEMPLATE_SHARED else own
+            assert entries is not None
+            u.index_plane = _index_plane(u, entries, u.alias)
+            typical = typical_rows(u.index_plane) if u.typical else np.zeros(u.index_plane.shape[0], bool)
+            u.ops = template_ops(u.index_plane, len(entries), typical, u.lanes)
+            p0, q, e = u.ops.counts()
+            zeros0 += p0[:, 0]
+            ones0 += p0[:, 1]
+            zerosq += q[:, 0]
+            onesq += q[:, 1]
+            esc += e
+        # probabilities: the precision with the smallest record plus estimated stream
+        zeros = np.concatenate([zeros0, zerosq])
+        ones = np.concatenate([ones0, onesq])
+        best = None
+        for b in ([4 + self.opts.prec] if self.opts.prec is not None else range(4, 12)):
+            v, probs, used = fit_probabilities(zeros, ones, b)
+            if not self.opts.unused:
+                used = (zeros + ones) > 0
+                probs = np.where(used, v * (1 if b == 11 else 1 << (10 - b)), HALF)
+            cost = float(np.where(used, b + binary_cost(zeros, ones, probs), zeros + ones).sum())
+            if best is None or cost < best[0]:
+                best = (cost, b, v, probs, used)
+        assert best is not None
+        _, b, v, probs, used = best
+        values: list[int | None] = [int(x) if k else None for x, k in zip(v, used)]
+        if self.opts.seed:
+            rng = random.Random(self.opts.seed + 1)
+            vmax = M if b == 11 else (1 << b) - 1
+            for c in range(len(values)):
+                if zeros[c] + ones[c] == 0 and rng.random() < 0.5:
+                    values[c] = rng.randint(0, vmax)
+                    probs[c] = values[c] * (1 if b == 11 else 1 << (10 - b))
+        # the direct-index table (3.3 grammar) with the smallest total size
+        need = bool(esc[1:].any())
+        if self.opts.escape is False and need:
+            raise ValueError("escaped indices other than 0 need the direct-index table (escape=False)")
+        code: TableCode | None = None
+        table: Table | None = None
+        if need or self.opts.escape:
+            code = _index_table(esc, self.opts.escape_prec)
+            table = Table.from_weights(code.weights)
+        payload = template_record(b - 4, values[:CONTEXTS], values[CONTEXTS:], code, shared, self.depths)
+        tables = {"p": probs[:CONTEXTS].astype(np.int64), "q": probs[CONTEXTS:].astype(np.int64), "escape": table, "shared": shared}
+        return units, tables, payload
+
+    def _template_body(self, u: _Unit, tables: dict, layout: int) -> bytes | None:
+        """A unit as a template palette stripe; None if the tables cannot code it."""
+        shared = tables["shared"]
+        if layout == LAYOUT_TEMPLATE_SHARED and shared is None:
+            return None
+        entries = shared if layout == LAYOUT_TEMPLATE_SHARED else u.own_entries
+        assert entries is not None and u.own_entries is not None
+        if layout == u.template_layout:
+            index, ops = u.index_plane, u.ops
+        else:
+            if layout == LAYOUT_TEMPLATE_SHARED and not {tuple(int(v) for v in t) for t in u.tuples} <= set(shared):
+                return None
+            index = _index_plane(u, entries, False)
+            typical = typical_rows(index) if u.typical else np.zeros(index.shape[0], bool)
+            ops = template_ops(index, len(entries), typical, u.lanes)
+        assert index is not None and ops is not None
+        typical = typical_rows(index) if u.typical else np.zeros(index.shape[0], bool)
+        binary = ops.kind != 2
+        p = np.where(ops.kind == 0, tables["p"][np.minimum(ops.ctx, CONTEXTS - 1)],
+                     tables["q"][np.minimum(ops.ctx, CANDIDATE_CONTEXTS - 1)])
+        freq = np.where(ops.bit == 1, M - p, p)
+        cum = np.where(ops.bit == 1, p, 0)
+        escape: Table | None = tables["escape"]
+        if escape is not None:
+            efreq = np.array(escape.freq + (0,) * (256 - len(escape.freq)), dtype=np.int64)
+            ecum = np.array(escape.cum + (0,) * (256 - len(escape.cum)), dtype=np.int64)
+            freq = np.where(binary, freq, efreq[np.minimum(ops.ctx, 255)])
+            cum = np.where(binary, cum, ecum[np.minimum(ops.ctx, 255)])
+        else:  # without the table an escape decodes 0 and leaves the state unchanged
+            if (ops.ctx[~binary] != 0).any():
+                return None
+            freq = np.where(binary, freq, M)
+            cum = np.where(binary, cum, 0)
+        if not freq.all():
+            return None
+        prefix = bytes([layout])
+        if layout == LAYOUT_TEMPLATE_OWN:
+            prefix += bytes([len(entries) - 1]) + _entry_bytes(entries, self.depths)
+        prefix += rows_bytes(typical.tolist())
+        return prefix + encode_ops(ops.lane, freq, cum, u.lanes.active) + bytes(2 * u.slack)
+
+    # --- the choice --------------------------------------------------------------------------
+
+    def finish(self, bodies: list[bytes]) -> tuple[list[bytes], list[Record], set[int]]:
+        """Every level unit's body, the head records 25 / 35 to write and their features."""
+        if not self.units and not self.opts.record25 and not self.opts.record35:
+            return bodies, [], set()
+        bil = self._plan_bilevel()
+        tpl = self._plan_template()
+        # every allowed coding of every unit: (table it needs, body)
+        options: dict[int, list[tuple[str, bytes]]] = {u.index: [] for u in self.units}
+        if bil is not None:
+            units, probs, inv, _ = bil
+            for u in units:
+                body = self._bilevel_body(u, probs, inv)
+                if body is not None:
+                    options[u.index].append(("B", body))
+                elif u.forced is not None:
+                    raise AssertionError("a forced bilevel unit its own table cannot code")
+        if tpl is not None:
+            units, tables, _ = tpl
+            for u in units:
+                layouts = [u.forced] if u.forced is not None else [LAYOUT_TEMPLATE_SHARED, LAYOUT_TEMPLATE_OWN]
+                for layout in layouts:
+                    body = self._template_body(u, tables, layout)  # type: ignore[arg-type]
+                    if body is not None:
+                        options[u.index].append(("T", body))
+                    elif u.forced is not None:
+                        raise AssertionError("a forced template unit its own tables cannot code")
+        forced = {u.index for u in self.units if u.forced is not None}
+        need = {"B": self.opts.record25 is True, "T": self.opts.record35 is True}
+        for u in self.units:
+            if u.forced is not None:
+                need["B" if u.forced in (LAYOUT_BILEVEL, LAYOUT_BILEVEL_PALETTE) else "T"] = True
+        record_cost = {"B": _record_cost(bil[3]) if bil else 0, "T": _record_cost(tpl[2]) if tpl else 0}
+        best: tuple[int, tuple[str, ...]] | None = None
+        for tables_set in ((), ("B",), ("T",), ("B", "T")):  # ties keep fewer tables
+            if any(need[k] and k not in tables_set for k in need):
+                continue
+            if ("B" in tables_set and bil is None) or ("T" in tables_set and tpl is None):
+                continue
+            total = sum(record_cost[k] for k in tables_set)
+            for u in self.units:
+                sizes = [_framed(b) for k, b in options[u.index] if k in tables_set]
+                if u.index not in forced:
+                    sizes.append(_framed(bodies[u.index]))
+                total += min(sizes)
+            if best is None or total < best[0]:
+                best = (total, tables_set)
+        assert best is not None
+        chosen = best[1]
+        out = list(bodies)
+        for u in self.units:
+            cands = [b for k, b in options[u.index] if k in chosen]
+            if u.index not in forced:
+                cands.insert(0, bodies[u.index])  # ties keep the regular stripe
+            out[u.index] = min(cands, key=_framed)
+            if out[u.index] is not bodies[u.index] or u.index in forced:
+                self.coded.add(u.index)
+        records: list[Record] = []
+        features: set[int] = set()
+        if "B" in chosen and bil is not None:
+            records.append(Record(REC_BILEVEL, bil[3]))
+            features.add(FeatureId.BILEVEL)
+        if "T" in chosen and tpl is not None:
+            records.append(Record(REC_TEMPLATE, tpl[2]))
+            features.add(FeatureId.TEMPLATE_PALETTES)
+        return out, records, features
+
+
+def _index_table(counts: np.ndarray, prec: int | None) -> TableCode:
+    """The direct-index table (3.3 grammar over symbols 0..=255) with the fewest total bits."""
+    c = [int(x) for x in counts]
+    while len(c) > 1 and c[-1] == 0:
+        c.pop()
+    if not any(c):
+        c = [1]
+    best: tuple[float, TableCode] | None = None
+    for p in [prec] if prec is not None else range(1, 9):
+        code = table_code(c, p)
+        freq = Table.from_weights(code.weights).freq
+        cost = table_bits(code) + sum(n * math.log2(M / freq[s]) for s, n in enumerate(c) if n)
+        if best is None or cost < best[0]:
+            best = (cost, code)
+    assert best is not None
+    return best[1]

@@ -1,0 +1,191 @@
+"""Stripe layouts 0x81-0x84 (2.10 bilevel, 2.14 template palette) behind ``stripe.decode_coded``'s
+contract: ``decode_level`` is the Python reference of one unit, ``decode_level_c`` the C kernel
+(csrc/bilevel.c) with the payload's records prepared once as ``LevelStructs``. Both return each
+slot's coded values at its coded channel's index and must agree bit for bit.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from imij_plugins import _backend
+from imij_plugins.errors import Corrupt
+from imij_plugins.payload.entropy.bilevel import BilevelTable, decode_bilevel
+from imij_plugins.payload.entropy.rans import Lanes
+from imij_plugins.payload.entropy.template import MAX_ENTRY_DEPTH, TemplateTables, decode_template
+from imij_plugins.registry.features import FeatureId
+from imij_plugins.wire.cursor import Cursor
+
+if TYPE_CHECKING:
+    from imij_plugins.payload.entropy.stripe import UnitPlan
+
+U64 = np.uint64
+LAYOUT_BILEVEL, LAYOUT_BILEVEL_PALETTE = 0x81, 0x82
+LAYOUT_TEMPLATE_OWN, LAYOUT_TEMPLATE_SHARED = 0x83, 0x84
+LEVEL_LAYOUTS = (LAYOUT_BILEVEL, LAYOUT_BILEVEL_PALETTE, LAYOUT_TEMPLATE_OWN, LAYOUT_TEMPLATE_SHARED)
+EXPLAIN_PIXELS = 1 << 14  # a failing unit this small is re-read by the reference for its message
+
+# csrc/bilevel.h IMIJ_LVL_E_* -> the Corrupt message
+_MESSAGES = {
+    -1: "stripe: bad unit geometry for a bilevel / template stripe",
+    -2: "stripe: record ends inside its layout, entries, typical-row bits or a stream's states",
+    -3: "stripe: bilevel or template stripe layout without its feature",
+    -4: "stripe: bilevel or template stripe layout without its head record (25 / 35)",
+    -5: "stripe: bilevel stripe (0x81) where the payload's only slot is not 1 bit deep",
+    -6: "stripe: palette entries of a slot deeper than 16 bits",
+    -7: "stripe: bilevel palette stripe (0x82) with more than two entries",
+    -8: "stripe: palette entry not below 2^n",
+    -9: "stripe: layout 0x84 while head record 35 has no shared entries",
+    -10: "stripe: typical-row bit set past the last row",
+    -11: "stripe: initial rANS state below 2^16",
+    -12: "stripe: stream needs more words than it holds (or an odd byte count)",
+}
+
+
+def _gate(plan: UnitPlan, decor: int) -> None:
+    """0.1 / 2.10 / 2.14: without its feature a layout is gated syntax (Corrupt); without its
+    head record it is Corrupt."""
+    bilevel = decor in (LAYOUT_BILEVEL, LAYOUT_BILEVEL_PALETTE)
+    feature = FeatureId.BILEVEL if bilevel else FeatureId.TEMPLATE_PALETTES
+    if feature not in plan.features:
+        raise Corrupt(f"stripe layout 0x{decor:02x} without feature {feature.name.lower()}")
+    if (plan.bilevel_table if bilevel else plan.template_tables) is None:
+        raise Corrupt(f"stripe layout 0x{decor:02x} without head record {25 if bilevel else 35}")
+
+
+def _read_entries(cur: Cursor, plan: UnitPlan, n: int) -> list[tuple[int, ...]]:
+    """2.5: n entries, per slot in slot order u8 (depth <= 8) or u16 LE, each < 2^n_s."""
+    entries = []
+    for i in range(n):
+        entry = []
+        for j, slot in enumerate(plan.slots):
+            value = cur.u8("palette entry") if slot.depth <= 8 else cur.uint_le(2, "palette entry")
+            if value >> slot.depth:
+                raise Corrupt(f"palette entry {i} slot {j} value {value} not below 2^{slot.depth}")
+            entry.append(value)
+        entries.append(tuple(entry))
+    return entries
+
+
+def _typical(cur: Cursor, rows: int) -> list[bool]:
+    """2.14: ceil(rows / 8) bytes, LSB-first; bit r set when stripe row r repeats the row above;
+    bits past the last row are 0 (our reading: a set one is Corrupt)."""
+    raw = cur.take((rows + 7) // 8, "typical-row bits")
+    if rows & 7 and raw[-1] >> (rows & 7):
+        raise Corrupt("stripe: typical-row bit set past the last row")
+    return [bool(raw[r >> 3] >> (r & 7) & 1) for r in range(rows)]
+
+
+def decode_level(plan: UnitPlan, cur: Cursor, lanes: Lanes, width: int, height: int, decor: int) -> list[np.ndarray | None]:
+    """The Python reference of one unit whose layout byte (already read) is 0x81-0x84."""
+    _gate(plan, decor)
+    slots = plan.slots
+    coded: list[np.ndarray | None] = [None] * len(plan.chans)
+    if decor == LAYOUT_BILEVEL:  # 2.10: the payload's only slot has depth 1
+        if len(slots) != 1 or slots[0].depth != 1:
+            raise Corrupt("stripe: bilevel stripe (0x81) where the payload's only slot is not 1 bit deep")
+        table: BilevelTable = plan.bilevel_table  # type: ignore[assignment]
+        v = decode_bilevel(table, bytes(cur.take(cur.remaining())), width, height, lanes)
+        coded[slots[0].coded.index] = v.astype(U64)
+        return coded
+    deep = [s.depth for s in slots if s.depth > MAX_ENTRY_DEPTH]
+    if deep:  # 2.5 (our reading for 0x82-0x84): entries need slots at most 16 bits deep
+        raise Corrupt(f"stripe: palette entries of a slot {deep[0]} bits deep (at most 16)")
+    if decor == LAYOUT_BILEVEL_PALETTE:
+        n = cur.u8("palette count") + 1
+        if n > 2:  # 2.10: one or two entries, more is corrupt
+            raise Corrupt(f"stripe: bilevel palette stripe (0x82) with {n} entries")
+        entries = _read_entries(cur, plan, n)
+        table = plan.bilevel_table  # type: ignore[assignment]
+        index = decode_bilevel(table, bytes(cur.take(cur.remaining())), width, height, lanes).astype(np.int64)
+    else:
+        tables: TemplateTables = plan.template_tables  # type: ignore[assignment]
+        if decor == LAYOUT_TEMPLATE_OWN:
+            n = cur.u8("palette count") + 1
+            entries = _read_entries(cur, plan, n)
+        else:
+            if tables.shared is None:  # 2.14: 0x84 needs shared entries
+                raise Corrupt("stripe: layout 0x84 while head record 35 has no shared entries")
+            entries = list(tables.shared)
+            n = len(entries)
+        typical = _typical(cur, height)
+        index = decode_template(tables, n, typical, bytes(cur.take(cur.remaining())), width, height, lanes)
+    index = np.where(index < n, index, 0)  # entry 0 for an index past the last entry
+    for j, slot in enumerate(slots):
+        coded[slot.coded.index] = np.array([e[j] for e in entries], dtype=U64)[index]
+    return coded
+
+
+# --- the C kernel ----------------------------------------------------------------------------
+
+
+class LevelStructs:
+    """A plan's records 25 / 35 as csrc/bilevel.h's structs, built once per payload."""
+
+    def __init__(self, plan: UnitPlan):
+        ffi = _backend.ffi
+        self.unit = ffi.new("imij_level_unit *")
+        u = self.unit
+        u.lanes = plan.lanes
+        u.nslots = len(plan.slots)
+        for i, slot in enumerate(plan.slots[:8]):
+            u.depth[i] = slot.depth
+        u.features = (1 if FeatureId.BILEVEL in plan.features else 0) | (2 if FeatureId.TEMPLATE_PALETTES in plan.features else 0)
+        self.bilevel = ffi.NULL
+        self.tmpl = ffi.NULL
+        bt: BilevelTable | None = plan.bilevel_table
+        if bt is not None:
+            self.bilevel = ffi.new("imij_bilevel_table *")
+            self.bilevel.inv = bt.inv
+            self.bilevel.prob = list(bt.probs)
+        tt: TemplateTables | None = plan.template_tables
+        if tt is not None:
+            t = self.tmpl = ffi.new("imij_template_tables *")
+            t.p = list(tt.p)
+            t.q = list(tt.q)
+            if tt.escape is not None:
+                t.escape = 1
+                freq = list(tt.escape.freq) + [0] * (256 - len(tt.escape.freq))
+                cum = list(tt.escape.cum) + [0] * (256 - len(tt.escape.cum))
+                t.freq = freq
+                t.cum = cum
+                t.lookup = list(tt.escape.lut)
+            if tt.shared is not None:
+                t.nshared = len(tt.shared)
+                for e, entry in enumerate(tt.shared):
+                    for s, value in enumerate(entry[:8]):
+                        t.shared[e][s] = value
+        u.bilevel = self.bilevel
+        u.tmpl = self.tmpl
+
+
+def decode_level_c(plan: UnitPlan, structs: LevelStructs, body: bytes | memoryview, width: int, height: int) -> list[np.ndarray | None]:
+    """``decode_level`` on the C kernel (GIL released by cffi)."""
+    ffi, lib = _backend.ffi, _backend.lib
+    nslots = len(plan.slots)
+    out = np.empty((max(nslots, 1), height, width), dtype=np.uint32)
+    index = np.empty((height + 2) * (width + 4), dtype=np.uint8)  # the padded index plane
+    unit = ffi.new("imij_level_unit *")  # per call: units decode on many threads
+    src = structs.unit
+    unit.width, unit.height = width, height
+    unit.lanes, unit.nslots, unit.features = src.lanes, src.nslots, src.features
+    unit.depth = list(src.depth)
+    unit.bilevel, unit.tmpl = src.bilevel, src.tmpl
+    data = body if isinstance(body, bytes) else bytes(body)
+    code = lib.imij_level_unit_decode(
+        data, len(data), unit,
+        ffi.from_buffer("uint32_t[]", out, require_writable=True),
+        ffi.from_buffer("uint8_t[]", index, require_writable=True),
+    )
+    if code:
+        if width * height <= EXPLAIN_PIXELS:  # small units: the reference names the exact rule
+            cur = Cursor(data, what="stripe")
+            decor = cur.u8("stripe layout")
+            decode_level(plan, cur, Lanes.of(width, plan.lanes), width, height, decor)
+        raise Corrupt(_MESSAGES.get(code, f"stripe: bilevel kernel error {code}"))
+    coded: list[np.ndarray | None] = [None] * len(plan.chans)
+    for i, slot in enumerate(plan.slots):
+        coded[slot.coded.index] = out[i].astype(np.uint64)
+    return coded
