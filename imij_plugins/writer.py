@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import BinaryIO, Mapping, Sequence
+from typing import BinaryIO, Literal, Mapping, Sequence
 
 import numpy as np
 
@@ -46,7 +46,8 @@ def _code_image(
     stripe_rows,
     group_cols,
     threads,
-    codec="quick",
+    codec="entropy",
+    max_error=0,
     unit_table="hint",
     ordinals=False,
 ) -> _Coded:
@@ -54,11 +55,13 @@ def _code_image(
     height, width, channels = image.shape
     sample = sample_code(image.dtype)
     channels_code = layout_code(channels, layout)
-    geometry = choose_geometry(width, height, stripe_rows, group_cols)
     if codec == "entropy":
-        return _code_entropy(image, geometry, sample, channels_code, unit_table, ordinals)
+        return _code_entropy(image, channels_code, effort, max_error, stripe_rows, group_cols, threads, unit_table, ordinals)
     if codec != "quick":
         raise ValueError(f"codec must be 'quick' or 'entropy', not {codec!r}")
+    if max_error:
+        raise ValueError("max_error needs codec='entropy': quick-pixel units are exact (2.13)")
+    geometry = choose_geometry(width, height, stripe_rows, group_cols)
     encoded = encode_quick_payload(
         image, geometry, bit_smart=effort >= 4, threads=threads, unit_table=unit_table, ordinals=ordinals
     )
@@ -77,23 +80,21 @@ def _code_image(
     return _Coded(header, encoded.payload, encoded.head_len, geometry.unit_count, encoded.trailing_index)
 
 
-def _code_entropy(image: np.ndarray, geometry, sample: int, channels_code: int, unit_table: str, ordinals: bool) -> _Coded:
-    """An entropy-coded payload (2.1-2.7, 3) from the syntax-complete writer's defaults."""
-    from imij_plugins.payload.entropy.writer import EntropyOptions, encode_entropy_payload  # only when asked for
+def _code_entropy(image: np.ndarray, channels_code: int, effort: int, max_error: float, stripe_rows, group_cols,
+                  threads, unit_table: str, ordinals: bool) -> _Coded:
+    """An entropy-coded payload (2.1-2.7, 3) from the tuned encoder (section 5)."""
+    from imij_plugins.payload.entropy.encoder import choose_geometry as entropy_geometry, encode_tuned  # when asked for
 
-    options = EntropyOptions(
-        layout=channels_code,
-        stripe_rows=geometry.stripe_rows,
-        group_cols=geometry.group_cols,
-        unit_table=None if unit_table == "none" else unit_table if unit_table != "hint" else "auto",
-        ordinals=ordinals,
-    )
-    encoded = encode_entropy_payload(image, options=options)
-    header = Header(width=geometry.width, height=geometry.height, sample=sample, channels=channels_code, mask=encoded.features_used)
+    height, width = image.shape[:2]
+    encoded = encode_tuned(image, effort=effort, max_error=max_error, threads=threads, layout=channels_code,
+                           stripe_rows=stripe_rows, group_cols=group_cols, unit_table=unit_table, ordinals=ordinals)
+    header = Header(width=width, height=height, sample=sample_code(image.dtype), channels=channels_code,
+                    mask=encoded.features_used)
     trailing = None
     if unit_table == "tail":  # the writer's check-tail head; the spans for uIDX come from a walk
         trailing = _spans_for_tail(header, encoded.payload)
-    return _Coded(header, encoded.payload, encoded.head_len, geometry.unit_count, trailing)
+    units = entropy_geometry(width, height, stripe_rows, group_cols).unit_count
+    return _Coded(header, encoded.payload, encoded.head_len, units, trailing)
 
 
 def _spans_for_tail(header: Header, payload: bytes) -> bytes:
@@ -170,7 +171,8 @@ def encode(
     pixel_checksum: bool = False,
     unit_table: str = "hint",
     ordinals: bool = False,
-    codec: str = "quick",
+    codec: Literal["entropy", "quick"] = "entropy",
+    max_error: float = 0,
     cicp: tuple[int, int, int, int] | None = None,
     orientation: int = 1,
     sig_bits: Sequence[int] | None = None,
@@ -189,9 +191,11 @@ def encode(
     ``kind="pages"``, pages (mixed pages when their shapes or sample types differ), or with
     ``kind="sequence"`` sequence items (1.3 kind 4, ``presentation`` "animation" or "pages",
     ``references[i]`` an earlier item that item i is coded against, checked by its digest).
-    effort 1-3 codes quick-pixel packets; 4 and up also tries bit-smart planes per unit.
-    ``codec="entropy"`` writes entropy-coded units (2.1-2.6, 3) with the syntax-complete
-    writer's defaults instead (slow for now: the compressing encoder is still to come).
+    ``codec="entropy"`` (the default) codes entropy-coded units (2.1-2.6, 2.10, 2.14, 3) with
+    section 5's encoder: ``effort`` 1 (fast) .. 9 (smallest), default 5; ``max_error`` B > 0
+    allows each integer sample to differ by up to B (near-lossless, 2.6). ``codec="quick"``
+    codes quick-pixel units (2.13): larger files that decode several times faster; there
+    effort 1-3 codes packets only, 4 and up also tries bit-smart planes per unit.
     ``checksum`` adds a cSUM file checksum (1.4), ``pixel_checksum`` a pSUM digest of every
     decoded image, frame canvas or page (1.4.1). ``unit_table`` ("hint", "none", "filled",
     "empty", "tail") and ``ordinals`` choose how DATA's unit records are indexed (2.7).
@@ -206,6 +210,7 @@ def encode(
     if not frames:
         raise ValueError("nothing to write: an empty list of frames")
     opts["codec"] = codec
+    opts["max_error"] = max_error
     first = _code_image(frames[0], **opts, unit_table=unit_table, ordinals=ordinals)
     first = replace(first, header=_with_fields(first.header, cicp, orientation, sig_bits, alpha_mode))
     if isinstance(diffuse_white, (int, float)):
@@ -230,19 +235,27 @@ def encode(
         header, anim, frame_chunks = _frames(first, frames, durations, loop, kind, opts, presentation, references)
         before.insert(0, (b"aNIM", anim))
         after = frame_chunks + after
-    if pixel_checksum:
-        before.append((b"pSUM", encode_bitmap_digests([_digest(f, i, layout) for i, f in enumerate(frames)])))
     if first.trailing_index is not None:  # 2.7: the trailing unit index is the file's last chunk
         after.append((b"uIDX", trailing_index_payload(first.trailing_index)))
-    return assemble(
-        header,
-        first.payload,
-        first.head_len,
-        before=before,
-        after=after,
-        locator=unit_table in ("hint", "filled", "tail") and first.units >= 2,  # 1.0: with a hint or reservation
-        checksum=checksum,
-    )
+
+    def framed(extra: list[tuple[bytes, bytes]]) -> bytes:
+        return assemble(
+            header,
+            first.payload,
+            first.head_len,
+            before=before + extra,
+            after=after,
+            locator=unit_table in ("hint", "filled", "tail") and first.units >= 2,  # 1.0: with a hint or reservation
+            checksum=checksum,
+        )
+
+    if not pixel_checksum:
+        return framed([])
+    if max_error:  # 1.4.1: the digest is of the decoded raster, which near-lossless changes
+        digests = [_decoded_digest(out, i) for i, out in enumerate(_decoded(framed([])))]
+    else:  # lossless: the source is the output
+        digests = [_digest(f, i, layout) for i, f in enumerate(frames)]
+    return framed([(b"pSUM", encode_bitmap_digests(digests))])
 
 
 def _frames(first: _Coded, frames: list, durations, loop: int, kind: str, opts: dict, presentation="animation", references=None):
@@ -315,6 +328,20 @@ def _digest(frame: np.ndarray, ordinal: int, layout: str | int | None) -> int:
     image = as_image_array(frame)
     h, w, c = image.shape
     return bitmap_digest(w, h, layout_code(c, layout), sample_code(image.dtype), ordinal, image.tobytes())
+
+
+def _decoded(data: bytes) -> list[tuple[Header, np.ndarray]]:
+    """Every image, frame canvas or page of ``data`` as a reader outputs it, with its header."""
+    from imij_plugins.reader import ImijFile  # the reader sits above the writer's layers
+
+    with ImijFile(data) as f:
+        return [(f.header if f.kind == "animation" else f.page(i).header, f.read(i)) for i in range(f.n_frames)]
+
+
+def _decoded_digest(decoded: tuple[Header, np.ndarray], ordinal: int) -> int:
+    """1.4.1: the digest of one decoded raster."""
+    header, image = decoded
+    return bitmap_digest(image.shape[1], image.shape[0], header.channels, header.sample, ordinal, image.tobytes())
 
 
 def _implied(header: Header) -> frozenset[int]:

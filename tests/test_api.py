@@ -47,7 +47,7 @@ def test_each_quick_mode_is_chosen_and_decodes(effort, backend):
     for array, mode in ((noise, MODE_RAW), (smooth, MODE_PACKETS), (lowbits, MODE_BIT_SMART)):
         if (mode == MODE_BIT_SMART) != (effort >= 4):
             mode = None  # effort 1 never writes bit-smart units; at 5 they may beat packets too
-        f = imij_plugins.open(imij_plugins.encode(array, effort=effort))
+        f = imij_plugins.open(imij_plugins.encode(array, effort=effort, codec="quick"))
         payload = f.payload()
         first = payload.units[0]
         used = payload.buf[first.body_start]
@@ -123,12 +123,13 @@ def test_layouts_declare_their_features(layout, features):
     assert features <= set(f.features) and f.layout == layout
 
 
-def test_features_declared_exactly():
-    f = imij_plugins.open(imij_plugins.encode(np.zeros((2, 2), np.int8)))
-    assert set(f.features) == {"signed_samples", "quick_pixels"}
+@pytest.mark.parametrize("codec, coded", [("quick", {"quick_pixels"}), ("entropy", set())])
+def test_features_declared_exactly(codec, coded):
+    f = imij_plugins.open(imij_plugins.encode(np.zeros((2, 2), np.int8), codec=codec))
+    assert set(f.features) == {"signed_samples"} | coded
     assert f.profiles == ["Lossless 0.2"]
-    f = imij_plugins.open(imij_plugins.encode(np.zeros((2, 2), np.float64)))
-    assert set(f.features) == {"wide_samples", "samples_32", "quick_pixels"}
+    f = imij_plugins.open(imij_plugins.encode(np.zeros((2, 2), np.float64), codec=codec))
+    assert set(f.features) == {"wide_samples", "samples_32"} | coded
     assert f.profiles == ["Lossless 0.1", "Extended 0.2"]
 
 

@@ -10,7 +10,7 @@ from imij_plugins.cli import main
 @pytest.fixture
 def good(tmp_path):
     path = tmp_path / "good.imi"
-    imij_plugins.write(path, np.arange(48, dtype=np.uint16).reshape(4, 4, 3), exif=b"II*\x00", stripe_rows=2)
+    imij_plugins.write(path, np.arange(48, dtype=np.uint16).reshape(4, 4, 3), exif=b"II*\x00", stripe_rows=2, codec="quick")
     return path
 
 

@@ -183,6 +183,7 @@ class ImiPlugin(PluginV3):
         pages: bool = False,
         effort: int = 5,
         max_error: float = 0,
+        codec: str = "entropy",
         checksum: bool = False,
         icc_profile: bytes | None = None,
         exif: bytes | None = None,
@@ -192,7 +193,7 @@ class ImiPlugin(PluginV3):
         threads: int | None = None,
         **unknown: Any,
     ) -> bytes | None:
-        """Write one IMI file losslessly.
+        """Write one IMI file, losslessly unless ``max_error`` says otherwise.
 
         Parameters
         ----------
@@ -213,7 +214,11 @@ class ImiPlugin(PluginV3):
         effort : int
             Encoder effort, as in :func:`imij_plugins.encode`.
         max_error : number
-            Near-lossless coding. Only 0 (lossless) is available yet.
+            Near-lossless coding: each integer sample may differ from the source by up to
+            ``max_error`` (0, the default, is lossless). Float samples stay exact.
+        codec : str
+            ``"entropy"`` (small files, the default) or ``"quick"`` (quick-pixel units:
+            larger files that decode several times faster).
         checksum : bool
             Add a file checksum (cSUM) that readers verify.
         icc_profile, exif, xmp : bytes, optional
@@ -245,12 +250,12 @@ class ImiPlugin(PluginV3):
             raise ValueError("this IMI plugin was opened for reading: open the target with mode 'w' to write")
         if self._written:
             raise RuntimeError("this IMI target was already written: pass every frame or page to one write() call")
-        if max_error:
-            raise NotImplementedError("max_error: near-lossless coding is not available yet; write with max_error=0")
         images = _images_to_write(ndimage, is_batch, pages)
         options = dict(
             layout=layout,
             effort=effort,
+            max_error=max_error,
+            codec=codec,
             checksum=checksum,
             icc_profile=icc_profile,
             exif=exif,

@@ -25,7 +25,8 @@ Reading
     ``getexif()`` when the Exif has none (as Pillow does for XMP), so ``ImageOps.exif_transpose`` works.
 
 Saving
-    ``effort`` (or ``method``), ``lossless`` (True or absent), ``max_error`` (0 or absent for now),
+    ``effort`` (or ``method``), ``lossless`` (True or absent), ``max_error`` (near-lossless: each
+    sample within that many units of the source), ``codec`` ("entropy", the default, or "quick"),
     ``icc_profile``, ``exif`` (bytes or ``Image.Exif``), ``xmp``, ``cicp``, ``orientation``,
     ``mastering_display``, ``content_light_level``, ``diffuse_white``, ``science`` (the core's
     ``science=`` mapping), ``checksum`` (cSUM), ``pixel_checksum`` (pSUM), ``threads``; for
@@ -376,11 +377,10 @@ def _options(im: Image.Image) -> dict[str, Any]:
     if info.get("lossless", True) is not True:
         msg = "IMI files are written losslessly here: pass lossless=True or leave it out (lossy IMI is not available)"
         raise ValueError(msg)
-    if info.get("max_error"):
-        msg = "near-lossless IMI (max_error) is not available yet: save with max_error=0 or leave it out"
-        raise ValueError(msg)
     options: dict[str, Any] = {
         "effort": int(info.get("effort", info.get("method", 5))),
+        "max_error": info.get("max_error", 0),
+        "codec": info.get("codec", "entropy"),
         "checksum": bool(info.get("checksum", False)),
         "pixel_checksum": bool(info.get("pixel_checksum", False)),
         "chunks": tuple(im.info.get("imij_chunks", ())),

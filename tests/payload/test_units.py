@@ -652,7 +652,7 @@ def walk_by_hand(payload: bytes) -> tuple[int, list[bytes], list[int]]:
 @pytest.mark.parametrize("shape, rows, cols", [((40, 30), 7, 0), ((40, 30), 16, 8), ((9, 9), 1, 1)])
 def test_writer_hint_matches_its_records(shape, rows, cols):
     image = (np.arange(shape[0] * shape[1]) % 253).astype(np.uint8).reshape(shape)
-    buf = imij_plugins.encode(image, stripe_rows=rows, group_cols=cols)
+    buf = imij_plugins.encode(image, stripe_rows=rows, group_cols=cols, codec="quick")
     f = imij_plugins.open(buf)
     present, records, spans = walk_by_hand(bytes(f.container.payload(f.container.data)))
     assert present & H_QUICK and not present & H_PALETTE
@@ -661,6 +661,6 @@ def test_writer_hint_matches_its_records(shape, rows, cols):
 
 
 def test_writer_single_unit_has_no_hint():
-    f = imij_plugins.open(imij_plugins.encode(np.zeros((4, 4), np.uint8)))
+    f = imij_plugins.open(imij_plugins.encode(np.zeros((4, 4), np.uint8), codec="quick"))
     present, records, spans = walk_by_hand(bytes(f.container.payload(f.container.data)))
     assert len(spans) == 1 and records == b"" and not present & 2

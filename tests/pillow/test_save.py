@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+import numpy as np
 import pytest
 from PIL import Image
 
@@ -31,13 +32,16 @@ def test_lossless_must_be_true_or_absent():
         save_bytes(im, lossless=False)
 
 
-def test_near_lossless_is_refused_until_the_core_has_it(tmp_path):
+def test_near_lossless_and_codec(tmp_path):
     im = sample_image("L")
     assert save_bytes(im, max_error=0) == save_bytes(im)
-    with pytest.raises(ValueError, match="near-lossless"):
-        save_bytes(im, max_error=2)
-    with pytest.raises(ValueError):
-        im.save(tmp_path / "x.imi", max_error=1)
+    near = Image.open(io.BytesIO(save_bytes(im, max_error=2)))
+    diff = np.abs(np.asarray(near, np.int16) - np.asarray(im, np.int16))
+    assert diff.max() <= 2 and "near_lossless" in near.imij.features
+    quick = Image.open(io.BytesIO(save_bytes(im, codec="quick")))
+    assert "quick_pixels" in quick.imij.features and np.array_equal(np.asarray(quick), np.asarray(im))
+    with pytest.raises(ValueError, match="max_error"):
+        im.save(tmp_path / "x.imi", max_error=1, codec="quick")
     assert not (tmp_path / "x.imi").exists()
 
 

@@ -1,0 +1,1095 @@
+/* encode.c: the entropy encoder's kernels (declarations and contracts in encode.h).
+ *
+ * Plain C99, no globals, no allocation: the caller passes every buffer. The pure-Python
+ * references (imij_plugins/payload/entropy/costs.py) define the results bit for bit.
+ */
+#include <string.h>
+
+#include "encode.h"
+
+#define M_BITS 10
+#define RUN_CAP 32768u
+#define UNTRIED_P 7
+
+static inline uint32_t bl32(uint32_t z) { return z ? 32u - (uint32_t)__builtin_clz(z) : 0u; }
+static inline uint32_t bl64(uint64_t z) { return z ? 64u - (uint32_t)__builtin_clzll(z) : 0u; }
+static inline uint32_t mask_of(uint32_t n) { return n >= 32 ? 0xffffffffu : ((1u << n) - 1u); }
+
+/* sext_n of an n-bit value d (n >= 1), as int64 */
+static inline int64_t sx(uint32_t d, uint32_t n)
+{
+    if (n == 0)
+        return 0;
+    int64_t h = (int64_t)1 << (n - 1);
+    return ((int64_t)d ^ h) - h;
+}
+
+/* zigzag of sext_n(d): u = 2s or -2s-1 (< 2^n) */
+static inline uint32_t zz(uint32_t d, uint32_t n)
+{
+    int64_t s = sx(d & mask_of(n), n);
+    return (uint32_t)(s >= 0 ? 2 * s : -2 * s - 1);
+}
+
+/* Section 4's predictors 0..6 on lane-local neighbours (edge rules applied by the caller). */
+static inline uint32_t pred_of(uint32_t p, uint32_t w, uint32_t n, uint32_t nw, uint32_t ne, uint32_t mask)
+{
+    switch (p) {
+    case 0:
+        return w;
+    case 1:
+        return n;
+    case 2:
+        return (uint32_t)(((uint64_t)w + n) >> 1);
+    case 3: {
+        uint32_t lo = w < n ? w : n, hi = w < n ? n : w;
+        if (nw >= hi)
+            return lo;
+        if (nw <= lo)
+            return hi;
+        return w + n - nw;
+    }
+    case 4:
+        return (w + n - nw) & mask;
+    case 5: {
+        int64_t b = (int64_t)w + n - nw;
+        int64_t pa = b > w ? b - w : w - b, pb = b > n ? b - n : n - b, pc = b > nw ? b - nw : nw - b;
+        if (pa <= pb && pa <= pc)
+            return w;
+        return pb <= pc ? n : nw;
+    }
+    default:
+        return (uint32_t)(((uint64_t)w + ne) >> 1);
+    }
+}
+
+/* The forward decorrelation of residuals (dg, dr, db) -> (r', b') for mode (4 step 2 undone). */
+static inline void decor_fwd(uint32_t mode, uint32_t dg, uint32_t dr, uint32_t db, uint32_t n, uint32_t *ro,
+                             uint32_t *bo)
+{
+    uint32_t mask = mask_of(n);
+    if (mode == 0) {
+        *ro = dr;
+        *bo = db;
+        return;
+    }
+    *ro = (dr - dg) & mask;
+    if (mode == 1)
+        *bo = (db - dg) & mask;
+    else if (mode == 2)
+        *bo = (db - dr) & mask;
+    else {
+        int64_t half = (sx(dr, n) + sx(dg, n)) >> 1; /* floor */
+        *bo = (uint32_t)((int64_t)db - half) & mask;
+    }
+}
+
+typedef struct {
+    uint32_t w, n, nw, ne;
+} nbrs;
+
+/* Neighbours of (r, c) in a plane with lane-local rules; r >= 1. */
+static inline nbrs nb_of(const uint32_t *row, const uint32_t *prev, uint32_t c, int first, int last)
+{
+    nbrs q;
+    q.n = prev[c];
+    q.w = first ? q.n : row[c - 1];
+    q.nw = first ? q.n : prev[c - 1];
+    q.ne = last ? q.n : prev[c + 1];
+    return q;
+}
+
+
+/* ---- the search's fast path: every slot 1..16 bits deep, int32 chunks the compiler vectorizes ---- */
+
+#define CHUNK 256
+#define SEG 4096 /* columns whose classes are computed at once */
+
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__) && !defined(__clang__)
+#define IMIJ_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define IMIJ_CLONES
+#endif
+
+/* sum of bit_length(zigzag(s)) over s[0..count), each |s| < 2^16: the float exponent is exact */
+static inline int32_t bl_sum(const int32_t *s, int count)
+{
+    int32_t acc = 0;
+    for (int i = 0; i < count; i++) {
+        uint32_t z = ((uint32_t)s[i] << 1) ^ (uint32_t)(s[i] >> 31);
+        union {
+            float f;
+            uint32_t u;
+        } cv;
+        cv.f = (float)(int32_t)z;
+        int32_t e = (int32_t)(cv.u >> 23) - 126;
+        acc += e > 0 ? e : 0;
+    }
+    return acc;
+}
+
+/* sext_n of an int32 difference, 1 <= n <= 16 */
+static inline int32_t sx16(int32_t v, uint32_t sh) { return (int32_t)((uint32_t)v << sh) >> sh; }
+
+/* predictor p over a chunk of neighbour arrays into pr */
+static inline void pred_chunk(uint32_t p, const int32_t *w, const int32_t *n, const int32_t *nw, const int32_t *ne,
+                              int32_t mask, int32_t *pr, int count)
+{
+    int i;
+    switch (p) {
+    case 0:
+        for (i = 0; i < count; i++)
+            pr[i] = w[i];
+        break;
+    case 1:
+        for (i = 0; i < count; i++)
+            pr[i] = n[i];
+        break;
+    case 2:
+        for (i = 0; i < count; i++)
+            pr[i] = (w[i] + n[i]) >> 1;
+        break;
+    case 3:
+        for (i = 0; i < count; i++) {
+            int32_t lo = w[i] < n[i] ? w[i] : n[i], hi = w[i] < n[i] ? n[i] : w[i];
+            int32_t g = w[i] + n[i] - nw[i];
+            pr[i] = nw[i] >= hi ? lo : nw[i] <= lo ? hi : g;
+        }
+        break;
+    case 4:
+        for (i = 0; i < count; i++)
+            pr[i] = (w[i] + n[i] - nw[i]) & mask;
+        break;
+    case 5:
+        for (i = 0; i < count; i++) {
+            int32_t b = w[i] + n[i] - nw[i];
+            int32_t pa = b - w[i], pb = b - n[i], pc = b - nw[i];
+            pa = pa < 0 ? -pa : pa;
+            pb = pb < 0 ? -pb : pb;
+            pc = pc < 0 ? -pc : pc;
+            pr[i] = (pa <= pb && pa <= pc) ? w[i] : pb <= pc ? n[i] : nw[i];
+        }
+        break;
+    default:
+        for (i = 0; i < count; i++)
+            pr[i] = (w[i] + ne[i]) >> 1;
+        break;
+    }
+}
+
+typedef struct {
+    int32_t x[CHUNK], w[CHUNK], n[CHUNK], nw[CHUNK], ne[CHUNK];
+} chunk_nb;
+
+/* Gather a chunk of sampled columns c = c_first + i * step (i < count) of row r >= 1 of a plane. */
+static void gather(const uint32_t *row, const uint32_t *prev, uint32_t c_first, uint32_t step, int count, uint32_t lw,
+                   uint32_t width, chunk_nb *g)
+{
+    if (step == 1) { /* contiguous: plain copies, then the lane edges (W = NW = N, NE = N) */
+        const uint32_t *xr = row + c_first, *nr = prev + c_first;
+        int i = 0;
+        if (c_first == 0) {
+            g->x[0] = (int32_t)xr[0];
+            g->n[0] = g->w[0] = g->nw[0] = (int32_t)nr[0];
+            g->ne[0] = count > 1 || width > 1 ? (int32_t)nr[1] : (int32_t)nr[0];
+            i = 1;
+        }
+        for (int j = i; j < count; j++) {
+            g->x[j] = (int32_t)xr[j];
+            g->n[j] = (int32_t)nr[j];
+            g->w[j] = (int32_t)xr[j - 1];
+            g->nw[j] = (int32_t)nr[j - 1];
+        }
+        uint32_t last = c_first + (uint32_t)count; /* the chunk's end column (exclusive) */
+        for (int j = 0; j < count; j++)
+            g->ne[j] = c_first + (uint32_t)j + 1 < width ? (int32_t)nr[j + 1] : (int32_t)nr[j];
+        for (uint32_t c = (c_first + lw - 1) / lw * lw; c < last; c += lw) { /* lane starts */
+            uint32_t j = c - c_first;
+            g->w[j] = g->nw[j] = g->n[j];
+        }
+        for (uint32_t c = (c_first / lw + 1) * lw - 1; c < last; c += lw) /* lane ends */
+            g->ne[c - c_first] = g->n[c - c_first];
+        if (last == width)
+            g->ne[count - 1] = g->n[count - 1];
+        return;
+    }
+    uint32_t l = c_first / lw, x = c_first - l * lw;
+    uint32_t lane_w = (l + 1) * lw <= width ? lw : width - l * lw;
+    uint32_t c = c_first;
+    for (int i = 0; i < count; i++) {
+        int32_t nn = (int32_t)prev[c];
+        g->x[i] = (int32_t)row[c];
+        g->n[i] = nn;
+        g->w[i] = x ? (int32_t)row[c - 1] : nn;
+        g->nw[i] = x ? (int32_t)prev[c - 1] : nn;
+        g->ne[i] = x + 1 < lane_w ? (int32_t)prev[c + 1] : nn;
+        c += step;
+        x += step;
+        while (x >= lw) { /* only the last lane is narrower than lw; c then stays below width */
+            x -= lw;
+            l++;
+            lane_w = (l + 1) * lw <= width ? lw : width - l * lw;
+        }
+    }
+}
+
+IMIJ_CLONES
+static void costs_fast(const uint32_t *planes, uint32_t nslots, uint32_t width, uint32_t height, uint32_t lanes,
+                       const uint32_t *depths, uint32_t decor, uint32_t pred_mask, uint32_t mode_mask, uint32_t row_step,
+                       uint32_t col_step, int64_t *costs)
+{
+    size_t plane = (size_t)width * height;
+    uint32_t lw = (width + lanes - 1) / lanes;
+    uint32_t nc = decor ? 3 : 0;
+    static const int32_t zero_pad[1] = {0};
+    (void)zero_pad;
+    chunk_nb g[8];
+    int32_t d[8][CHUNK], t[CHUNK];
+    uint32_t sh[8];
+    int32_t mk[8];
+    for (uint32_t s = 0; s < nslots; s++) {
+        sh[s] = 32u - depths[s];
+        mk[s] = (int32_t)mask_of(depths[s]);
+    }
+    uint32_t shc = sh[0];
+    for (uint32_t r = 0; r < height; r += row_step) {
+        int64_t acc[4][7];
+        memset(acc, 0, sizeof acc);
+        for (uint32_t c_first = 0; c_first < width; c_first += (uint32_t)CHUNK * col_step) {
+            uint32_t rest = (width - c_first + col_step - 1) / col_step;
+            int count = rest < CHUNK ? (int)rest : CHUNK;
+            for (uint32_t s = 0; s < nslots; s++) {
+                const uint32_t *row = planes + s * plane + (size_t)r * width;
+                if (r)
+                    gather(row, row - width, c_first, col_step, count, lw, width, &g[s]);
+                else
+                    for (int i = 0; i < count; i++) { /* row 0: W with W = 0 at a lane's first column */
+                        uint32_t c = c_first + (uint32_t)i * col_step;
+                        g[s].x[i] = (int32_t)row[c];
+                        g[s].w[i] = c % lw ? (int32_t)row[c - 1] : 0;
+                    }
+            }
+            for (uint32_t p = 0; p < 7; p++) {
+                if (r == 0 ? p != 0 : !(pred_mask >> p & 1))
+                    continue;
+                int64_t common = 0;
+                for (uint32_t s = 0; s < nslots; s++) {
+                    int32_t *ds = d[s];
+                    if (r)
+                        pred_chunk(p, g[s].w, g[s].n, g[s].nw, g[s].ne, mk[s], t, count);
+                    else
+                        memcpy(t, g[s].w, (size_t)count * sizeof(int32_t));
+                    for (int i = 0; i < count; i++)
+                        ds[i] = sx16(g[s].x[i] - t[i], sh[s]);
+                    if (s == 0 || s >= nc)
+                        common += bl_sum(ds, count);
+                }
+                if (!nc) {
+                    acc[0][p] += common;
+                    continue;
+                }
+                if (mode_mask & 1)
+                    acc[0][p] += common + bl_sum(d[1], count) + bl_sum(d[2], count);
+                if (mode_mask & 14) {
+                    for (int i = 0; i < count; i++)
+                        t[i] = sx16(d[1][i] - d[0][i], shc);
+                    int64_t rg = common + bl_sum(t, count);
+                    if (mode_mask & 2) {
+                        for (int i = 0; i < count; i++)
+                            t[i] = sx16(d[2][i] - d[0][i], shc);
+                        acc[1][p] += rg + bl_sum(t, count);
+                    }
+                    if (mode_mask & 4) {
+                        for (int i = 0; i < count; i++)
+                            t[i] = sx16(d[2][i] - d[1][i], shc);
+                        acc[2][p] += rg + bl_sum(t, count);
+                    }
+                    if (mode_mask & 8) {
+                        for (int i = 0; i < count; i++)
+                            t[i] = sx16(d[2][i] - ((d[1][i] + d[0][i]) >> 1), shc);
+                        acc[3][p] += rg + bl_sum(t, count);
+                    }
+                }
+            }
+        }
+        for (uint32_t mode = 0; mode < 4; mode++) {
+            if (!(mode_mask >> mode & 1))
+                continue;
+            for (uint32_t p = 0; p < 7; p++)
+                if (r == 0 ? p == 0 : (pred_mask >> p & 1))
+                    costs[((size_t)mode * height + r) * 7 + p] = acc[mode][p];
+        }
+    }
+}
+
+static int costs_generic(const uint32_t *planes, uint32_t nslots, uint32_t width, uint32_t height, uint32_t lanes,
+                   const uint32_t *depths, uint32_t decor, uint32_t pred_mask, uint32_t mode_mask, uint32_t row_step,
+                   uint32_t col_step, int64_t *costs)
+{
+    if (!width || !height || lanes < 1 || lanes > 16 || nslots < 1 || nslots > 8 || !row_step || !col_step)
+        return -1;
+    if (decor && (nslots < 3 || depths[0] != depths[1] || depths[0] != depths[2]))
+        return -1;
+    if (!decor)
+        mode_mask &= 1u;
+    size_t plane = (size_t)width * height;
+    uint32_t lw = (width + lanes - 1) / lanes;
+    uint32_t masks[8];
+    for (uint32_t s = 0; s < nslots; s++)
+        masks[s] = mask_of(depths[s]);
+    uint32_t nc = decor ? 3 : 0; /* slots handled as the colour triple */
+    for (uint32_t r = 0; r < height; r += row_step) {
+        for (uint32_t p = 0; p < 7; p++) {
+            if (r == 0 ? p != 0 : !(pred_mask >> p & 1))
+                continue;
+            /* per mode cost: G + other slots common; R, B per mode */
+            uint64_t common = 0, cr0 = 0, cb0 = 0, crg = 0, cbg = 0, cbr = 0, cba = 0;
+            for (uint32_t c = 0; c < width; c += col_step) {
+                uint32_t l = c / lw, x = c - l * lw;
+                uint32_t lane_w = (l + 1) * lw <= width ? lw : width - l * lw;
+                int first = x == 0, last = x + 1 == lane_w;
+                uint32_t d[8];
+                for (uint32_t s = 0; s < nslots; s++) {
+                    const uint32_t *row = planes + s * plane + (size_t)r * width;
+                    uint32_t pr;
+                    if (r == 0)
+                        pr = first ? 0 : row[c - 1];
+                    else {
+                        nbrs q = nb_of(row, row - width, c, first, last);
+                        pr = pred_of(p, q.w, q.n, q.nw, q.ne, masks[s]);
+                    }
+                    d[s] = (row[c] - pr) & masks[s];
+                    if (s >= nc || s == 0)
+                        common += bl32(zz(d[s], depths[s]));
+                }
+                if (nc) {
+                    uint32_t n = depths[0], mk = masks[0];
+                    if (mode_mask & 1) {
+                        cr0 += bl32(zz(d[1], n));
+                        cb0 += bl32(zz(d[2], n));
+                    }
+                    if (mode_mask & 14) {
+                        crg += bl32(zz((d[1] - d[0]) & mk, n));
+                        if (mode_mask & 2)
+                            cbg += bl32(zz((d[2] - d[0]) & mk, n));
+                        if (mode_mask & 4)
+                            cbr += bl32(zz((d[2] - d[1]) & mk, n));
+                        if (mode_mask & 8) {
+                            int64_t half = (sx(d[1], n) + sx(d[0], n)) >> 1;
+                            cba += bl32(zz((uint32_t)((int64_t)d[2] - half) & mk, n));
+                        }
+                    }
+                }
+            }
+            uint64_t per[4] = {common + cr0 + cb0, common + crg + cbg, common + crg + cbr, common + crg + cba};
+            for (uint32_t mode = 0; mode < 4; mode++)
+                if (mode_mask >> mode & 1)
+                    costs[((size_t)mode * height + r) * 7 + p] = (int64_t)per[mode];
+        }
+    }
+    return 0;
+}
+
+int imij_enc_costs(const uint32_t *planes, uint32_t nslots, uint32_t width, uint32_t height, uint32_t lanes,
+                   const uint32_t *depths, uint32_t decor, uint32_t pred_mask, uint32_t mode_mask, uint32_t row_step,
+                   uint32_t col_step, int64_t *costs)
+{
+    if (!width || !height || lanes < 1 || lanes > 16 || nslots < 1 || nslots > 8 || !row_step || !col_step)
+        return -1;
+    if (decor && (nslots < 3 || depths[0] != depths[1] || depths[0] != depths[2]))
+        return -1;
+    if (!decor)
+        mode_mask &= 1u;
+    int fast = 1;
+    for (uint32_t s = 0; s < nslots; s++)
+        if (depths[s] < 1 || depths[s] > 16)
+            fast = 0;
+    if (!fast)
+        return costs_generic(planes, nslots, width, height, lanes, depths, decor, pred_mask, mode_mask, row_step,
+                             col_step, costs);
+    costs_fast(planes, nslots, width, height, lanes, depths, decor, pred_mask, mode_mask, row_step, col_step, costs);
+    return 0;
+}
+
+static int residuals_generic(const uint32_t *planes, uint32_t nslots, uint32_t width, uint32_t height, uint32_t lanes,
+                       const uint32_t *depths, const uint8_t *preds, uint32_t mode, uint32_t *u)
+{
+    if (!width || !height || lanes < 1 || lanes > 16 || nslots < 1 || nslots > 8 || mode > 3)
+        return -1;
+    if (mode && (nslots < 3 || depths[0] != depths[1] || depths[0] != depths[2]))
+        return -1;
+    size_t plane = (size_t)width * height;
+    uint32_t lw = (width + lanes - 1) / lanes;
+    for (uint32_t r = 0; r < height; r++) {
+        uint32_t p = preds[r];
+        if (p > 6 || (r == 0 && p != 0))
+            return -1;
+        for (uint32_t s = 0; s < nslots; s++) {
+            const uint32_t *row = planes + s * plane + (size_t)r * width;
+            uint32_t *out = u + s * plane + (size_t)r * width;
+            uint32_t mask = mask_of(depths[s]);
+            for (uint32_t l = 0, c0 = 0; c0 < width; l++, c0 += lw) {
+                uint32_t lane_w = c0 + lw <= width ? lw : width - c0;
+                if (r == 0) {
+                    out[c0] = row[c0] & mask;
+                    for (uint32_t x = 1; x < lane_w; x++)
+                        out[c0 + x] = (row[c0 + x] - row[c0 + x - 1]) & mask;
+                    continue;
+                }
+                const uint32_t *prev = row - width;
+                for (uint32_t x = 0; x < lane_w; x++) {
+                    uint32_t c = c0 + x;
+                    nbrs q = nb_of(row, prev, c, x == 0, x + 1 == lane_w);
+                    out[c] = (row[c] - pred_of(p, q.w, q.n, q.nw, q.ne, mask)) & mask;
+                }
+            }
+        }
+    }
+    if (mode) {
+        uint32_t n = depths[0];
+        uint32_t *g = u, *rr = u + plane, *b = u + 2 * plane;
+        for (size_t i = 0; i < plane; i++)
+            decor_fwd(mode, g[i], rr[i], b[i], n, &rr[i], &b[i]);
+    }
+    for (uint32_t s = 0; s < nslots; s++) {
+        uint32_t n = depths[s];
+        uint32_t *o = u + s * plane;
+        for (size_t i = 0; i < plane; i++)
+            o[i] = zz(o[i], n);
+    }
+    return 0;
+}
+
+IMIJ_CLONES
+static void residuals_fast(const uint32_t *planes, uint32_t nslots, uint32_t width, uint32_t height, uint32_t lanes,
+                           const uint32_t *depths, const uint8_t *preds, uint32_t mode, uint32_t *u)
+{
+    size_t plane = (size_t)width * height;
+    uint32_t lw = (width + lanes - 1) / lanes;
+    chunk_nb g;
+    int32_t d[8][CHUNK], t[CHUNK];
+    for (uint32_t r = 0; r < height; r++) {
+        uint32_t p = preds[r];
+        for (uint32_t c_first = 0; c_first < width; c_first += CHUNK) {
+            int count = width - c_first < CHUNK ? (int)(width - c_first) : CHUNK;
+            for (uint32_t s = 0; s < nslots; s++) {
+                const uint32_t *row = planes + s * plane + (size_t)r * width;
+                int32_t mk = (int32_t)mask_of(depths[s]);
+                if (r) {
+                    gather(row, row - width, c_first, 1, count, lw, width, &g);
+                    pred_chunk(p, g.w, g.n, g.nw, g.ne, mk, t, count);
+                    for (int i = 0; i < count; i++)
+                        d[s][i] = (g.x[i] - t[i]) & mk;
+                } else {
+                    for (int i = 0; i < count; i++) {
+                        uint32_t c = c_first + (uint32_t)i;
+                        d[s][i] = (int32_t)((row[c] - (c % lw ? row[c - 1] : 0u)) & (uint32_t)mk);
+                    }
+                }
+            }
+            if (mode) {
+                uint32_t sh = 32u - depths[0];
+                int32_t mk = (int32_t)mask_of(depths[0]);
+                for (int i = 0; i < count; i++) {
+                    int32_t g0 = d[0][i], r0 = d[1][i], b0 = d[2][i];
+                    d[1][i] = (r0 - g0) & mk;
+                    if (mode == 1)
+                        d[2][i] = (b0 - g0) & mk;
+                    else if (mode == 2)
+                        d[2][i] = (b0 - r0) & mk;
+                    else
+                        d[2][i] = (b0 - ((sx16(r0, sh) + sx16(g0, sh)) >> 1)) & mk;
+                }
+            }
+            for (uint32_t s = 0; s < nslots; s++) {
+                uint32_t sh = 32u - depths[s];
+                uint32_t *o = u + s * plane + (size_t)r * width + c_first;
+                for (int i = 0; i < count; i++) {
+                    int32_t v = sx16(d[s][i], sh);
+                    o[i] = ((uint32_t)v << 1) ^ (uint32_t)(v >> 31);
+                }
+            }
+        }
+    }
+}
+
+int imij_enc_residuals(const uint32_t *planes, uint32_t nslots, uint32_t width, uint32_t height, uint32_t lanes,
+                       const uint32_t *depths, const uint8_t *preds, uint32_t mode, uint32_t *u)
+{
+    if (!width || !height || lanes < 1 || lanes > 16 || nslots < 1 || nslots > 8 || mode > 3)
+        return -1;
+    if (mode && (nslots < 3 || depths[0] != depths[1] || depths[0] != depths[2]))
+        return -1;
+    for (uint32_t r = 0; r < height; r++)
+        if (preds[r] > 6 || (r == 0 && preds[r] != 0))
+            return -1;
+    for (uint32_t s = 0; s < nslots; s++)
+        if (depths[s] < 1 || depths[s] > 16)
+            return residuals_generic(planes, nslots, width, height, lanes, depths, preds, mode, u);
+    residuals_fast(planes, nslots, width, height, lanes, depths, preds, mode, u);
+    return 0;
+}
+
+/* 2.6: q = sign(e) * floor((|e| + delta) / (2 delta + 1)) */
+static inline int64_t quantize(int64_t e, int64_t delta)
+{
+    int64_t q = ((e < 0 ? -e : e) + delta) / (2 * delta + 1);
+    return e < 0 ? -q : q;
+}
+
+/* One row of every slot reconstructed with predictor p: rec (nslots * width) and the residual d
+ * (mod 2^n) per slot. prev: the reconstructed row above (NULL on row 0). */
+static void near_row(const uint32_t *planes, size_t plane, uint32_t nslots, uint32_t width, uint32_t r, uint32_t lw,
+                     const uint32_t *depths, const uint32_t *deltas, uint32_t p, const uint32_t *recon,
+                     uint32_t *rec, uint32_t *d)
+{
+    for (uint32_t s = 0; s < nslots; s++) {
+        const uint32_t *src = planes + s * plane + (size_t)r * width;
+        const uint32_t *prev = r ? recon + s * plane + (size_t)(r - 1) * width : NULL;
+        uint32_t *row = rec + (size_t)s * width, *dd = d + (size_t)s * width;
+        uint32_t mask = mask_of(depths[s]);
+        int64_t delta = deltas[s], step = 2 * delta + 1, top = mask;
+        for (uint32_t c0 = 0; c0 < width; c0 += lw) {
+            uint32_t lane_w = c0 + lw <= width ? lw : width - c0;
+            for (uint32_t x = 0; x < lane_w; x++) {
+                uint32_t c = c0 + x, pr;
+                if (!prev)
+                    pr = x ? row[c - 1] : 0;
+                else {
+                    nbrs q = nb_of(row, prev, c, x == 0, x + 1 == lane_w);
+                    pr = pred_of(p, q.w, q.n, q.nw, q.ne, mask);
+                }
+                if (delta) {
+                    int64_t q = quantize((int64_t)src[c] - pr, delta);
+                    int64_t v = (int64_t)pr + q * step;
+                    row[c] = (uint32_t)(v < 0 ? 0 : v > top ? top : v);
+                    dd[c] = (uint32_t)q & mask;
+                } else {
+                    row[c] = src[c];
+                    dd[c] = (src[c] - pr) & mask;
+                }
+            }
+        }
+    }
+}
+
+static uint64_t near_cost(const uint32_t *d, uint32_t nslots, uint32_t width, const uint32_t *depths, uint32_t decor,
+                          uint32_t mode)
+{
+    uint64_t cost = 0;
+    for (uint32_t c = 0; c < width; c++) {
+        for (uint32_t s = 0; s < nslots; s++) {
+            uint32_t v = d[(size_t)s * width + c];
+            if (decor && mode && (s == 1 || s == 2)) {
+                uint32_t ro, bo;
+                decor_fwd(mode, d[c], d[width + c], d[2 * (size_t)width + c], depths[0], &ro, &bo);
+                v = s == 1 ? ro : bo;
+            }
+            cost += bl32(zz(v, depths[s]));
+        }
+    }
+    return cost;
+}
+
+int imij_enc_near(const uint32_t *planes, uint32_t nslots, uint32_t width, uint32_t height, uint32_t lanes,
+                  const uint32_t *depths, const uint32_t *deltas, uint32_t decor, uint32_t pred_mask,
+                  uint32_t mode_mask, uint32_t fixed, uint8_t *preds, uint32_t *mode, uint32_t *u, uint32_t *recon,
+                  uint32_t *rows3)
+{
+    if (!width || !height || lanes < 1 || lanes > 16 || nslots < 1 || nslots > 8)
+        return -1;
+    if (decor && (nslots < 3 || depths[0] != depths[1] || depths[0] != depths[2]))
+        return -1;
+    if (!decor)
+        mode_mask &= 1u;
+    size_t plane = (size_t)width * height, row = (size_t)nslots * width;
+    uint32_t lw = (width + lanes - 1) / lanes;
+    uint32_t *cand_rec = rows3, *cand_d = rows3 + row, *best_rec = rows3 + 2 * row;
+    if (!fixed) {
+        uint64_t best_total = 0;
+        int have = 0;
+        uint8_t *choice = (uint8_t *)(rows3 + 3 * row); /* height bytes after the rows */
+        for (uint32_t md = 0; md < 4; md++) {
+            if (!(mode_mask >> md & 1))
+                continue;
+            uint64_t total = 0;
+            for (uint32_t r = 0; r < height; r++) {
+                uint64_t best = 0;
+                uint32_t bp = 0;
+                int found = 0;
+                for (uint32_t p = 0; p < 7; p++) {
+                    if (r == 0 ? p != 0 : !(pred_mask >> p & 1))
+                        continue;
+                    near_row(planes, plane, nslots, width, r, lw, depths, deltas, p, recon, cand_rec, cand_d);
+                    uint64_t cost = near_cost(cand_d, nslots, width, depths, decor, md);
+                    if (!found || cost < best) {
+                        found = 1;
+                        best = cost;
+                        bp = p;
+                        memcpy(best_rec, cand_rec, row * sizeof(uint32_t));
+                    }
+                }
+                if (!found)
+                    return -1;
+                total += best;
+                choice[r] = (uint8_t)bp;
+                for (uint32_t s = 0; s < nslots; s++)
+                    memcpy(recon + s * plane + (size_t)r * width, best_rec + (size_t)s * width,
+                           width * sizeof(uint32_t));
+            }
+            if (!have || total < best_total) {
+                have = 1;
+                best_total = total;
+                *mode = md;
+                memcpy(preds, choice, height);
+            }
+        }
+        if (!have)
+            return -1;
+    }
+    if (*mode > 3 || (*mode && !decor))
+        return -1;
+    for (uint32_t r = 0; r < height; r++) {
+        if (preds[r] > 6 || (r == 0 && preds[r] != 0))
+            return -1;
+        near_row(planes, plane, nslots, width, r, lw, depths, deltas, preds[r], recon, cand_rec, cand_d);
+        for (uint32_t s = 0; s < nslots; s++) {
+            memcpy(recon + s * plane + (size_t)r * width, cand_rec + (size_t)s * width, width * sizeof(uint32_t));
+            for (uint32_t c = 0; c < width; c++) {
+                uint32_t v = cand_d[(size_t)s * width + c];
+                if (*mode && (s == 1 || s == 2)) {
+                    uint32_t ro, bo;
+                    decor_fwd(*mode, cand_d[c], cand_d[width + c], cand_d[2 * (size_t)width + c], depths[0], &ro, &bo);
+                    v = s == 1 ? ro : bo;
+                }
+                u[s * plane + (size_t)r * width + c] = zz(v, depths[s]);
+            }
+        }
+    }
+    return 0;
+}
+
+static inline uint32_t bucket(uint32_t u)
+{
+    if (u < 256)
+        return u;
+    uint32_t msb = 31u - (uint32_t)__builtin_clz(u);
+    return 256u + (msb - 8u) * 16u + ((u >> (msb - 4u)) & 15u);
+}
+
+static inline uint32_t tval(uint32_t v, uint32_t shift)
+{
+    uint32_t t = v >> shift;
+    return t > 65536u ? 65536u : t;
+}
+
+static inline uint32_t class_at(const uint32_t *u, const uint32_t *u0, uint32_t width, size_t at, uint32_t r,
+                                uint32_t x, uint32_t shift)
+{
+    uint64_t s;
+    if (x > 0 && r > 0)
+        s = (uint64_t)tval(u[at - 1], shift) + tval(u[at - width], shift);
+    else if (x > 0)
+        s = 2 * (uint64_t)tval(u[at - 1], shift);
+    else if (r > 0)
+        s = 2 * (uint64_t)tval(u[at - width], shift);
+    else
+        s = 0;
+    if (u0)
+        s += tval(u0[at], shift);
+    uint32_t cls = bl64(s);
+    return cls > 15 ? 15 : cls;
+}
+
+/* Whether a zero at lane column x of a row can start a run of run_min (>= 2) zeros: a nonzero
+ * value among the next run_min - 1 columns of the same row says no without walking the lane. */
+static inline int may_run(const uint32_t *ur_c, uint32_t x, uint32_t lane_w, uint32_t run_min)
+{
+    if (x + run_min <= lane_w) {
+        uint32_t acc = 0;
+        for (uint32_t j = 1; j < run_min; j++)
+            acc |= ur_c[j];
+        return acc == 0;
+    }
+    return 1;
+}
+
+/* Zero positions from (r, x) on in lane order within the lane (columns c0 .. c0 + lane_w), at
+ * most `limit`. */
+static uint32_t zeros_ahead(const uint32_t *u, uint32_t width, uint32_t height, uint32_t c0, uint32_t lane_w,
+                            uint32_t r, uint32_t x, uint32_t limit)
+{
+    uint32_t count = 0;
+    while (count < limit) {
+        if (u[(size_t)r * width + c0 + x])
+            break;
+        count++;
+        if (++x == lane_w) {
+            x = 0;
+            if (++r == height)
+                break;
+        }
+    }
+    return count;
+}
+
+static inline uint32_t cls_of(uint64_t sum)
+{
+    uint32_t c = bl64(sum);
+    return c > 15 ? 15 : c;
+}
+
+/* 3.1: the class of columns c_first .. c_first + count of row r (lane-local neighbours), plus
+ * slot 0's T(u0) when u0r != NULL, into cls[0..count). fast: ctx_shift 0 and every u below 2^16
+ * (so T(v) = v and the sums are exact floats). */
+IMIJ_CLONES
+static void row_classes(const uint32_t *restrict ur, const uint32_t *restrict up, const uint32_t *restrict u0r,
+                        uint32_t r, uint32_t c_first, uint32_t count, uint32_t lw, uint32_t width, uint32_t sh, int fast,
+                        uint8_t *restrict cls, uint32_t *restrict tmp)
+{
+    uint32_t first_lane = (c_first + lw - 1) / lw * lw; /* the first lane start at or after c_first */
+    if (fast) {
+        const uint32_t *w = ur + c_first - 1, *n = up + c_first;
+        uint32_t i = 0;
+        if (c_first == 0) { /* column 0 starts lane 0 */
+            tmp[0] = r ? 2 * n[0] : 0;
+            i = 1;
+        }
+        if (r)
+            for (; i < count; i++)
+                tmp[i] = w[i] + n[i];
+        else
+            for (; i < count; i++)
+                tmp[i] = 2 * w[i];
+        for (uint32_t c = first_lane; c < c_first + count; c += lw)
+            tmp[c - c_first] = r ? 2 * up[c] : 0;
+        if (u0r)
+            for (i = 0; i < count; i++)
+                tmp[i] += u0r[c_first + i];
+        for (i = 0; i < count; i++) {
+            union {
+                float f;
+                uint32_t u;
+            } cv;
+            cv.f = (float)(int32_t)tmp[i];
+            int32_t e = (int32_t)(cv.u >> 23) - 126;
+            e = e < 0 ? 0 : e;
+            cls[i] = (uint8_t)(e > 15 ? 15 : e);
+        }
+        return;
+    }
+    (void)width;
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t c = c_first + i, x = c % lw;
+        uint64_t sum;
+        if (x && r)
+            sum = (uint64_t)tval(ur[c - 1], sh) + tval(up[c], sh);
+        else if (x)
+            sum = 2 * (uint64_t)tval(ur[c - 1], sh);
+        else if (r)
+            sum = 2 * (uint64_t)tval(up[c], sh);
+        else
+            sum = 0;
+        if (u0r)
+            sum += tval(u0r[c], sh);
+        cls[i] = (uint8_t)cls_of(sum);
+    }
+}
+
+/* every value below 2^16 */
+static int below16(const uint32_t *u, size_t count)
+{
+    uint32_t acc = 0;
+    for (size_t i = 0; i < count; i++)
+        acc |= u[i];
+    return acc < (1u << 16);
+}
+
+int imij_enc_stats(const uint32_t *u, const uint32_t *u0, uint32_t width, uint32_t height, uint32_t lanes,
+                   uint32_t ctx_shift, uint32_t run_min, uint32_t *vh, uint32_t *zr, uint32_t *rh, uint32_t *xvh,
+                   uint32_t *xzr, uint32_t *xrh)
+{
+    if (!width || !height || lanes < 1 || lanes > 16 || ctx_shift > 31)
+        return -1;
+    uint32_t lw = (width + lanes - 1) / lanes;
+    size_t plane = (size_t)width * height;
+    int fast = ctx_shift == 0 && below16(u, plane) && (!u0 || below16(u0, plane));
+    uint8_t cls[SEG], xcls[SEG];
+    uint32_t tmp[SEG];
+    uint32_t skip[16] = {0};
+    for (uint32_t r = 0; r < height; r++) {
+        const uint32_t *ur = u + (size_t)r * width;
+        const uint32_t *up = ur - width;
+        const uint32_t *u0r = u0 ? u0 + (size_t)r * width : NULL;
+        uint32_t l = 0, x = 0, c0 = 0, lane_w = lw < width ? lw : width;
+        for (uint32_t c_first = 0; c_first < width; c_first += SEG) {
+            uint32_t count = width - c_first < SEG ? width - c_first : SEG;
+            row_classes(ur, up, NULL, r, c_first, count, lw, width, ctx_shift, fast, cls, tmp);
+            if (u0r)
+                row_classes(ur, up, u0r, r, c_first, count, lw, width, ctx_shift, fast, xcls, tmp);
+            for (uint32_t i = 0; i < count; i++) {
+                uint32_t c = c_first + i, k = cls[i], xk = u0r ? xcls[i] : 0;
+                if (x == lane_w) { /* the next lane */
+                    l++;
+                    x = 0;
+                    c0 = l * lw;
+                    lane_w = c0 + lw <= width ? lw : width - c0;
+                }
+                uint32_t xx = x++;
+                if (skip[l]) {
+                    skip[l]--;
+                    zr[k]++;
+                    if (u0r)
+                        xzr[xk]++;
+                    continue;
+                }
+                uint32_t v = ur[c];
+                if (v == 0 && run_min && (run_min < 2 || may_run(ur + c, xx, lane_w, run_min))) {
+                    uint32_t zeros = zeros_ahead(u, width, height, c0, lane_w, r, xx, RUN_CAP);
+                    if (zeros >= run_min) {
+                        uint32_t b = bucket(zeros - 1);
+                        rh[k * IMIJ_ENC_BUCKETS + b]++;
+                        zr[k]++;
+                        if (u0r) {
+                            xrh[xk * IMIJ_ENC_BUCKETS + b]++;
+                            xzr[xk]++;
+                        }
+                        skip[l] = zeros - 1;
+                        continue;
+                    }
+                }
+                uint32_t b = v < 256 ? v : bucket(v);
+                vh[k * IMIJ_ENC_BUCKETS + b]++;
+                if (u0r)
+                    xvh[xk * IMIJ_ENC_BUCKETS + b]++;
+            }
+        }
+    }
+    return 0;
+}
+
+int imij_enc_palette(const uint32_t *planes, uint32_t nslots, size_t npix, uint32_t *entries, uint8_t *index)
+{
+    if (nslots < 1 || nslots > 8)
+        return -1;
+    int16_t table[1024];
+    for (int i = 0; i < 1024; i++)
+        table[i] = -1;
+    int count = 0;
+    for (size_t i = 0; i < npix; i++) {
+        uint32_t key[8];
+        uint32_t h = 2166136261u;
+        for (uint32_t s = 0; s < nslots; s++) {
+            key[s] = planes[s * npix + i];
+            h = (h ^ key[s]) * 16777619u;
+        }
+        h ^= h >> 15;
+        uint32_t slot = h & 1023u;
+        for (;;) {
+            int e = table[slot];
+            if (e < 0) {
+                if (count == 256)
+                    return -1;
+                table[slot] = (int16_t)count;
+                memcpy(entries + (size_t)count * nslots, key, nslots * sizeof(uint32_t));
+                index[i] = (uint8_t)count;
+                count++;
+                break;
+            }
+            if (!memcmp(entries + (size_t)e * nslots, key, nslots * sizeof(uint32_t))) {
+                index[i] = (uint8_t)e;
+                break;
+            }
+            slot = (slot + 1) & 1023u;
+        }
+    }
+    return count;
+}
+
+/* 3.2: join_token: the token of value v in a scheme with (k', m), its extra-bit count and bits. */
+static inline void join_token(uint32_t v, uint32_t kp, uint32_t m, uint32_t *t, uint32_t *nb, uint32_t *e)
+{
+    if (v < (1u << kp)) {
+        *t = v;
+        *nb = 0;
+        *e = 0;
+        return;
+    }
+    uint32_t msb = 31u - (uint32_t)__builtin_clz(v);
+    uint32_t n = msb - m;
+    uint32_t top = v >> n;
+    *t = (1u << kp) + ((msb - kp) << m) + (top - (1u << m));
+    *nb = n;
+    *e = v & mask_of(n);
+}
+
+#define OP_BITS 0x80000000u
+
+int64_t imij_enc_stream(const uint32_t *u, const uint32_t *u0, uint32_t width, uint32_t height, uint32_t lanes,
+                        const imij_enc_model *model, uint32_t *ops, uint8_t *out, size_t cap)
+{
+    if (!width || !height || lanes < 1 || lanes > 16 || model->ctx_shift > 31 || model->depth > 32)
+        return -1;
+    uint32_t lw = (width + lanes - 1) / lanes;
+    uint32_t active = (width + lw - 1) / lw;
+    uint32_t n = model->depth, k = model->k, m = model->m;
+    uint32_t nvalue = k >= n ? (n >= 32 ? 0 : 1u << n) : (1u << k) + (n - k) * (1u << m);
+    uint32_t rk = k > m ? k : m;
+    uint32_t sh = model->ctx_shift, run_min = model->run_min;
+    const uint32_t *x0 = model->cross ? u0 : NULL;
+    size_t plane = (size_t)width * height;
+    int fast = sh == 0 && below16(u, plane) && (!x0 || below16(x0, plane));
+    uint32_t skip[16], lane_w[16];
+    /* per context and symbol: the packed symbol op without its lane (0: no frequency) */
+    uint32_t packed[4][256];
+    for (uint32_t c = 0; c < 4; c++)
+        for (uint32_t t = 0; t < 256; t++)
+            packed[c][t] = model->freq[c][t] ? ((uint32_t)model->freq[c][t] << 10) | model->cum[c][t] : 0;
+    /* value tokens of small values: token | nb << 8 */
+    uint16_t lut[1024];
+    for (uint32_t v = 0; v < 1024; v++) {
+        uint32_t t, nb, e;
+        join_token(v, k, m, &t, &nb, &e);
+        lut[v] = (uint16_t)((t > 255 ? 255 : t) | nb << 8);
+    }
+    for (uint32_t l = 0; l < active; l++) {
+        skip[l] = 0;
+        lane_w[l] = (l + 1) * lw <= width ? lw : width - l * lw;
+    }
+    uint8_t ctxr[SEG];
+    uint32_t tmp[SEG];
+    size_t nops = 0;
+    for (uint32_t r = 0; r < height; r++) {
+        const uint32_t *ur = u + (size_t)r * width;
+        const uint32_t *up = ur - width;
+        const uint32_t *u0r = x0 ? x0 + (size_t)r * width : NULL;
+        /* the step order visits column l * lw + x: classes are computed for the whole row when
+         * it fits the buffer, else per block of lane columns (ctxr[l * stride + i]) */
+        int whole = width <= SEG;
+        uint32_t block = whole ? lw : SEG / 16;
+        if (whole) {
+            row_classes(ur, up, u0r, r, 0, width, lw, width, sh, fast, ctxr, tmp);
+            for (uint32_t c = 0; c < width; c++)
+                ctxr[c] = model->ctx_map[ctxr[c]];
+        }
+        for (uint32_t x_first = 0; x_first < lw; x_first += block) {
+            uint32_t xn = lw - x_first < block ? lw - x_first : block;
+            for (uint32_t l = 0; !whole && l < active; l++) {
+                uint32_t c_first = l * lw + x_first;
+                if (x_first >= lane_w[l])
+                    continue;
+                uint32_t cnt = lane_w[l] - x_first < xn ? lane_w[l] - x_first : xn;
+                row_classes(ur, up, u0r, r, c_first, cnt, lw, width, sh, fast, ctxr + l * xn, tmp);
+                for (uint32_t i = 0; i < cnt; i++)
+                    ctxr[l * xn + i] = model->ctx_map[ctxr[l * xn + i]];
+            }
+            uint32_t stride = whole ? lw : xn;
+            for (uint32_t i = 0; i < xn; i++) {
+                uint32_t x = x_first + i;
+                uint32_t xops[16], hops[16], nx = 0, nh = 0;
+                uint32_t here = active - (x >= lane_w[active - 1]); /* only the last lane is narrower */
+                const uint8_t *cx = ctxr + i;
+                for (uint32_t l = 0; l < here; l++) {
+                    if (skip[l]) {
+                        skip[l]--;
+                        continue;
+                    }
+                    uint32_t c = l * lw + x;
+                    uint32_t ctx = cx[l * stride];
+                    uint32_t v = ur[c], t, nb, e;
+                    if (v < 1024) {
+                        if (v == 0 && run_min && (run_min < 2 || may_run(ur + c, x, lane_w[l], run_min))) {
+                            uint32_t zeros = zeros_ahead(u, width, height, l * lw, lane_w[l], r, x, RUN_CAP);
+                            if (zeros >= run_min) {
+                                join_token(zeros - 1, rk, m, &t, &nb, &e);
+                                t += nvalue;
+                                skip[l] = zeros - 1;
+                                goto emit;
+                            }
+                        }
+                        t = lut[v] & 255u;
+                        nb = lut[v] >> 8;
+                        e = v & mask_of(nb);
+                    } else
+                        join_token(v, k, m, &t, &nb, &e);
+                emit:;
+                    uint32_t op = t < 256 ? packed[ctx][t] : 0;
+                    if (!op)
+                        return -3;
+                    ops[nops++] = (l << 27) | op;
+                    if (nb) {
+                        uint32_t n1 = nb < 16 ? nb : 16;
+                        xops[nx++] = OP_BITS | (l << 27) | (n1 << 16) | (e & mask_of(n1));
+                        if (nb > 16)
+                            hops[nh++] = OP_BITS | (l << 27) | ((nb - 16) << 16) | (e >> 16);
+                    }
+                }
+                for (uint32_t j = 0; j < nx; j++)
+                    ops[nops++] = xops[j];
+                for (uint32_t j = 0; j < nh; j++)
+                    ops[nops++] = hops[j];
+            }
+        }
+    }
+    /* reverse rANS: words come out last-read first, so they are written backwards from the end.
+     * Renormalization is branchless (the word is stored either way, the pointer moves only when
+     * it is emitted), and x / f is a multiply by a 2^k / f reciprocal. */
+    uint32_t st[16];
+    for (uint32_t l = 0; l < active; l++)
+        st[l] = 1u << 16;
+    size_t head = (size_t)4 * active;
+    if (cap < head + 2 * nops + 2)
+        return -2; /* at most one word per op, plus the unconditional store's slot */
+#if defined(__SIZEOF_INT128__)
+    uint64_t rcp[1025];
+    uint32_t rsh[1025];
+    for (uint32_t f = 1; f <= 1024; f++) {
+        /* q = floor(x * rcp >> k) is exact for x < f * 2^22 when 2^k >= f^2 * 2^22 */
+        uint32_t c = 0;
+        while ((1u << c) < f)
+            c++;
+        rsh[f] = 22 + 2 * c;
+        rcp[f] = (uint64_t)((((unsigned __int128)1 << rsh[f]) + f - 1) / f);
+    }
+#endif
+    uint8_t *wp = out + cap;
+    for (size_t i = nops; i-- > 0;) {
+        uint32_t op = ops[i];
+        uint32_t l = (op >> 27) & 15u;
+        uint32_t xs = st[l];
+        uint32_t emit;
+        if (op & OP_BITS) {
+            uint32_t nbits = (op >> 16) & 31u, v = op & 0xffffu;
+            emit = (uint64_t)xs >= ((uint64_t)1 << (32 - nbits));
+            wp[-2] = (uint8_t)xs;
+            wp[-1] = (uint8_t)(xs >> 8);
+            wp -= 2 * emit;
+            xs >>= 16 * emit;
+            xs = (xs << nbits) | v;
+        } else {
+            uint32_t f = (op >> 10) & 2047u, cum = op & 1023u;
+            emit = (xs >> 1) >= f << (32 - M_BITS - 1); /* x >= f * 2^22, in 32 bits */
+            wp[-2] = (uint8_t)xs;
+            wp[-1] = (uint8_t)(xs >> 8);
+            wp -= 2 * emit;
+            xs >>= 16 * emit;
+#if defined(__SIZEOF_INT128__)
+            uint32_t q = (uint32_t)(((unsigned __int128)xs * rcp[f]) >> rsh[f]);
+#else
+            uint32_t q = xs / f;
+#endif
+            xs = (q << M_BITS) + (xs - q * f) + cum;
+        }
+        st[l] = xs;
+    }
+    for (uint32_t l = 0; l < active; l++) {
+        uint32_t v = st[l];
+        out[4 * l] = (uint8_t)v;
+        out[4 * l + 1] = (uint8_t)(v >> 8);
+        out[4 * l + 2] = (uint8_t)(v >> 16);
+        out[4 * l + 3] = (uint8_t)(v >> 24);
+    }
+    size_t words = (size_t)(out + cap - wp);
+    memmove(out + head, wp, words);
+    return (int64_t)(head + words);
+}

@@ -1,0 +1,89 @@
+/* encode.h: the entropy encoder's kernels (csrc/encode.c): predictor and decorrelation search,
+ * residuals, near-lossless closed loop, context statistics, palette detection and the reverse
+ * rANS stream writer (2.3-2.6, 3, 4, 5).
+ *
+ * This file is ALSO part of the cffi cdef (imij_plugins/_build.py strips lines starting with
+ * '#'): plain declarations only. Every kernel has a pure-Python reference in
+ * imij_plugins/payload/entropy/costs.py that agrees bit for bit.
+ *
+ * Planes are row-major uint32 coded values (2.1's s), nslots planes of width * height back to
+ * back. None of these functions allocates or keeps state; all may run on many threads.
+ */
+#ifndef IMIJ_ENCODE_H
+#define IMIJ_ENCODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Bucket of a residual u (or of a run's len - 1) in the statistics: u itself below 256, else
+ * 256 + (msb - 8) * 16 + the 4 bits below the leading one (msb = bit_length(u) - 1). */
+enum { IMIJ_ENC_BUCKETS = 640, IMIJ_ENC_CLASSES = 16, IMIJ_ENC_UNTRIED = -1 };
+
+/* Search costs (5): for every mode in mode_mask (bit i: decorrelation mode i; only mode 0 unless
+ * decor), every row r with r % row_step == 0 and every predictor p in pred_mask (bit p, 0..6;
+ * row 0 only predictor 0), costs[(mode * height + r) * 7 + p] = the sum over the columns c with
+ * c % col_step == 0 and over the slots of bit_length(zigzag(sext_n(d))), d the slot's residual
+ * mod 2^n after the mode's forward decorrelation (slots 1 and 2). Everything else is left as
+ * it is (the caller fills it with a sentinel). Returns 0, or -1 for bad arguments. */
+int imij_enc_costs(const uint32_t *planes, uint32_t nslots, uint32_t width, uint32_t height,
+                   uint32_t lanes, const uint32_t *depths, uint32_t decor, uint32_t pred_mask,
+                   uint32_t mode_mask, uint32_t row_step, uint32_t col_step, int64_t *costs);
+
+/* The zigzag residuals u (3.1) of every slot for row predictors preds[height] and decorrelation
+ * mode `mode` (section 4 run forward), into u (nslots planes). Returns 0 or -1. */
+int imij_enc_residuals(const uint32_t *planes, uint32_t nslots, uint32_t width, uint32_t height,
+                       uint32_t lanes, const uint32_t *depths, const uint8_t *preds, uint32_t mode,
+                       uint32_t *u);
+
+/* Near-lossless closed loop (2.6, 5). deltas[s] is slot s's bound (0 = exact). With
+ * fixed != 0, preds[] and *mode are given; otherwise, for every mode in mode_mask, rows are
+ * chosen one after the other: each predictor in pred_mask reconstructs the row from the
+ * reconstructed rows above (left to right per lane) and the one with the lowest bit-length
+ * proxy (ties: the lowest id) is kept; the mode with the lowest total wins (ties: the lowest),
+ * and its predictors are written to preds and the mode to *mode. Either way u receives the
+ * coded zigzag residuals and recon (nslots planes) the decoder's reconstruction. rows3 is
+ * scratch of 3 * nslots * width + (height + 3) / 4 uint32. Returns 0 or -1. */
+int imij_enc_near(const uint32_t *planes, uint32_t nslots, uint32_t width, uint32_t height,
+                  uint32_t lanes, const uint32_t *depths, const uint32_t *deltas, uint32_t decor,
+                  uint32_t pred_mask, uint32_t mode_mask, uint32_t fixed, uint8_t *preds,
+                  uint32_t *mode, uint32_t *u, uint32_t *recon, uint32_t *rows3);
+
+/* Statistics of one slot's stream as rANS would code it (3.1, 3.2): positions in decode order,
+ * class = min(bit_length(sum), 15) of the T'd neighbours, zero runs of at least run_min
+ * positions of a lane (lane order, across rows; 0 = no runs) as run tokens of at most 2^15
+ * positions. vh[class * 640 + bucket(u)] counts value tokens, rh[class * 640 + bucket(len - 1)]
+ * run tokens (at the class of their first position), and zr[class] every position a run token
+ * covers, at its own class. When u0 != NULL, xvh / xzr / xrh receive the same counts with the
+ * cross context's class (slot 0's T(u0) added to the sum). Counts are added to. */
+int imij_enc_stats(const uint32_t *u, const uint32_t *u0, uint32_t width, uint32_t height,
+                   uint32_t lanes, uint32_t ctx_shift, uint32_t run_min, uint32_t *vh, uint32_t *zr,
+                   uint32_t *rh, uint32_t *xvh, uint32_t *xzr, uint32_t *xrh);
+
+/* Palette detection (2.5): at most 256 distinct slot tuples among npix positions. Writes the
+ * tuples in order of first appearance to entries[i * nslots + s] and each position's tuple
+ * number to index[]. Returns the count, or -1 when there are more than 256 (index and entries
+ * then hold garbage). */
+int imij_enc_palette(const uint32_t *planes, uint32_t nslots, size_t npix, uint32_t *entries,
+                     uint8_t *index);
+
+/* One model as the stream writer codes with it (3.2, 3.3). */
+typedef struct {
+    uint32_t depth;       /* n */
+    uint32_t k, m;        /* the scheme: kv and m (3.2) */
+    uint32_t cross;       /* add T(u0) to the context sum */
+    uint32_t ctx_shift;
+    uint32_t run_min;     /* 0: no run tokens */
+    uint8_t ctx_map[16];
+    uint16_t freq[4][256]; /* the decoder's normalized tables (3.3) */
+    uint16_t cum[4][256];
+} imij_enc_model;
+
+/* The stream of one slot (3): u as the decoder reads it, words in (step, phase, lane) order,
+ * reverse-encoded. ops is scratch of 3 * width * height uint32. Writes the stream to out (cap
+ * bytes, at least 64 + 6 * width * height) and returns its length, -1 for bad arguments, -2
+ * when out is too small, -3 when a symbol has no frequency in its table. */
+int64_t imij_enc_stream(const uint32_t *u, const uint32_t *u0, uint32_t width, uint32_t height,
+                        uint32_t lanes, const imij_enc_model *model, uint32_t *ops, uint8_t *out,
+                        size_t cap);
+
+#endif /* IMIJ_ENCODE_H */

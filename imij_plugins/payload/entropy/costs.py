@@ -1,0 +1,607 @@
+"""The encoder's kernels: predictor / decorrelation search, residuals, the near-lossless closed
+loop, context statistics, palette detection and the stream writer (2.3-2.6, 3, 4, 5).
+
+Each function runs the C kernel of csrc/encode.c when ``_backend.active() == "c"`` (with the GIL
+released, so units encode in parallel on threads) and otherwise its pure-Python reference here;
+both give the same result bit for bit (tests/payload/entropy/test_encoder.py).
+
+Planes are (S, h, w) arrays of coded values (2.1's s, below 2^n_s), one per slot of a unit.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from imij_plugins import _backend
+from imij_plugins.payload.entropy.models import M
+from imij_plugins.payload.entropy.rans import Lanes, encode_stream, tokenize
+from imij_plugins.payload.entropy.tokens import RUN_CAP, Scheme
+
+BUCKETS = 640  # encode.h IMIJ_ENC_BUCKETS: u below 256 exact, then (msb, 4 bits below it)
+CLASSES = 16
+PREDICTORS = 7  # 0..6 (section 4; 7-9 are inter-frame only)
+UNTRIED = 1 << 62  # costs of (mode, row, predictor) combinations not evaluated
+
+U32 = np.uint32
+
+
+_local = threading.local()
+
+
+def _scratch(name: str, size: int, dtype) -> np.ndarray:
+    """A per-thread buffer of at least ``size`` elements, reused across calls."""
+    buf = getattr(_local, name, None)
+    if buf is None or buf.size < size:
+        buf = np.empty(max(size, 1 << 16), dtype=dtype)
+        setattr(_local, name, buf)
+    return buf[:size]
+
+
+def release_scratch() -> None:
+    """Drop this thread's buffers (the encoder calls it when a payload is done)."""
+    for name in ("ops", "out"):
+        if hasattr(_local, name):
+            delattr(_local, name)
+
+
+def _c() -> bool:
+    return _backend.active() == "c"
+
+
+def _ptr(ffi, ctype: str, a: np.ndarray, writable: bool = False):
+    return ffi.from_buffer(ctype, a, require_writable=writable)
+
+
+def _planes32(planes: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(planes, dtype=U32)
+
+
+# --- shared numpy helpers ----------------------------------------------------------------------
+
+
+def bit_length(z: np.ndarray) -> np.ndarray:
+    """Exact bit_length of non-negative integers below 2^53 (frexp's exponent)."""
+    return np.frexp(z.astype(np.float64))[1].astype(np.int64)
+
+
+def zigzag(d: np.ndarray, n: int) -> np.ndarray:
+    """u = zigzag(sext_n(d)) for d mod 2^n (the residual whose unzigzag mod 2^n is d)."""
+    if n == 0:
+        return np.zeros(d.shape, dtype=np.int64)
+    d = d.astype(np.int64) & ((1 << n) - 1)
+    half = 1 << (n - 1)
+    s = (d ^ half) - half
+    return np.where(s >= 0, 2 * s, -2 * s - 1)
+
+
+def sext(d: np.ndarray, n: int) -> np.ndarray:
+    if n == 0:
+        return np.zeros(d.shape, dtype=np.int64)
+    half = 1 << (n - 1)
+    return (d.astype(np.int64) ^ half) - half
+
+
+def bucket_of(u: np.ndarray) -> np.ndarray:
+    """encode.h's bucket: u below 256, else 256 + (msb - 8) * 16 + the 4 bits below the msb."""
+    u = np.asarray(u, dtype=np.int64)
+    msb = bit_length(u) - 1
+    sh = np.maximum(msb - 4, 0)
+    big = 256 + (msb - 8) * 16 + ((u >> sh) & 15)
+    return np.where(u < 256, u, big)
+
+
+def lane_edges(w: int, lanes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per column: is it a lane's first column, its last (2.3)."""
+    ln = Lanes.of(w, lanes)
+    first = np.zeros(w, dtype=bool)
+    last = np.zeros(w, dtype=bool)
+    for s, width in zip(ln.starts, ln.widths):
+        first[s] = True
+        last[s + width - 1] = True
+    return first, last
+
+
+def _neighbours(V: np.ndarray, rows: np.ndarray, first: np.ndarray, last: np.ndarray):
+    """W, N, NW, NE (int64) of rows ``rows`` (all >= 1) of plane V with lane-local rules."""
+    N = V[rows - 1]
+    W = np.empty_like(N)
+    W[:, 1:] = V[rows, :-1]
+    W[:, first] = N[:, first]
+    NW = np.empty_like(N)
+    NW[:, 1:] = V[rows - 1, :-1]
+    NW[:, first] = N[:, first]
+    NE = np.empty_like(N)
+    NE[:, :-1] = V[rows - 1, 1:]
+    NE[:, last] = N[:, last]
+    return W, N, NW, NE
+
+
+def predict_rows(p: int, W, N, NW, NE, mask: int) -> np.ndarray:
+    """Section 4's predictor p (0..6) on neighbour arrays."""
+    if p == 0:
+        return W
+    if p == 1:
+        return N
+    if p == 2:
+        return (W + N) >> 1
+    if p == 3:
+        lo, hi = np.minimum(W, N), np.maximum(W, N)
+        return np.where(NW >= hi, lo, np.where(NW <= lo, hi, W + N - NW))
+    if p == 4:
+        return (W + N - NW) & mask
+    if p == 5:
+        b = W + N - NW
+        pa, pb, pc = np.abs(b - W), np.abs(b - N), np.abs(b - NW)
+        return np.where((pa <= pb) & (pa <= pc), W, np.where(pb <= pc, N, NW))
+    return (W + NE) >> 1
+
+
+def _row0_pred(V0: np.ndarray, first: np.ndarray) -> np.ndarray:
+    p = np.zeros_like(V0)
+    p[1:] = V0[:-1]
+    p[first] = 0
+    return p
+
+
+def decor_forward(d0, d1, d2, mode: int, n: int):
+    """The forward decorrelation of residuals mod 2^n (4 step 2 undone): (r', b')."""
+    mask = (1 << n) - 1
+    if mode == 0:
+        return d1, d2
+    r = (d1 - d0) & mask
+    if mode == 1:
+        b = (d2 - d0) & mask
+    elif mode == 2:
+        b = (d2 - d1) & mask
+    else:
+        b = (d2 - ((sext(d1, n) + sext(d0, n)) >> 1)) & mask
+    return r, b
+
+
+# --- search costs --------------------------------------------------------------------------------
+
+
+def costs(planes: np.ndarray, depths: list[int], lanes: int, decor: bool, pred_mask: int, mode_mask: int,
+          row_step: int = 1, col_step: int = 1) -> np.ndarray:
+    """encode.h imij_enc_costs: (4, h, 7) int64 bit-length costs, UNTRIED where not evaluated."""
+    S, h, w = planes.shape
+    out = np.full((4, h, PREDICTORS), UNTRIED, dtype=np.int64)
+    if _c():
+        ffi, lib = _backend.ffi, _backend.lib
+        p32 = _planes32(planes)
+        dep = np.asarray(depths, dtype=U32)
+        code = lib.imij_enc_costs(_ptr(ffi, "uint32_t[]", p32), S, w, h, lanes, _ptr(ffi, "uint32_t[]", dep),
+                                  int(decor), pred_mask, mode_mask, row_step, col_step,
+                                  _ptr(ffi, "int64_t[]", out, True))
+        if code:
+            raise ValueError(f"imij_enc_costs: bad arguments ({code})")
+        return out
+    return _costs_ref(planes, depths, lanes, decor, pred_mask, mode_mask, row_step, col_step, out)
+
+
+def _mode_costs(ds: list[np.ndarray], depths: list[int], decor: bool, mode_mask: int) -> dict[int, np.ndarray]:
+    """Per mode, the summed bit lengths over the last axis of residual arrays ds (one per slot)."""
+    def bl(d, n):
+        return bit_length(zigzag(d, n)).sum(axis=-1)
+
+    common = 0
+    for s, (d, n) in enumerate(zip(ds, depths)):
+        if not decor or s == 0 or s >= 3:
+            common = common + bl(d, n)
+    out = {}
+    if not decor:
+        if mode_mask & 1:
+            out[0] = common
+        return out
+    n = depths[0]
+    for mode in range(4):
+        if mode_mask >> mode & 1:
+            r, b = decor_forward(ds[0], ds[1], ds[2], mode, n)
+            out[mode] = common + bl(r, n) + bl(b, n)
+    return out
+
+
+def _costs_ref(planes, depths, lanes, decor, pred_mask, mode_mask, row_step, col_step, out):
+    S, h, w = planes.shape
+    if not decor:
+        mode_mask &= 1
+    V = planes.astype(np.int64)
+    first, last = lane_edges(w, lanes)
+    cols = np.arange(0, w, col_step)
+    rows = np.arange(0, h, row_step)
+    masks = [(1 << n) - 1 for n in depths]
+    # row 0: predictor 0 only, W = 0 at a lane's first column
+    ds = [((V[s, 0] - _row0_pred(V[s, 0], first)) & masks[s])[cols] for s in range(S)]
+    for mode, c in _mode_costs(ds, depths, decor, mode_mask).items():
+        out[mode, 0, 0] = c
+    rows = rows[rows > 0]
+    if rows.size:
+        nb = [_neighbours(V[s], rows, first, last) for s in range(S)]
+        for p in range(PREDICTORS):
+            if not pred_mask >> p & 1:
+                continue
+            ds = [((V[s][rows] - predict_rows(p, *nb[s], masks[s])) & masks[s])[:, cols] for s in range(S)]
+            for mode, c in _mode_costs(ds, depths, decor, mode_mask).items():
+                out[mode, rows, p] = c
+    return out
+
+
+def choose(cost: np.ndarray, mode_mask: int) -> tuple[int, list[int], int]:
+    """The stripe's mode (lowest total of per-row minima, ties: lowest mode) and per-row
+    predictors (ties: lowest id) from a (4, h, 7) cost array; returns (mode, preds, total)."""
+    best = None
+    for mode in range(4):
+        if not mode_mask >> mode & 1 or cost[mode, 0, 0] >= UNTRIED:
+            continue
+        total = int(cost[mode].min(axis=1).sum())
+        if best is None or total < best[0]:
+            best = (total, mode)
+    assert best is not None
+    total, mode = best
+    preds = cost[mode].argmin(axis=1).astype(np.uint8)
+    preds[0] = 0
+    return mode, preds.tolist(), total
+
+
+# --- residuals -----------------------------------------------------------------------------------
+
+
+def residuals(planes: np.ndarray, depths: list[int], lanes: int, preds: list[int], mode: int) -> np.ndarray:
+    """encode.h imij_enc_residuals: (S, h, w) uint32 zigzag residuals u."""
+    S, h, w = planes.shape
+    if _c():
+        ffi, lib = _backend.ffi, _backend.lib
+        p32 = _planes32(planes)
+        u = np.empty((S, h, w), dtype=U32)
+        pr = np.asarray(preds, dtype=np.uint8)
+        code = lib.imij_enc_residuals(_ptr(ffi, "uint32_t[]", p32), S, w, h, lanes,
+                                      _ptr(ffi, "uint32_t[]", np.asarray(depths, dtype=U32)),
+                                      _ptr(ffi, "uint8_t[]", pr), mode, _ptr(ffi, "uint32_t[]", u, True))
+        if code:
+            raise ValueError("imij_enc_residuals: bad arguments")
+        return u
+    V = planes.astype(np.int64)
+    first, last = lane_edges(w, lanes)
+    ds = []
+    for s in range(S):
+        mask = (1 << depths[s]) - 1
+        pred = np.zeros((h, w), dtype=np.int64)
+        pred[0] = _row0_pred(V[s, 0], first)
+        if h > 1:
+            rows = np.arange(1, h)
+            nb = _neighbours(V[s], rows, first, last)
+            for p in set(preds[1:]):
+                sel = np.flatnonzero(np.asarray(preds[1:]) == p)
+                pred[sel + 1] = predict_rows(p, *nb, mask)[sel]
+        ds.append((V[s] - pred) & mask)
+    if mode:
+        ds[1], ds[2] = decor_forward(ds[0], ds[1], ds[2], mode, depths[0])
+    return np.stack([zigzag(d, n) for d, n in zip(ds, depths)]).astype(U32)
+
+
+# --- near-lossless closed loop -------------------------------------------------------------------
+
+
+def near(planes: np.ndarray, depths: list[int], deltas: list[int], lanes: int, decor: bool, pred_mask: int,
+         mode_mask: int, preds: list[int] | None = None, mode: int | None = None):
+    """encode.h imij_enc_near: (preds, mode, u, recon). With preds and mode given, only codes."""
+    S, h, w = planes.shape
+    fixed = preds is not None
+    if _c():
+        ffi, lib = _backend.ffi, _backend.lib
+        p32 = _planes32(planes)
+        u = np.empty((S, h, w), dtype=U32)
+        recon = np.empty((S, h, w), dtype=U32)
+        scratch = np.empty(3 * S * w + (h + 3) // 4 + 1, dtype=U32)
+        pr = np.asarray(preds if fixed else [0] * h, dtype=np.uint8)
+        md = ffi.new("uint32_t *", mode if fixed else 0)
+        code = lib.imij_enc_near(_ptr(ffi, "uint32_t[]", p32), S, w, h, lanes,
+                                 _ptr(ffi, "uint32_t[]", np.asarray(depths, dtype=U32)),
+                                 _ptr(ffi, "uint32_t[]", np.asarray(deltas, dtype=U32)), int(decor), pred_mask,
+                                 mode_mask, int(fixed), _ptr(ffi, "uint8_t[]", pr, True), md,
+                                 _ptr(ffi, "uint32_t[]", u, True), _ptr(ffi, "uint32_t[]", recon, True),
+                                 _ptr(ffi, "uint32_t[]", scratch, True))
+        if code:
+            raise ValueError("imij_enc_near: bad arguments")
+        return pr.tolist(), int(md[0]), u, recon
+    return _near_ref(planes, depths, deltas, lanes, decor, pred_mask, mode_mask, preds, mode)
+
+
+def _quantize(e: int, delta: int) -> int:
+    q = (abs(e) + delta) // (2 * delta + 1)
+    return q if e >= 0 else -q
+
+
+def _near_row(src, recon, r, p, depths, deltas, ln: Lanes):
+    """One row of every slot with predictor p: (rec rows, d rows) as lists."""
+    recs, ds = [], []
+    for s, n in enumerate(depths):
+        mask = (1 << n) - 1
+        delta = deltas[s]
+        step = 2 * delta + 1
+        srow = src[s][r]
+        prev = recon[s][r - 1] if r else None
+        row = [0] * ln.gw
+        d = [0] * ln.gw
+        for c0, width in zip(ln.starts, ln.widths):
+            for x in range(width):
+                c = c0 + x
+                if prev is None:
+                    pr = row[c - 1] if x else 0
+                else:
+                    N = prev[c]
+                    W, NW = (row[c - 1], prev[c - 1]) if x else (N, N)
+                    NE = prev[c + 1] if x + 1 < width else N
+                    pr = _predict1(p, W, N, NW, NE, mask)
+                if delta:
+                    q = _quantize(srow[c] - pr, delta)
+                    row[c] = min(max(pr + q * step, 0), mask)
+                    d[c] = q & mask
+                else:
+                    row[c] = srow[c]
+                    d[c] = (srow[c] - pr) & mask
+        recs.append(row)
+        ds.append(d)
+    return recs, ds
+
+
+def _predict1(p: int, W: int, N: int, NW: int, NE: int, mask: int) -> int:
+    if p == 0:
+        return W
+    if p == 1:
+        return N
+    if p == 2:
+        return (W + N) >> 1
+    if p == 3:
+        lo, hi = min(W, N), max(W, N)
+        return lo if NW >= hi else hi if NW <= lo else W + N - NW
+    if p == 4:
+        return (W + N - NW) & mask
+    if p == 5:
+        b = W + N - NW
+        pa, pb, pc = abs(b - W), abs(b - N), abs(b - NW)
+        if pa <= pb and pa <= pc:
+            return W
+        return N if pb <= pc else NW
+    return (W + NE) >> 1
+
+
+def _zz1(d: int, n: int) -> int:
+    if n == 0:
+        return 0
+    half = 1 << (n - 1)
+    s = ((d & ((1 << n) - 1)) ^ half) - half
+    return 2 * s if s >= 0 else -2 * s - 1
+
+
+def _decor1(mode: int, g: int, r: int, b: int, n: int) -> tuple[int, int]:
+    mask = (1 << n) - 1
+    if mode == 0:
+        return r, b
+    ro = (r - g) & mask
+    if mode == 1:
+        return ro, (b - g) & mask
+    if mode == 2:
+        return ro, (b - r) & mask
+
+    def sx(v):
+        half = 1 << (n - 1)
+        return (v ^ half) - half
+    return ro, (b - ((sx(r) + sx(g)) >> 1)) & mask
+
+
+def _coded_rows(ds, depths, mode):
+    """The rows' zigzag residuals after the mode's decorrelation."""
+    out = [list(d) for d in ds]
+    if mode:
+        for c in range(len(ds[0])):
+            out[1][c], out[2][c] = _decor1(mode, ds[0][c], ds[1][c], ds[2][c], depths[0])
+    return [[_zz1(v, n) for v in row] for row, n in zip(out, depths)]
+
+
+def _near_ref(planes, depths, deltas, lanes, decor, pred_mask, mode_mask, preds, mode):
+    S, h, w = planes.shape
+    src = [planes[s].astype(np.int64).tolist() for s in range(S)]
+    ln = Lanes.of(w, lanes)
+    if not decor:
+        mode_mask &= 1
+    if preds is None:
+        best = None
+        for md in range(4):
+            if not mode_mask >> md & 1:
+                continue
+            recon = [[None] * h for _ in range(S)]
+            choice, total = [], 0
+            for r in range(h):
+                found = None
+                for p in range(PREDICTORS):
+                    if (p != 0) if r == 0 else not pred_mask >> p & 1:
+                        continue
+                    recs, ds = _near_row(src, recon, r, p, depths, deltas, ln)
+                    cost = sum(int(v).bit_length() for row in _coded_rows(ds, depths, md) for v in row)
+                    if found is None or cost < found[0]:
+                        found = (cost, p, recs)
+                assert found is not None
+                total += found[0]
+                choice.append(found[1])
+                for s in range(S):
+                    recon[s][r] = found[2][s]
+            if best is None or total < best[0]:
+                best = (total, md, choice)
+        assert best is not None
+        _, mode, preds = best
+    recon = [[None] * h for _ in range(S)]
+    u = np.zeros((S, h, w), dtype=U32)
+    for r in range(h):
+        recs, ds = _near_row(src, recon, r, preds[r], depths, deltas, ln)
+        for s in range(S):
+            recon[s][r] = recs[s]
+        u[:, r, :] = np.array(_coded_rows(ds, depths, mode), dtype=U32)
+    return list(preds), mode, u, np.array(recon, dtype=U32).reshape(S, h, w)
+
+
+# --- statistics ----------------------------------------------------------------------------------
+
+
+def stats(u: np.ndarray, u0: np.ndarray | None, lanes: int, ctx_shift: int, run_min: int):
+    """encode.h imij_enc_stats on one slot plane: (vh (16, 640), zr (16,), rh (16, 640)) int64
+    without the cross context, and with u0 given a second triple with it (else None)."""
+    h, w = u.shape
+    if _c():
+        ffi, lib = _backend.ffi, _backend.lib
+        arrs = [np.zeros(n, dtype=U32) for n in (CLASSES * BUCKETS, CLASSES, CLASSES * BUCKETS) * 2]
+        ptrs = [_ptr(ffi, "uint32_t[]", a, True) for a in arrs]
+        uu = _planes32(u)
+        p0 = _ptr(ffi, "uint32_t[]", _planes32(u0)) if u0 is not None else ffi.NULL
+        code = lib.imij_enc_stats(_ptr(ffi, "uint32_t[]", uu), p0, w, h, lanes, ctx_shift, run_min, *ptrs)
+        if code:
+            raise ValueError("imij_enc_stats: bad arguments")
+        vh, zr, rh, xvh, xzr, xrh = (a.astype(np.int64) for a in arrs)
+        plain = (vh.reshape(CLASSES, BUCKETS), zr, rh.reshape(CLASSES, BUCKETS))
+        cross = (xvh.reshape(CLASSES, BUCKETS), xzr, xrh.reshape(CLASSES, BUCKETS)) if u0 is not None else None
+        return plain, cross
+    plain = _stats_ref(u, None, lanes, ctx_shift, run_min)
+    cross = _stats_ref(u, u0, lanes, ctx_shift, run_min) if u0 is not None else None
+    return plain, cross
+
+
+def _classes_ref(u: np.ndarray, u0: np.ndarray | None, lanes: int, shift: int) -> np.ndarray:
+    """3.1's class of every position (vectorized)."""
+    h, w = u.shape
+    t = np.minimum(u.astype(np.int64) >> shift, 1 << 16)
+    first, _ = lane_edges(w, lanes)
+    tw = np.zeros((h, w), dtype=np.int64)
+    tw[:, 1:] = t[:, :-1]
+    tn = np.zeros((h, w), dtype=np.int64)
+    tn[1:] = t[:-1]
+    hasw = np.broadcast_to(~first, (h, w))
+    hasn = np.zeros((h, w), dtype=bool)
+    hasn[1:] = True
+    s = np.where(hasw & hasn, tw + tn, np.where(hasw, 2 * tw, np.where(hasn, 2 * tn, 0)))
+    if u0 is not None:
+        s = s + np.minimum(u0.astype(np.int64) >> shift, 1 << 16)
+    return np.minimum(bit_length(s), 15)
+
+
+def _stats_ref(u, u0, lanes, shift, run_min):
+    h, w = u.shape
+    cls = _classes_ref(u, u0, lanes, shift)
+    vh = np.zeros((CLASSES, BUCKETS), dtype=np.int64)
+    rh = np.zeros((CLASSES, BUCKETS), dtype=np.int64)
+    zr = np.zeros(CLASSES, dtype=np.int64)
+    if not run_min:
+        np.add.at(vh, (cls.ravel(), bucket_of(u.ravel())), 1)
+        return vh, zr, rh
+    ln = Lanes.of(w, lanes)
+    uu = u.tolist()
+    cc = cls.tolist()
+    for c0, width in zip(ln.starts, ln.widths):
+        seq = [(r, c0 + x) for r in range(h) for x in range(width)]
+        vals = [uu[r][c] for r, c in seq]
+        ahead = [0] * (len(seq) + 1)
+        for i in range(len(seq) - 1, -1, -1):
+            ahead[i] = ahead[i + 1] + 1 if vals[i] == 0 else 0
+        skip = 0
+        for i, (r, c) in enumerate(seq):
+            k = cc[r][c]
+            if skip:
+                skip -= 1
+                zr[k] += 1
+                continue
+            zeros = min(ahead[i], RUN_CAP)
+            if zeros >= run_min:
+                rh[k, int(bucket_of(np.array(zeros - 1)))] += 1
+                zr[k] += 1
+                skip = zeros - 1
+                continue
+            vh[k, int(bucket_of(np.array(vals[i])))] += 1
+    return vh, zr, rh
+
+
+# --- palettes ------------------------------------------------------------------------------------
+
+
+def palette(planes: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray] | None:
+    """2.5 / 5: at most 256 distinct slot tuples: the entries ordered by the sum of their slot
+    values (then the tuple) and the (h, w) uint8 index plane; None when there are more."""
+    S, h, w = planes.shape
+    if _c():
+        ffi, lib = _backend.ffi, _backend.lib
+        p32 = _planes32(planes)
+        entries = np.empty(256 * S, dtype=U32)
+        index = np.empty(h * w, dtype=np.uint8)
+        n = lib.imij_enc_palette(_ptr(ffi, "uint32_t[]", p32), S, h * w, _ptr(ffi, "uint32_t[]", entries, True),
+                                 _ptr(ffi, "uint8_t[]", index, True))
+        if n < 0:
+            return None
+        tuples = entries[: n * S].reshape(n, S).astype(np.int64)
+    else:
+        flat = planes.reshape(S, -1).T.astype(np.int64)
+        tuples, inverse = np.unique(flat, axis=0, return_inverse=True)
+        if len(tuples) > 256:
+            return None
+        index = inverse.reshape(-1).astype(np.uint8)
+        n = len(tuples)
+    keys = [tuple(int(v) for v in t) for t in tuples]
+    order = sorted(range(n), key=lambda i: (sum(keys[i]), keys[i]))
+    rank = np.empty(n, dtype=np.uint8)
+    rank[order] = np.arange(n, dtype=np.uint8)
+    return [keys[i] for i in order], rank[index].reshape(h, w)
+
+
+# --- streams -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EncModel:
+    """One model as the stream writer codes with it (encode.h imij_enc_model)."""
+
+    depth: int
+    k: int
+    m: int
+    cross: bool
+    ctx_shift: int
+    run_min: int  # 0: no run tokens
+    ctx_map: tuple[int, ...]
+    freqs: tuple[tuple[int, ...], ...]  # per context, normalized to M (3.3)
+    cums: tuple[tuple[int, ...], ...]
+
+    def cdata(self):
+        ffi = _backend.ffi
+        s = ffi.new("imij_enc_model *")
+        s.depth, s.k, s.m, s.cross, s.ctx_shift, s.run_min = self.depth, self.k, self.m, int(self.cross), self.ctx_shift, self.run_min
+        s.ctx_map = list(self.ctx_map)
+        for c, (f, cu) in enumerate(zip(self.freqs, self.cums)):
+            s.freq[c][0 : len(f)] = list(f)
+            s.cum[c][0 : len(cu)] = list(cu)
+        return s
+
+
+def stream(u: np.ndarray, u0: np.ndarray | None, lanes: int, model: EncModel, cmodel=None) -> bytes:
+    """encode.h imij_enc_stream: one slot's rANS stream (3, 3.1) for zigzag residuals u (h, w)."""
+    h, w = u.shape
+    if _c():
+        ffi, lib = _backend.ffi, _backend.lib
+        uu = _planes32(u)
+        p0 = _ptr(ffi, "uint32_t[]", _planes32(u0)) if (u0 is not None and model.cross) else ffi.NULL
+        ops = _scratch("ops", 3 * h * w + 16, U32)
+        cap = 64 + 6 * h * w + 16
+        out = _scratch("out", cap, np.uint8)
+        n = lib.imij_enc_stream(_ptr(ffi, "uint32_t[]", uu), p0, w, h, lanes, cmodel if cmodel is not None else model.cdata(),
+                                _ptr(ffi, "uint32_t[]", ops, True), _ptr(ffi, "uint8_t[]", out, True), cap)
+        if n < 0:
+            raise ValueError(f"imij_enc_stream failed ({n})")
+        return out[:n].tobytes()
+    ln = Lanes.of(w, lanes)
+    scheme = Scheme(model.depth, model.k, model.m)
+    steps = tokenize(u.astype(np.int64).tolist(), scheme, model.cross, model.ctx_shift, model.ctx_map, ln,
+                     u0.astype(np.int64).tolist() if (model.cross and u0 is not None) else None,
+                     model.run_min or None)
+    return encode_stream(steps, list(model.freqs), list(model.cums), ln.active)
+
+
+__all__ = ["BUCKETS", "CLASSES", "EncModel", "M", "bucket_of", "choose", "costs", "near", "palette", "residuals",
+           "stats", "stream"]

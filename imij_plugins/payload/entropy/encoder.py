@@ -1,0 +1,526 @@
+"""The tuned entropy encoder (2.1-2.7, 3, 5): small files, fast.
+
+``encode_tuned(image, effort=..., max_error=..., threads=...)`` codes an (H, W, C) array as an
+entropy-coded lossless (or near-lossless) DATA payload:
+
+1. Maps (2.1, mapchoice.py): per coded channel the exact map with the fewest bits (Const, Lsb,
+   Shift, Replicate, Scale, Offset, F16InF32, UnormF32, FloatShift; value tables by section 5's
+   estimate at higher efforts); with ``max_error`` each channel's coded bound (2.6).
+2. Geometry (2.3, 5): column groups of 2048 for images at least 8192 wide, stripes of a quarter
+   of the image within 2^16 .. 2^17 pixels per unit so units decode (and encode) in parallel,
+   16 lanes (fewer only for groups narrower than 256 columns).
+3. Analysis per unit, in parallel (C kernels, GIL released): the decorrelation mode and per-row
+   predictors minimizing the bit-length proxy (or the near-lossless closed loop), the
+   residuals' context statistics, and a palette stripe where its estimate is smaller (2.5).
+4. Models (3.2, 3.3, modeling.py): per slot runs, cross context, k and m, greedy context
+   merging, table precision, from every unit's statistics.
+5. Coding per unit, in parallel: tokens and reverse rANS (C) from the residuals kept by the
+   analysis (in the narrowest dtype); then section 5's bilevel / template palette chooser
+   (level_writer) over units of at most 256 tuples, and the head and unit records (2, 2.7).
+
+Everything is deterministic: the bytes do not depend on ``threads`` or on the backend.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable, Sequence, TypeVar
+
+import numpy as np
+
+from imij_plugins.container.header import Header
+from imij_plugins.payload.entropy import costs as K
+from imij_plugins.payload.entropy.mapchoice import (
+    Channel,
+    candidate_maps,
+    coded,
+    coded_delta,
+    near_map,
+    table_bytes,
+    table_candidate,
+    window_cost,
+)
+from imij_plugins.payload.entropy.maps import CONST, FLOAT_SHIFT, LSB, OFFSET, TABLE, build_slots, check_maps, decorrelation_allowed
+from imij_plugins.payload.entropy.modeling import ModelPlan, SlotStats, choose_model, effort_of, estimate_bits, model_bits
+from imij_plugins.payload.entropy.models import PALETTE_DEPTH, TableCode, table_code
+from imij_plugins.payload.entropy.tokens import Scheme
+from imij_plugins.payload.entropy.near import NEAR_SAMPLES, encode_bounds
+from imij_plugins.payload.entropy.stripe import LAYOUT_PALETTE, PALETTE_MAX_DEPTH
+from imij_plugins.payload.entropy.writer import EncodedEntropy
+from imij_plugins.payload.geometry import Geometry
+from imij_plugins.payload.head import (
+    PRESENT_PALETTE,
+    PRESENT_RECORDS,
+    REC_NEAR,
+    REC_ORDINALS,
+    REC_UNIT_RESERVE,
+    REC_UNIT_TABLE,
+    ChannelMap,
+)
+from imij_plugins.payload.units import RESERVE_CHECK_TAIL, RESERVE_EMPTY, RESERVE_FILLED, UNIT_STRIPE
+from imij_plugins.pixels.dtypes import as_image_array, layout_code, sample_code
+from imij_plugins.registry.features import FeatureId
+from imij_plugins.wire.records import Record, encode_records
+from imij_plugins.wire.varint import encode_varint
+
+DEFAULT_EFFORT = 5
+WIDE_IMAGE = 8192  # 5: images at least 8192 pixels wide use column groups of 2048
+WIDE_GROUP = 2048
+UNIT_PIXELS = 1 << 17  # about this many pixels per unit: parallel decode at a small size cost ...
+MIN_UNIT_PIXELS = 1 << 16  # ... down to this, so that images of a quarter megapixel get 4 units
+MAX_LANES = 16
+RUN_MIN = 4  # 5: zero runs of at least 4 positions as run tokens
+LEVEL_TUPLES = 16  # units of at most this many slot tuples always go to the bilevel / template chooser
+LEVEL_RATIO = 0.8  # others when the predictive estimate is at least this share of the tuples' entropy
+UNIT_TABLES = ("hint", "none", "filled", "empty", "tail")
+ALL_PREDICTORS = 0x7F
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Effort:
+    """What an effort level searches (1 fast .. 9 smallest)."""
+
+    mode_rows: int  # mode search: every mode_rows-th row ...
+    mode_cols: int  # ... every mode_cols-th column ...
+    mode_preds: int  # ... with these predictors (bit mask)
+    preds: int  # predictor search: these predictors ...
+    pred_cols: int  # ... on every pred_cols-th column (every row)
+    cross: bool  # try the cross context in slots 1 and 2
+    tables: bool  # try value tables (map 9)
+    palette: bool  # try palette stripes
+    levels: bool = True  # try bilevel / template palette stripes (level_writer's chooser)
+
+
+EFFORTS = {
+    1: Effort(8, 4, 0b0001000, 0b0001011, 4, False, False, True, False),
+    2: Effort(8, 4, 0b0001000, 0b0101011, 3, False, False, True),
+    3: Effort(4, 2, 0b0001000, ALL_PREDICTORS, 3, True, True, True),
+    4: Effort(4, 2, 0b0001000, ALL_PREDICTORS, 2, True, True, True),
+    5: Effort(4, 2, 0b0101010, ALL_PREDICTORS, 2, True, True, True),
+    6: Effort(2, 2, ALL_PREDICTORS, ALL_PREDICTORS, 1, True, True, True),
+    7: Effort(2, 1, ALL_PREDICTORS, ALL_PREDICTORS, 1, True, True, True),
+    8: Effort(1, 1, ALL_PREDICTORS, ALL_PREDICTORS, 1, True, True, True),
+    9: Effort(1, 1, ALL_PREDICTORS, ALL_PREDICTORS, 1, True, True, True),
+}
+
+
+def _map(fn: Callable[[int], T], count: int, threads: int) -> list[T]:
+    if threads > 1 and count > 1:
+        with ThreadPoolExecutor(min(threads, count)) as pool:
+            return list(pool.map(fn, range(count)))
+    return [fn(i) for i in range(count)]
+
+
+def choose_geometry(width: int, height: int, stripe_rows: int | None, group_cols: int | None) -> Geometry:
+    """5: G = 2048 for images at least 8192 wide; stripes of a quarter of the image, kept within
+    2^16 .. 2^17 pixels per unit (at least 8 rows): units decode in parallel (2.3)."""
+    if group_cols is None:
+        group_cols = WIDE_GROUP if width >= WIDE_IMAGE else 0
+    if group_cols and not 1 <= group_cols <= width - 1:
+        raise ValueError(f"group_cols {group_cols} outside 1 ..= width - 1")
+    if stripe_rows is None:
+        gw = group_cols or width
+        unit = min(UNIT_PIXELS, max(MIN_UNIT_PIXELS, width * height // 4))
+        stripe_rows = max(8, -(-unit // gw))
+    if stripe_rows < 1:
+        raise ValueError("stripe_rows must be at least 1")
+    return Geometry(width, height, min(stripe_rows, height), group_cols)
+
+
+def lanes_for(group_width: int) -> int:
+    """16 lanes (2.3) unless groups are narrow: lanes of at least 16 columns."""
+    return max(1, min(MAX_LANES, group_width // 16))
+
+
+# --- the payload plan --------------------------------------------------------------------------
+
+
+@dataclass
+class _Plan:
+    header: Header
+    slots: list  # maps.Slot, slot order (2.2)
+    channels: list[Channel]
+    maps: list[ChannelMap]
+    slot_channels: list[int]  # coded channel of each slot
+    depths: list[int]
+    deltas: list[int]  # per slot
+    bounds: list[int] | None  # record 19, per container channel
+    decor: bool
+    cross_slots: tuple[int, ...]
+    shifts: list[int]
+    palette_ok: bool
+    lanes: int
+    geo: Geometry
+    eff: Effort
+    effort: int
+
+    @property
+    def near(self) -> bool:
+        return any(self.deltas)
+
+    def planes(self, index: int) -> np.ndarray:
+        x, y, w, h = self.geo.unit_rect(index)
+        out = np.empty((len(self.slot_channels), h, w), dtype=np.uint32)
+        for s, ci in enumerate(self.slot_channels):
+            ch = self.channels[ci]
+            cmap = self.maps[ci]
+            if cmap.mode == LSB and ch.kind == "u":  # the words themselves, one casting copy
+                np.copyto(out[s], ch.word[y : y + h, x : x + w], casting="unsafe")
+            else:
+                out[s] = coded(ch.word[y : y + h, x : x + w], ch, cmap)
+        return out
+
+
+@dataclass
+class _Analysis:
+    palette: list[tuple[int, ...]] | None
+    mode: int
+    preds: list[int]
+    stats: list[dict[bool, SlotStats]]  # per slot (or [index plane]) and cross variant
+    u: np.ndarray  # the zigzag residuals, kept in the narrowest dtype (about the input's size)
+    few: bool = False  # at most 256 slot tuples (or one 1-bit slot): a bilevel / template candidate
+
+
+def _compact(u: np.ndarray, depths: list[int]) -> np.ndarray:
+    top = max(depths) if depths else 0
+    return u.astype(np.uint8) if top <= 8 else u.astype(np.uint16) if top <= 16 else u
+
+
+def _search(plan: _Plan, planes: np.ndarray, depths: list[int], decor: bool) -> tuple[int, list[int]]:
+    """5: the stripe's decorrelation mode and per-row predictors minimizing the proxy."""
+    e = plan.eff
+    lanes = plan.lanes
+    h = planes.shape[1]
+    mode = 0
+    if decor:
+        cost = K.costs(planes, depths, lanes, True, e.mode_preds, 0xF, e.mode_rows, e.mode_cols)
+        mode, _, _ = K.choose(cost, 0xF)
+    if h == 1:
+        return mode, [0]
+    cost = K.costs(planes, depths, lanes, decor, e.preds, 1 << mode, 1, e.pred_cols)
+    _, preds, _ = K.choose(cost, 1 << mode)
+    return mode, preds
+
+
+def _slot_stats(plan: _Plan, u: np.ndarray, cross_slots: Sequence[int], shifts: list[int]) -> list[dict[bool, SlotStats]]:
+    out = []
+    for s in range(u.shape[0]):
+        plain, cross = K.stats(u[s], u[0] if s in cross_slots else None, plan.lanes, shifts[s], RUN_MIN)
+        variants = {False: SlotStats(*plain)}
+        if cross is not None:
+            variants[True] = SlotStats(*cross)
+        out.append(variants)
+    return out
+
+
+def _analyze(plan: _Plan, index: int) -> _Analysis:
+    planes = plan.planes(index)
+    if plan.near:
+        preds, mode, u, _ = K.near(planes, plan.depths, plan.deltas, plan.lanes, plan.decor, plan.eff.preds,
+                                   0xF if plan.decor else 1)
+    else:
+        mode, preds = _search(plan, planes, plan.depths, plan.decor)
+        u = K.residuals(planes, plan.depths, plan.lanes, preds, mode)
+    stats = _slot_stats(plan, u, plan.cross_slots, plan.shifts)
+    result = _Analysis(None, mode, preds, stats, _compact(u, plan.depths), plan.depths == [1])
+    if plan.palette_ok:
+        pal = K.palette(planes)
+        if pal is not None:
+            entries, index_plane = pal
+            ip = index_plane[None].astype(np.uint32)
+            pmode, ppreds = _search(plan, ip, [PALETTE_DEPTH], False)
+            pu = K.residuals(ip, [PALETTE_DEPTH], plan.lanes, ppreds, 0)
+            pstats = _slot_stats(plan, pu, (), [0])
+            entry_bits = 8 * len(entries) * sum(1 if d <= 8 else 2 for d in plan.depths) + 8
+            pal_bits = estimate_bits(pstats[0][False]) + entry_bits
+            slot_bits = sum(estimate_bits(v[False]) for v in stats)
+            # bilevel / template candidates (their chooser is costly): few tuples, or content
+            # the predictors barely help (text, drawings), not photos of few levels
+            counts = np.bincount(index_plane.ravel()).astype(np.float64)
+            counts = counts[counts > 0]
+            order0 = float((counts * np.log2(counts.sum() / counts)).sum())
+            few = len(entries) <= LEVEL_TUPLES or slot_bits >= LEVEL_RATIO * order0
+            if pal_bits < slot_bits:
+                return _Analysis(entries, 0, ppreds, pstats, _compact(pu, [PALETTE_DEPTH]), few)
+            result.few = result.few or few
+    return result
+
+
+def _predictor_bytes(preds: list[int]) -> bytes:
+    out = bytearray((len(preds) + 1) // 2)
+    for r, p in enumerate(preds):
+        out[r >> 1] |= p << (4 * (r & 1))
+    return bytes(out)
+
+
+def _code_unit(plan: _Plan, index: int, a: _Analysis, models: list[ModelPlan], pmodel: ModelPlan | None, cms) -> bytes:
+    u = a.u.astype(np.uint32)
+    a.u = None  # type: ignore[assignment]  # free as the units are coded
+    if a.palette is not None:
+        assert pmodel is not None
+        prefix = bytearray([LAYOUT_PALETTE, len(a.palette) - 1])
+        for entry in a.palette:
+            for d, v in zip(plan.depths, entry):
+                prefix += bytes([v]) if d <= 8 else v.to_bytes(2, "little")
+        data = [K.stream(u[0], None, plan.lanes, pmodel.enc, cms[-1])]
+        return bytes(prefix) + _predictor_bytes(a.preds) + encode_varint(len(data[0])) + data[0]
+    data = [K.stream(u[s], u[0], plan.lanes, models[s].enc, cms[s]) for s in range(u.shape[0])]
+    return bytes([a.mode]) + _predictor_bytes(a.preds) + b"".join(encode_varint(len(d)) for d in data) + b"".join(data)
+
+
+# --- maps --------------------------------------------------------------------------------------
+
+
+def _channels(img: np.ndarray, header: Header) -> list[Channel]:
+    st = header.sample_type
+    H, W, C = img.shape
+    alpha_ch = C - 1 if header.layout.has_alpha else -1
+    if st.bits == 64:
+        raw = img.view(np.uint64)
+        his = [(raw[:, :, c] >> np.uint64(32)).astype(np.uint32) for c in range(C)]
+        los = [(raw[:, :, c] & np.uint64(0xFFFFFFFF)).astype(np.uint32) for c in range(C)]
+        words = his + los
+    else:
+        raw = img.view(np.dtype(f"<u{st.bits // 8}"))
+        words = [raw[:, :, c] for c in range(C)]
+    D = min(st.bits, 32)
+    out = []
+    for i, wd in enumerate(words):
+        lo = st.bits == 64 and i >= C
+        out.append(Channel(i, wd, "u" if lo else st.kind, D, header.sample, st.name, (not lo) and i == alpha_ch, lo))
+    return out
+
+
+def _choose_maps(channels: list[Channel], st_name: str, bound: int, eff: Effort, lanes: int) -> tuple[list[ChannelMap], list[int]]:
+    """Per coded channel its map and coded near-lossless delta (0 = exact)."""
+    maps, deltas = [], []
+    near_ok = bound > 0 and st_name in NEAR_SAMPLES
+    for ch in channels:
+        cmap = candidate_maps(ch)[0]
+        delta = 0
+        if near_ok and cmap.mode != CONST:
+            cmap = near_map(ch, cmap, bound)
+            delta = coded_delta(cmap, ch.D, bound)
+        elif eff.tables and cmap.mode != CONST:
+            cand = table_candidate(ch, cmap)
+            if cand is not None:
+                reg_cost = window_cost(ch, cmap, lanes)
+                tab_cost = window_cost(ch, cand, lanes) + 8 * table_bytes(cand) * _window_fraction(ch.word)
+                if tab_cost < 0.99 * reg_cost:
+                    cmap = cand
+        maps.append(cmap)
+        deltas.append(delta)
+    return maps, deltas
+
+
+def _window_fraction(word: np.ndarray) -> float:
+    """The share of the image the value-table windows cover (the table's bytes are scaled by it)."""
+    h, w = word.shape
+    wh, ww = min(16, h), min(256, w)
+    n = max(1, min(4, h // wh)) * max(1, min(4, w // ww))
+    return min(1.0, n * wh * ww / (h * w))
+
+
+# --- the payload -------------------------------------------------------------------------------
+
+
+def _plan(img: np.ndarray, layout, effort: int, max_error: float, stripe_rows, group_cols) -> _Plan:
+    H, W, C = img.shape
+    sample = sample_code(img.dtype)
+    channels_code = layout_code(C, layout)
+    every = frozenset(FeatureId)
+    header = Header(W, H, sample=sample, channels=channels_code, mask=every)
+    st = header.sample_type
+    eff = EFFORTS[effort]
+    geo = choose_geometry(W, H, stripe_rows, group_cols)
+    lanes = lanes_for(geo.group_cols or W)
+    channels = _channels(img, header)
+    bound = int(max_error) if max_error and max_error > 0 else 0
+    maps, cdeltas = _choose_maps(channels, st.name, bound, eff, lanes)
+    chans = check_maps(header, maps)
+    slots = build_slots(header, chans)
+    if not slots:  # every channel Const: a single zero slot is not possible; keep one Lsb map
+        raise AssertionError("unreachable: only alpha and lo words can be Const")
+    depths = [s.depth for s in slots]
+    deltas = [cdeltas[s.coded.index] for s in slots]
+    bounds = None
+    if any(deltas):
+        bounds = [cdeltas[c] for c in range(C)]  # 2.6: per container channel (<= 32-bit samples)
+    decor = decorrelation_allowed(header, slots)
+    rgb = header.channels in (3, 4)
+    cross_slots = tuple(s.index for s in slots if rgb and s.index in (1, 2) and s.cross_allowed) if eff.cross else ()
+    shifts = [max(0, d - 16) for d in depths]
+    palette_ok = eff.palette and all(d <= PALETTE_MAX_DEPTH for d in depths)
+    return _Plan(header, slots, channels, maps, [s.coded.index for s in slots], depths, deltas, bounds, decor, cross_slots,
+                 shifts, palette_ok, lanes, geo, eff, effort)
+
+
+def encode_tuned(image: np.ndarray, *, effort: int = DEFAULT_EFFORT, max_error: float = 0, threads: int | None = None,
+                 layout=None, stripe_rows: int | None = None, group_cols: int | None = None,
+                 unit_table: str | None = "hint", ordinals: bool = False) -> EncodedEntropy:
+    """Code ``image`` ((H, W) or (H, W, C)) as a small entropy-coded DATA payload.
+
+    ``effort`` 1 (fast) .. 9 (smallest), default 5. ``max_error`` B > 0: near-lossless, every
+    sample within B sample units of the source (u8, u16, u32, i32 samples; other sample types
+    and channels whose map cannot carry a bound stay exact, 2.6). ``threads``: worker threads
+    for the units (None: every core); the bytes do not depend on it. ``unit_table``: "hint"
+    (head record 10 for two or more units), "none", "filled", "empty" or "tail" (a check-tail
+    reservation; the caller appends the uIDX chunk), as in ``imij_plugins.encode``.
+    """
+    if effort not in EFFORTS:
+        raise ValueError(f"effort must be 1 ..= 9, not {effort!r}")
+    if unit_table is None:
+        unit_table = "none"
+    if unit_table not in UNIT_TABLES:
+        raise ValueError(f"unit_table must be one of {UNIT_TABLES}")
+    img = as_image_array(image)
+    plan = _plan(img, layout, effort, max_error, stripe_rows, group_cols)
+    workers = threads if threads is not None else (os.cpu_count() or 1)
+    count = plan.geo.unit_count
+
+    analyses = _map(lambda i: _analyze(plan, i), count, workers)
+
+    # 3.3: models from every unit's statistics
+    eff = effort_of(effort)
+    models: list[ModelPlan] = []
+    for s, n in enumerate(plan.depths):
+        parts = [a.stats[s] for a in analyses if a.palette is None]
+        if parts:
+            variants = {cross: _sum([p[cross] for p in parts]) for cross in parts[0]}
+        else:  # every unit is a palette stripe: the slot models code nothing
+            empty = _empty_stats()
+            variants = {False: empty}
+        models.append(choose_model(variants, n, plan.shifts[s], eff, RUN_MIN))
+    pal_parts = [a.stats[0][False] for a in analyses if a.palette is not None]
+    pmodel = choose_model({False: _sum(pal_parts)}, PALETTE_DEPTH, 0, eff, RUN_MIN) if pal_parts else None
+
+    from imij_plugins import _backend
+
+    cms = None
+    if _backend.active() == "c":
+        cms = [m.enc.cdata() for m in models] + [pmodel.enc.cdata() if pmodel else None]
+    else:
+        cms = [None] * (len(models) + 1)
+    bodies = _map(lambda i: _code_unit(plan, i, analyses[i], models, pmodel, cms), count, workers)
+
+    K.release_scratch()
+    # 2.10 / 2.14 / 5: units of few tuples may be smaller as bilevel or template palette stripes
+    bodies, level_records, level_features, level_units = _levels(plan, analyses, bodies)
+    coded_models = models + ([pmodel] if pmodel else [])
+    if level_units == count:  # no unit reads the models: the smallest valid ones (3.3)
+        coded_models = [_MinimalModel(Scheme(m.scheme.n, 0, 0)) for m in coded_models]
+    model_stream = model_bits(coded_models)
+    # 2.6 / 5: record 19 only when a unit that is not a palette stripe carries a nonzero delta
+    near_used = plan.bounds is not None and any(a.palette is None for a in analyses)
+    return _assemble(plan, model_stream, bodies, pmodel is not None, plan.bounds if near_used else None,
+                     unit_table, ordinals, level_records, level_features)
+
+
+@dataclass(frozen=True)
+class _MinimalModel:
+    """One symbol-0 table, k = m = 0, no cross: what model_bits writes for an unread model."""
+
+    scheme: Scheme
+    cross: bool = False
+    ctx_shift: int = 0
+    ctx_map: tuple[int, ...] = (0,) * K.CLASSES
+    codes: tuple[TableCode, ...] = (table_code([1], 1),)
+
+
+def _levels(plan: _Plan, analyses: list[_Analysis], bodies: list[bytes]):
+    """Section 5's bilevel / template palette chooser (level_writer.LevelCoder) over the units
+    with at most 256 slot tuples (or a single 1-bit slot): each such unit is coded every allowed
+    way and records 25 / 35 are written only where they pay. Not with near-lossless bounds."""
+    candidates = [i for i, a in enumerate(analyses) if a.few]
+    if not candidates or plan.near or not plan.eff.levels:
+        return bodies, [], set(), 0
+    from imij_plugins.payload.entropy.level_writer import LevelCoder, LevelOptions
+    from imij_plugins.payload.entropy.rans import Lanes
+    from imij_plugins.payload.entropy.writer import UnitChoice
+
+    image = [coded(plan.channels[ci].word, plan.channels[ci], plan.maps[ci]) for ci in plan.slot_channels]
+    levels = LevelCoder(LevelOptions(), plan.slots, image, False)
+    choice = UnitChoice()
+    for i in candidates:
+        x, y, w, h = plan.geo.unit_rect(i)
+        levels.consider(i, choice, [p[y : y + h, x : x + w] for p in image], Lanes.of(w, plan.lanes))
+    out, records, features = levels.finish(list(bodies))
+    return out, records, features, len(levels.coded)
+
+
+def _sum(parts: list[SlotStats]) -> SlotStats:
+    total = parts[0]
+    for p in parts[1:]:
+        total = total + p
+    return total
+
+
+def _empty_stats() -> SlotStats:
+    vh = np.zeros((K.CLASSES, K.BUCKETS), dtype=np.int64)
+    vh[0, 0] = 1
+    return SlotStats(vh, np.zeros(K.CLASSES, dtype=np.int64), np.zeros((K.CLASSES, K.BUCKETS), dtype=np.int64))
+
+
+def _assemble(plan: _Plan, models: bytes, bodies: list[bytes], palette: bool, bounds: list[int] | None,
+              unit_table: str, ordinals: bool, level_records=(), level_features=frozenset()) -> EncodedEntropy:
+    """2 / 2.7: the head, the unit records and the unit table; the features used (0.1)."""
+    features: set[int] = set(level_features)
+    records = []
+    for index, body in enumerate(bodies):
+        if ordinals:
+            body = encode_varint(index) + body
+        records.append(encode_varint(UNIT_STRIPE) + encode_varint(len(body)) + body)
+    spans = [len(r) for r in records]
+    head_records: list[Record] = []
+    if unit_table == "hint" and len(records) >= 2:  # 2.7: the hint for two or more units
+        head_records.append(Record(REC_UNIT_TABLE, b"".join(encode_varint(s) for s in spans)))
+    elif unit_table == "filled":
+        width = max(1, (max(spans).bit_length() + 7) // 8)
+        head_records.append(Record(REC_UNIT_RESERVE, bytes([RESERVE_FILLED, width]) + b"".join(s.to_bytes(width, "little") for s in spans)))
+    elif unit_table == "empty":
+        head_records.append(Record(REC_UNIT_RESERVE, bytes([RESERVE_EMPTY])))
+    elif unit_table == "tail":
+        head_records.append(Record(REC_UNIT_RESERVE, bytes([RESERVE_CHECK_TAIL])))
+    if bounds is not None:
+        head_records.append(Record(REC_NEAR, encode_bounds(bounds)))
+        features.add(FeatureId.NEAR_LOSSLESS)
+    head_records.extend(level_records)  # 25 / 35 (2.10, 2.14)
+    if ordinals:
+        head_records.append(Record(REC_ORDINALS, b""))
+        features.add(FeatureId.UNIT_ORDINALS)
+    present = (PRESENT_PALETTE if palette else 0) | (PRESENT_RECORDS if head_records else 0)
+    head = bytearray(encode_varint(present))
+    head.append(plan.lanes)
+    head += encode_varint(plan.geo.stripe_rows) + encode_varint(plan.geo.group_cols)
+    st = plan.header.sample_type
+    value_bytes = 4 if st.bits >= 32 else 2
+    for cmap in plan.maps:  # 2.1: mode u8, bits u8, value, then map 9's table
+        head += bytes([cmap.mode, cmap.bits]) + cmap.value.to_bytes(value_bytes, "little")
+        if cmap.mode == TABLE:
+            prev = -1
+            for t in cmap.table:
+                head += encode_varint(t - prev - 1)
+                prev = t
+            features.add(FeatureId.VALUE_TABLES)
+        elif cmap.mode == OFFSET:
+            features.add(FeatureId.OFFSET_MAP)
+        elif cmap.mode == FLOAT_SHIFT:
+            features.add(FeatureId.FLOAT_SHIFT)
+    head += encode_varint(len(models)) + models
+    if head_records:
+        rec_bytes = encode_records(head_records)
+        head += encode_varint(len(rec_bytes)) + rec_bytes
+    if st.name in ("i8", "i16"):
+        features.add(FeatureId.SIGNED_SAMPLES)
+    if st.bits == 64:
+        features.add(FeatureId.WIDE_SAMPLES)
+    if plan.header.channels in (5, 6, 7):
+        features.add(FeatureId.PIXEL_MODELS)
+    return EncodedEntropy(bytes(head) + b"".join(records), len(head), frozenset(features))
+
+
+__all__ = ["DEFAULT_EFFORT", "EFFORTS", "Effort", "choose_geometry", "encode_tuned", "lanes_for"]

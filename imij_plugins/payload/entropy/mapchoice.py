@@ -1,0 +1,267 @@
+"""Channel-map choice (2.1, 2.6, 5): per coded channel the exact map with the fewest coded bits,
+the near-lossless bound each channel can take, and the coded values of a unit.
+
+Candidates: Const (alpha and 64-bit lo words with one value), Lsb (the fewest bits holding the
+largest ordered value), Shift (zero low bits), Replicate and Scale (10-, 12-bit ... content
+scaled up to the container), Offset (32-bit words: a base plus few bits; feature offset_map),
+F16InF32 and UnormF32 (f32), FloatShift (f16 / f32 whose raw low bits are zero; feature
+float_shift) and value tables (map 9, feature value_tables, section 5's rule, estimated with the
+search kernel on windows). Ties keep the simpler map and the map without a feature.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from imij_plugins.payload.entropy import costs as K
+from imij_plugins.payload.entropy.maps import (
+    CONST,
+    F16_IN_F32,
+    FLOAT_SHIFT,
+    LSB,
+    OFFSET,
+    REPLICATE,
+    SCALE,
+    SHIFT,
+    TABLE,
+    UNORM_F32,
+    CodedChannel,
+    expand,
+    order_map,
+    reduce,
+    to_word,
+)
+from imij_plugins.payload.head import ChannelMap
+
+U64 = np.uint64
+TABLE_MAX_ENTRIES = 1 << 14  # 5: value tables of up to 2^14 entries
+SAMPLE = 4096  # values a 32-bit candidate is first tried on
+
+
+@dataclass
+class Channel:
+    """One coded channel's source words and what the choice needs."""
+
+    index: int
+    word: np.ndarray  # (H, W) raw words in their unsigned dtype (uint8 / uint16 / uint32)
+    kind: str  # order map: u / i / f (lo words: u)
+    D: int
+    sample: int  # header sample code
+    sample_name: str
+    alpha: bool
+    lo: bool
+
+
+def _cc(ch: Channel, cmap: ChannelMap) -> CodedChannel:
+    return CodedChannel(ch.index, ch.index, ch.lo, ch.alpha, ch.D, ch.kind, ch.sample, cmap)
+
+
+def _exact(values: np.ndarray, ch: Channel, cmap: ChannelMap) -> bool:
+    """Whether ``cmap`` reproduces every raw word in ``values`` (maps.forward's test)."""
+    cc = _cc(ch, cmap)
+    with np.errstate(all="ignore"):
+        s = reduce(values, cc) if cmap.mode != LSB else order_map(values, ch.kind, ch.D)
+        if cmap.bits < 64 and np.any(s >> U64(cmap.bits)):
+            return False
+        return bool(np.array_equal(to_word(expand(s, cc), cc), values))
+
+
+def native_order(w: np.ndarray, kind: str, D: int) -> np.ndarray:
+    """2.1's order map on words of their own unsigned dtype (no widening)."""
+    if kind == "i":
+        return w ^ w.dtype.type(1 << (D - 1))
+    if kind == "f":
+        return w ^ ((w >> w.dtype.type(D - 1)) * w.dtype.type((1 << (D - 1)) - 1))
+    return w
+
+
+def _trailing_zeros(v: int, D: int) -> int:
+    return D if v == 0 else (v & -v).bit_length() - 1
+
+
+def _hist(words: np.ndarray, D: int) -> np.ndarray:
+    """Counts of every value of D <= 16 bit words, in chunks (bincount widens its input)."""
+    flat = words.ravel()
+    counts = np.zeros(1 << D, dtype=np.int64)
+    step = 1 << 16
+    for i in range(0, flat.size, step):
+        counts += np.bincount(flat[i : i + step], minlength=1 << D)
+    return counts
+
+
+def _distinct(ch: Channel) -> np.ndarray | None:
+    """Every distinct raw word (D <= 16: a histogram), else None."""
+    if ch.D > 16:
+        return None
+    return np.flatnonzero(_hist(ch.word, ch.D)).astype(U64)
+
+
+def candidate_maps(ch: Channel, allow_features: bool = True) -> list[ChannelMap]:
+    """Every exact regular map of the channel (no tables), fewest bits first, simpler first on ties."""
+    w = ch.word
+    D = ch.D
+    o = native_order(w, ch.kind, D)
+    omax, omin = int(o.max()), int(o.min())
+    oor = int(np.bitwise_or.reduce(o, axis=None))
+    cands: list[tuple[int, int, ChannelMap]] = []  # (bits, rank, map)
+    if (ch.alpha or ch.lo) and omax == omin:
+        return [ChannelMap(CONST, 0, omin)]
+    cands.append((omax.bit_length(), 0, ChannelMap(LSB, omax.bit_length(), 0)))
+    tz = _trailing_zeros(oor, D)
+    if 0 < tz < D:
+        cands.append((D - tz, 1, ChannelMap(SHIFT, D - tz, 0)))
+    if D == 32 and allow_features and omax > omin:  # Offset: 32- and 64-bit samples
+        bits = (omax - omin).bit_length()
+        cands.append((bits, 5, ChannelMap(OFFSET, bits, omin)))
+    if ch.sample_name in ("f16", "f32") and not ch.lo and allow_features:
+        raw_or = int(np.bitwise_or.reduce(w, axis=None))
+        rtz = _trailing_zeros(raw_or, D)
+        if 0 < rtz < D:
+            cands.append((D - rtz, 6, ChannelMap(FLOAT_SHIFT, D - rtz, 0)))
+    regular_bits = min(c[0] for c in cands)
+    # maps whose exactness needs a test on the values
+    tests: list[tuple[int, int, ChannelMap]] = []
+    top = min(D - 1, 16)
+    for bits in range(1, min(top, regular_bits - 1) + 1):
+        tests.append((bits, 2, ChannelMap(REPLICATE, bits, 0)))
+        tests.append((bits, 3, ChannelMap(SCALE, bits, 0)))
+    if ch.sample_name == "f32" and not ch.lo:
+        if regular_bits > 16:
+            tests.append((16, 4, ChannelMap(F16_IN_F32, 16, 0)))
+        for bits in range(1, min(16, regular_bits - 1) + 1):
+            tests.append((bits, 4, ChannelMap(UNORM_F32, bits, 0)))
+    if tests:
+        # a strided sample first: most candidates fail on it, and only then are the distinct
+        # values (or, for 32-bit words, every word) needed
+        sample = w.ravel()[:: max(1, w.size // SAMPLE)].astype(U64)
+        small = sample[:: max(1, len(sample) // 64)]
+        seen = len(np.unique(sample))  # n bits code at most 2^n values
+        live = [t for t in sorted(tests, key=lambda t: (t[0], t[1]))
+                if seen <= (1 << t[0]) and _exact(small, ch, t[2]) and _exact(sample, ch, t[2])]
+        if live:
+            distinct = _distinct(ch)
+            count = len(distinct) if distinct is not None else len(np.unique(sample))
+            for bits, rank, cmap in live:
+                if bits < 64 and count > (1 << bits):  # n bits code at most 2^n values
+                    continue
+                if _exact(distinct, ch, cmap) if distinct is not None else _exact(w.ravel().astype(U64), ch, cmap):
+                    cands.append((bits, rank, cmap))
+                    break  # the fewest bits among the tested maps
+    cands.sort(key=lambda c: (c[0], c[1]))
+    # 5: FloatShift when it codes as many bits as an F16InF32 map
+    if cands[0][2].mode == F16_IN_F32:
+        fs = [c for c in cands if c[2].mode == FLOAT_SHIFT and c[0] <= 16]
+        if fs:
+            cands.remove(fs[0])
+            cands.insert(0, fs[0])
+    return [c[2] for c in cands]
+
+
+def coded(word: np.ndarray, ch: Channel, cmap: ChannelMap) -> np.ndarray:
+    """The coded values s (uint32) of raw words under an exact map."""
+    if cmap.mode == LSB:
+        return native_order(word, ch.kind, ch.D).astype(np.uint32)
+    if cmap.mode == SHIFT:
+        return (native_order(word, ch.kind, ch.D) >> word.dtype.type(ch.D - cmap.bits)).astype(np.uint32)
+    if cmap.mode == TABLE:
+        o = order_map(word.astype(U64), ch.kind, ch.D)
+        return np.searchsorted(np.asarray(cmap.table, dtype=U64), o).astype(np.uint32)
+    return reduce(word.astype(U64), _cc(ch, cmap)).astype(np.uint32)
+
+
+# --- near-lossless bounds (2.6, 5) -------------------------------------------------------------
+
+
+def coded_delta(cmap: ChannelMap, D: int, bound: int) -> int:
+    """5: the largest coded delta whose expansion stays within ``bound`` sample units."""
+    n = cmap.bits
+    if bound <= 0 or n < 2 or cmap.mode in (CONST, TABLE):
+        return 0
+    cap = (1 << (n - 1)) - 1
+    if cmap.mode in (LSB, OFFSET):
+        return min(bound, cap)
+    if cmap.mode == SHIFT:
+        return min(bound >> (D - n), cap)
+    if cmap.mode in (REPLICATE, SCALE):  # exhaustive over the coded range
+        s = np.arange(1 << n, dtype=U64)
+        cc = CodedChannel(0, 0, False, False, D, "u", 0, cmap)
+        e = expand(s, cc).astype(np.int64)
+        best = 0
+        lo, hi = 1, cap
+        while lo <= hi:  # expansions are monotonic: the widest window is the test
+            mid = (lo + hi) // 2
+            if int((e[mid:] - e[:-mid]).max()) <= bound:
+                best, lo = mid, mid + 1
+            else:
+                hi = mid - 1
+        return best
+    return 0
+
+
+def near_map(ch: Channel, cmap: ChannelMap, bound: int) -> ChannelMap:
+    """5: an Offset base lowered so that value + 2^n - 1 does not pass 2^32 (clamped values
+    must not wrap)."""
+    if cmap.mode != OFFSET or bound <= 0:
+        return cmap
+    omax = int(native_order(ch.word, ch.kind, ch.D).max())
+    value, bits = cmap.value, cmap.bits
+    while value + (1 << bits) - 1 > 0xFFFFFFFF:
+        value = 0xFFFFFFFF - ((1 << bits) - 1)
+        bits = (omax - value).bit_length()
+    return ChannelMap(OFFSET, bits, value)
+
+
+# --- value tables (map 9, 5) -------------------------------------------------------------------
+
+
+def table_candidate(ch: Channel, regular: ChannelMap) -> ChannelMap | None:
+    """5: a value table for an exact channel of words wider than 8 bits whose distinct values
+    leave gaps in its regular map's coded range (up to 2^14 entries); None otherwise."""
+    if ch.D <= 8 or regular.mode == CONST:
+        return None
+    o = native_order(ch.word, ch.kind, ch.D)
+    if ch.D <= 16:
+        values = np.flatnonzero(_hist(o, ch.D))
+    else:
+        sample = o.ravel()[:: max(1, o.size // 65536)]
+        if len(np.unique(sample)) > TABLE_MAX_ENTRIES:
+            return None
+        values = np.unique(o.ravel())
+    if len(values) > TABLE_MAX_ENTRIES or len(values) >= (1 << regular.bits) or 4 * len(values) > o.size:
+        return None  # (a table with more entries than a quarter of the samples cannot pay)
+    table = tuple(int(v) for v in values)
+    return ChannelMap(TABLE, (len(table) - 1).bit_length(), len(table) - 1, table)
+
+
+def table_bytes(cmap: ChannelMap) -> int:
+    """The bytes of map 9's table in the head (2.1): one varint per entry's gap."""
+    t = np.asarray(cmap.table, dtype=np.int64)
+    gaps = np.diff(np.concatenate([[-1], t])) - 1
+    return int(len(gaps) + (gaps >= 1 << 7).sum() + (gaps >= 1 << 14).sum() + (gaps >= 1 << 21).sum()
+               + (gaps >= 1 << 28).sum())
+
+
+def window_cost(ch: Channel, cmap: ChannelMap, lanes: int) -> int:
+    """The predictor search's bit-length total, under map ``cmap``, on up to 16 windows of up to
+    256 x 16 pixels spread over the channel (5's value-table estimate); only the windows are
+    coded."""
+    h, w = ch.word.shape
+    wh, ww = min(16, h), min(256, w)
+    ny = max(1, min(4, h // wh))
+    nx = max(1, min(4, w // ww))
+    total = 0
+    for iy in range(ny):
+        y = (h - wh) * iy // max(1, ny - 1) if ny > 1 else 0
+        for ix in range(nx):
+            x = (w - ww) * ix // max(1, nx - 1) if nx > 1 else 0
+            win = coded(ch.word[y : y + wh, x : x + ww], ch, cmap)[None]
+            cost = K.costs(win, [cmap.bits], min(lanes, max(1, ww // 16)), False, 0x7F, 1)
+            _, _, t = K.choose(cost, 1)
+            total += t
+    return total
+
+
+__all__ = ["Channel", "candidate_maps", "coded", "coded_delta", "near_map", "table_candidate", "table_bytes",
+           "window_cost"]
