@@ -60,17 +60,17 @@ enum {
 };
 
 /* One slot's model (3.3), prepared once per payload: the context map, the normalized tables
- * with a slot -> symbol lookup, and each symbol's token base and extra-bit count (3.2). */
+ * as one packed entry per context and slot (sym | freq << 8 | (slot - cum) << 19: a decode step
+ * is one load), and each symbol's token base and extra-bit count (3.2). */
 typedef struct {
     uint32_t depth;        /* n_s, coded bits */
     uint32_t nvalue;       /* value tokens; symbols from nvalue on are run tokens */
     uint32_t cross;        /* 3.1: add slot 0's residual to the context sum */
     uint32_t ctx_shift;    /* 3.1: T(v) = min(v >> ctx_shift, 2^16) */
     uint32_t delta;        /* 2.6: near-lossless bound, 0 = exact */
+    uint32_t high;         /* some symbol has more than 16 extra bits (the high phase runs) */
     uint8_t ctx_map[16];
-    uint16_t freq[4][256];
-    uint16_t cum[4][256];
-    uint8_t lookup[4][1024];
+    uint32_t dec[4][1024];
     uint32_t base[256];
     uint8_t nb[256];
 } imij_slot_model;

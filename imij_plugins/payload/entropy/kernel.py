@@ -12,7 +12,7 @@ import numpy as np
 from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
 from imij_plugins.payload.entropy.levels import LAYOUT_BILEVEL, LAYOUT_TEMPLATE_SHARED, LevelStructs, decode_level_c
-from imij_plugins.payload.entropy.models import PALETTE_DEPTH, Model
+from imij_plugins.payload.entropy.models import M, PALETTE_DEPTH, Model
 from imij_plugins.payload.entropy.stripe import UnitPlan, decode_coded
 
 EXPLAIN_PIXELS = 1 << 14  # a failing unit this small is re-read by the reference for its message
@@ -59,13 +59,18 @@ class CModels:
         scheme = model.scheme
         s.depth, s.nvalue, s.cross, s.ctx_shift, s.delta = depth, scheme.value_tokens, model.cross, model.ctx_shift, delta
         s.ctx_map = list(model.ctx_map)
-        for c, table in enumerate(model.tables):
-            s.freq[c][0 : len(table.freq)] = list(table.freq)
-            s.cum[c][0 : len(table.cum[: len(table.freq)])] = list(table.cum[: len(table.freq)])
-            s.lookup[c] = list(table.lut)
+        dec = np.zeros((4, M), np.uint32)
+        slots = np.arange(M, dtype=np.uint32)
+        for c, table in enumerate(model.tables):  # 3.1: sym | freq << 8 | (slot - cum) << 19
+            sym = np.frombuffer(bytes(table.lut), np.uint8).astype(np.uint32)
+            freq = np.asarray(table.freq, np.uint32)[sym]
+            cum = np.asarray(table.cum[: len(table.freq)], np.uint32)[sym]
+            dec[c] = sym | freq << 8 | (slots - cum) << 19
+        _backend.ffi.memmove(_backend.ffi.addressof(s, "dec"), dec.tobytes(), dec.nbytes)
         for t in range(min(scheme.alphabet, 256)):
             _, base, nb = scheme.token(t)
             s.base[t], s.nb[t] = base, nb
+            s.high |= nb > 16
 
 
 def decode_coded_c(
@@ -103,5 +108,5 @@ def decode_coded_c(
         raise Corrupt(_MESSAGES.get(code, f"stripe: kernel error {code}"))
     coded: list[np.ndarray | None] = [None] * len(plan.chans)
     for i, slot in enumerate(plan.slots):
-        coded[slot.coded.index] = out[i].astype(np.uint64)
+        coded[slot.coded.index] = out[i]  # uint32: assemble widens only what a map needs
     return coded

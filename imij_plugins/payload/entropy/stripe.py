@@ -17,7 +17,7 @@ import numpy as np
 from imij_plugins.errors import Corrupt
 from imij_plugins.payload.entropy.bilevel import BilevelTable
 from imij_plugins.payload.entropy.levels import decode_level
-from imij_plugins.payload.entropy.maps import CONST, CodedChannel, Slot, const_word, expand, reduce, to_word
+from imij_plugins.payload.entropy.maps import CONST, LSB, CodedChannel, Slot, const_word, expand, reduce, to_word
 from imij_plugins.payload.entropy.models import PALETTE_DEPTH, Model
 from imij_plugins.payload.entropy.rans import Lanes, decode_residuals
 from imij_plugins.payload.entropy.template import TemplateTables
@@ -234,19 +234,22 @@ def assemble(plan: UnitPlan, coded: list[np.ndarray | None], height: int, width:
     """4 step 4: expand each coded value through its map, order map inverse, 64-bit words joined.
 
     ``coded`` holds each slot's coded values at its coded channel's index (None for Const)."""
-    words: list[np.ndarray] = []
+    C = plan.channel_count
+    out = np.empty((height, width, C), dtype=_uint_dtype(plan.sample_bits))
+    words: list[np.ndarray | None] = []
     for cc in plan.chans:
         s = coded[cc.index]
         if cc.map.mode == CONST or s is None:  # Const channels output their value
             words.append(np.full((height, width), const_word(cc), dtype=U64))
+        elif cc.map.mode == LSB and cc.kind == "u" and plan.sample_bits < 64:
+            out[:, :, cc.channel] = s  # the identity map of an unsigned word: stored as decoded
+            words.append(None)
         else:
             words.append(to_word(expand(s, cc), cc))
-    C = plan.channel_count
-    out = np.empty((height, width, C), dtype=_uint_dtype(plan.sample_bits))
     for ch in range(C):
         if plan.sample_bits == 64:  # a 64-bit sample is (hi << 32) | lo
             out[:, :, ch] = (words[ch] << U64(32)) | words[C + ch]
-        else:
+        elif words[ch] is not None:
             out[:, :, ch] = words[ch]
     return out.view(np.dtype(plan.dtype))
 
