@@ -4,13 +4,14 @@
 """
 
 from imij_plugins import _backend
-from imij_plugins.api import FrameInfo, ImijFile, Limits, encode, open, read, write
+from imij_plugins.api import Failure, FrameInfo, ImijFile, Limits, encode, open, read, write
 from imij_plugins.errors import Corrupt, ImijError, TooLarge, Unsupported
 from imij_plugins.imageio import register_imageio
 from imij_plugins.pillow import register_pillow
 
 __all__ = [
     "Corrupt",
+    "Failure",
     "FrameInfo",
     "ImiPlugin",
     "ImijError",

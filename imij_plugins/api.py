@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from imij_plugins.reader import FrameInfo, ImijFile, Limits, Source
+from imij_plugins.reader import Failure, FrameInfo, ImijFile, Limits, Source
 from imij_plugins.writer import encode, write
 
-__all__ = ["FrameInfo", "ImijFile", "Limits", "Source", "encode", "open", "read", "write"]
+__all__ = ["Failure", "FrameInfo", "ImijFile", "Limits", "Source", "encode", "open", "read", "write"]
 
 
 def open(src: Source, **options: object) -> ImijFile:  # noqa: A001 - the package's public verb
-    """Open an IMI file from a path, bytes or a binary file object; pixels decode on ``read``."""
+    """Open an IMI file from a path, bytes or a binary file object; pixels decode on ``read``.
+
+    Options: ``verify``, ``limits``, ``threads`` and ``partial`` (read a truncated or damaged
+    file as far as it goes; see ``ImijFile``).
+    """
     return ImijFile(src, **options)  # type: ignore[arg-type]
 
 

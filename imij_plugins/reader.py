@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import functools
 import mmap
 import os
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ from typing import BinaryIO, Iterator, Union
 
 import numpy as np
 
-from imij_plugins.container.animation import KIND_ANIMATION
+from imij_plugins.container.animation import KIND_ANIMATION, Animation
 from imij_plugins.container.chunks import FRAM
 from imij_plugins.container.file import Container, read_container
 from imij_plugins.container.frames import FrameControl, check_frame, check_reference, read_frame_control
@@ -51,6 +52,17 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class Failure:
+    """What a partial read could not decode: ``image`` None is the file's container; ``units``
+    the image's units (2.3 order: stripe-major, then column group) left zero, None for no
+    particular unit (a payload head, a digest)."""
+
+    image: int | None
+    units: range | None
+    error: ImijError
+
+
+@dataclass(frozen=True)
 class FrameInfo:
     """Where a frame or page sits and how long it shows (1.3)."""
 
@@ -83,7 +95,14 @@ def load_source(src: Source) -> bytes | bytearray | memoryview | mmap.mmap:
 
 
 class ImijFile:
-    """An opened IMI file: container checked at open (every frame's header too), pixels on ``read``."""
+    """An opened IMI file: container checked at open (every frame's header too), pixels on ``read``.
+
+    ``partial=True`` reads a damaged or truncated file as far as it goes: only the signature and
+    header must be whole. Frames and pages are those whose fRAM and nested header survive; ``read``
+    never raises Corrupt for the pixels but zeroes every unit (2.3) that is missing, does not
+    decode or sits under a mismatching cSUM piece, and ``failures(index)`` says what was lost
+    (empty: the read was complete). Checksums never report "verified" for an incomplete read.
+    """
 
     def __init__(
         self,
@@ -92,14 +111,23 @@ class ImijFile:
         verify: bool = True,
         limits: Limits = Limits(),
         threads: int | None = None,
+        partial: bool = False,
         _nested: bool = False,
+        _bad_ranges: tuple[tuple[int, int], ...] = (),
     ):
         self._buf = load_source(src)
         self.verify = verify
         self.limits = limits
         self.threads = threads
-        self.container: Container = read_container(self._buf, verify=verify, measure_open=measure_open_data)
+        self.partial = partial
+        self.container: Container = read_container(
+            self._buf, verify=verify, measure_open=functools.partial(measure_open_data, partial=partial), partial=partial
+        )
+        self._bad_ranges = (*self.container.bad_ranges, *_bad_ranges)  # mismatching cSUM pieces, this file's offsets
         self._payload: DataPayload | None = None
+        self._payload_error: Corrupt | None = None  # partial reads: why DATA's head could not be read
+        self._unit_failures: dict[int, ImijError] = {}  # partial reads: units of this file's DATA left zero
+        self._checks: dict[int, list[ImijError]] = {}  # partial reads: digests that failed, per image
         if _nested and self.container.animation is not None:
             raise Corrupt("a nested frame or page carries frames of its own")  # 1.3
         self._frames = self._read_frames()
@@ -158,8 +186,9 @@ class ImijFile:
         def head_end(start: int, end: int) -> int:
             return read_lossless_head(Cursor(self._buf, start, end, "DATA head"), self.header).end
 
+        data = self.container.data
         found = locate_data(self._buf, self.container.header_end, locator, head_end)
-        return "valid" if found == self.container.data.start else "stale"
+        return "valid" if data is not None and found == data.start else "stale"
 
     # frames and pages
     @property
@@ -203,30 +232,60 @@ class ImijFile:
         anim = self.container.animation
         if anim is None:
             return []
-        frames = []
+        frames: list[tuple[FrameControl, ImijFile | None]] = []
         for chunk in self.container.find(FRAM):
-            ctrl = read_frame_control(self._buf, chunk.payload_start, chunk.end, anim.kind)
-            nested = None
-            if ctrl.image is not None:
-                start, end = ctrl.image
-                nested = ImijFile(memoryview(self._buf)[start:end], verify=self.verify, limits=self.limits, _nested=True)
-            check_frame(anim, len(frames) + 1, ctrl, nested.header if nested else None, self.header)
-            if ctrl.reference is not None:  # 1.3: the referenced item's ImageInfo must match
-                earlier = self.header if ctrl.reference[0] == 0 else frames[ctrl.reference[0] - 1][1].header
-                check_reference(earlier, nested.header)  # type: ignore[union-attr]
-            frames.append((ctrl, nested))
+            try:
+                frames.append(self._read_frame(chunk.payload_start, chunk.end, anim, frames))
+            except Corrupt as exc:
+                if not self.partial:
+                    raise
+                self.container.damage.append(exc)  # a partial read keeps the frames before it
+                break
         return frames
+
+    def _read_frame(
+        self, start: int, end: int, anim: Animation, frames: list[tuple[FrameControl, "ImijFile | None"]]
+    ) -> tuple[FrameControl, "ImijFile | None"]:
+        """One fRAM at ``[start, end)`` and its nested file, checked against the earlier ones (1.3)."""
+        ctrl = read_frame_control(self._buf, start, end, anim.kind)
+        nested = None
+        if ctrl.image is not None:
+            lo, hi = ctrl.image
+            bad = tuple((max(a, lo) - lo, min(b, hi) - lo) for a, b in self._bad_ranges if a < hi and b > lo)
+            nested = ImijFile(
+                memoryview(self._buf)[lo:hi],
+                verify=self.verify,
+                limits=self.limits,
+                partial=self.partial,
+                _nested=True,
+                _bad_ranges=bad,
+            )
+        check_frame(anim, len(frames) + 1, ctrl, nested.header if nested else None, self.header)
+        if ctrl.reference is not None:  # 1.3: the referenced item's ImageInfo must match
+            earlier = self.header if ctrl.reference[0] == 0 else frames[ctrl.reference[0] - 1][1].header  # type: ignore[union-attr]
+            check_reference(earlier, nested.header)  # type: ignore[union-attr]
+        return ctrl, nested
 
     def _read_bitmap_digests(self) -> BitmapDigests | None:
         """The pSUM table, checked against the frame count at open (1.4.1)."""
         found = self.container.find(b"pSUM")
         if not found:
             return None
-        return read_bitmap_digests(self.container.payload(found[0]), self.n_frames)
+        anim = self.container.animation
+        try:  # aNIM's count: the same as n_frames unless a partial read lost frames
+            return read_bitmap_digests(self.container.payload(found[0]), anim.frame_count if anim else 1)
+        except Corrupt as exc:
+            if not self.partial:
+                raise
+            self.container.damage.append(exc)
+            return None
 
     @property
     def checksum_status(self) -> str:
-        """cSUM (1.4): "verified", "unchecked" (verify=False), "unknown" (another algorithm) or "absent"."""
+        """cSUM (1.4): "verified", "unchecked" (verify=False), "unknown" (another algorithm), "absent",
+        or "failed" (a partial read of a file whose table is gone, broken or mismatches)."""
+        if self.container.checksum_failed:
+            return "failed"
         table = self.container.piece_table
         if not self.container.find(b"cSUM"):
             return "absent"
@@ -244,14 +303,57 @@ class ImijFile:
         return "verified" if index in self._verified else "pending"
 
     def _verify_bitmap(self, index: int, image: np.ndarray, header: Header) -> None:
-        """1.4.1: a full read checks the decoded raster against its digest; a mismatch is Corrupt."""
+        """1.4.1: a full read checks the decoded raster against its digest; a mismatch is Corrupt
+        (recorded in a partial read, where an incomplete raster is never checked nor verified)."""
         table = self.bitmap_digests
-        if not self.verify or table is None or not table.known:
+        if not self.verify or table is None or not table.known or (self.partial and self.failures(index)):
             return
         h, w, _ = image.shape
         if bitmap_digest(w, h, header.channels, header.sample, index, image.tobytes()) != table.digests[index]:
-            raise Corrupt(f"decoded bitmap checksum mismatch (pSUM) on image {index}")
+            self._fail_check(index, Corrupt(f"decoded bitmap checksum mismatch (pSUM) on image {index}"))
+            return
         self._verified.add(index)
+
+    def _fail_check(self, index: int, error: Corrupt) -> None:
+        """A digest check of image ``index`` failed: raise, or record it in a partial read."""
+        if not self.partial:
+            raise error
+        self._checks.setdefault(index, []).append(error)
+
+    def failures(self, index: int = 0) -> list[Failure]:
+        """What reads of frame or page ``index`` so far could not decode (``partial=True``; empty:
+        complete): the container's damage, then per image it is made of (an animation canvas:
+        the frames since the last intra frame) its missing units, head and digest failures."""
+        self._check_index(index)
+        out = [Failure(None, None, e) for e in self.container.damage]
+        for i in self._sources(index):
+            image = self if i == 0 else self._frames[i - 1][1]
+            if image is not None:
+                out += image._own_failures(i)
+            out += [Failure(i, None, e) for e in self._checks.get(i, [])]
+        return out
+
+    def _sources(self, index: int) -> range:
+        """The images the read of ``index`` decodes: for an animation, back to the last intra frame (1.3)."""
+        anim = self.container.animation
+        start = index
+        if index and anim is not None and anim.kind == KIND_ANIMATION:
+            while start > 0 and self._frames[start - 1][0].uses_previous:
+                start -= 1
+        return range(start, index + 1)
+
+    def _own_failures(self, image: int) -> list[Failure]:
+        """This file's own DATA failures, reported as image ``image`` of the outer file."""
+        out = [Failure(image, None, e) for e in self.container.damage] if image else []
+        if self._payload_error is not None:
+            out.append(Failure(image, None, self._payload_error))
+        payload = self._payload
+        if payload is not None:
+            out += [Failure(image, None, e) for e in payload.errors]
+        out += [Failure(image, range(u, u + 1), self._unit_failures[u]) for u in sorted(self._unit_failures)]
+        if payload is not None and payload.walk_error is not None:  # 2.7: no record after this one
+            out.append(Failure(image, range(len(payload.units), payload.head.geometry.unit_count), payload.walk_error))
+        return out
 
     def iter_frames(self) -> Iterator[np.ndarray]:
         """Every frame (composed canvas) or page in order."""
@@ -338,6 +440,8 @@ class ImijFile:
         """DATA's parsed head and unit records (parsed once, on first use)."""
         if self._payload is None:
             data = self.container.data
+            if data is None:  # only in a partial read
+                raise Corrupt("file has no DATA chunk")
             self._payload = read_data(
                 self._buf,
                 self.header,
@@ -345,6 +449,8 @@ class ImijFile:
                 data.end if not data.open else len(self._buf),
                 bounded=not data.open,
                 trailing_index=self.container.trailing_index(),
+                partial=self.partial,
+                bad_ranges=self._bad_ranges,
             )
         return self._payload
 
@@ -354,7 +460,8 @@ class ImijFile:
         """Frame or page ``index`` as an (H, W, C) array of its sample type.
 
         Animations return the composed canvas after frame ``index`` (1.3). ``region=(x, y, w, h)``
-        decodes only the units that region overlaps (for a still image or a page).
+        decodes only the units that region overlaps (for a still image or a page). A file opened
+        with ``partial=True`` zeroes what does not decode: see ``failures(index)``.
         """
         self._check_index(index)
         threads = threads if threads is not None else self.threads
@@ -383,17 +490,23 @@ class ImijFile:
         item = self.page(ordinal).header
         h, w, _ = raster.shape
         if bitmap_digest(w, h, item.channels, item.sample, ordinal, raster.tobytes()) != digest:
-            raise Corrupt(f"item {index} references item {ordinal} whose decoded raster does not match its digest")
+            self._fail_check(index, Corrupt(f"item {index} references item {ordinal} whose decoded raster does not match its digest"))
         return raster
 
     def _read_data(
         self, region: tuple[int, int, int, int] | None, threads: int | None, reference: np.ndarray | None = None
     ) -> np.ndarray:
-        payload = self.payload()
+        """This file's DATA image, or ``region`` of it: decoded units, zeros for failed ones in a partial read."""
+        payload = self._partial_payload()
+        failures = self._unit_failures if self.partial else None
+        if payload is None:  # a partial read whose DATA head is gone: nothing decodes
+            x, y, w, h = (0, 0, self.width, self.height) if region is None else self._check_region(region, self.width, self.height)
+            self._check_size(w, h)
+            return np.zeros((h, w, self.channels), dtype=self.dtype)
         if region is None or reference is not None:
             self._check_size(self.width, self.height)
-            out = np.empty(self.shape, dtype=self.dtype)
-            payload.decode_into(out, threads=threads, reference=reference)
+            out = (np.zeros if self.partial else np.empty)(self.shape, dtype=self.dtype)
+            payload.decode_into(out, threads=threads, reference=reference, failures=failures)
             if region is not None:
                 x, y, w, h = self._check_region(region, self.width, self.height)
                 return out[y : y + h, x : x + w].copy()
@@ -404,9 +517,21 @@ class ImijFile:
         x0, y0, _, _ = geometry.unit_rect(indices[0])
         x1, y1, uw, uh = geometry.unit_rect(indices[-1])
         self._check_size(x1 + uw - x0, y1 + uh - y0)
-        box = np.empty((y1 + uh - y0, x1 + uw - x0, self.channels), dtype=self.dtype)
-        payload.decode_into(box, indices, threads=threads, origin=(x0, y0))
+        box = (np.zeros if self.partial else np.empty)((y1 + uh - y0, x1 + uw - x0, self.channels), dtype=self.dtype)
+        payload.decode_into(box, indices, threads=threads, origin=(x0, y0), failures=failures)
         return box[y - y0 : y - y0 + h, x - x0 : x - x0 + w].copy()
+
+    def _partial_payload(self) -> DataPayload | None:
+        """``payload()``; None in a partial read whose DATA is gone or whose head breaks the rules."""
+        if self._payload is None and self._payload_error is not None:
+            return None
+        try:
+            return self.payload()
+        except Corrupt as exc:
+            if not self.partial:
+                raise
+            self._payload_error = exc
+            return None
 
     def _compose(self, index: int, threads: int | None) -> np.ndarray:
         """The animation canvas after frame ``index``: from the last intra frame, or the cached canvas (1.3)."""

@@ -76,6 +76,23 @@ def verify_pieces(buf: bytes | bytearray | memoryview, chunk: Chunk, table: Piec
             raise Corrupt("file checksum mismatch")
 
 
+def mismatched_ranges(buf: bytes | bytearray | memoryview, chunk: Chunk, table: PieceTable) -> list[tuple[int, int]]:
+    """The file offset ranges ``[start, end)`` of every piece that does not match (partial reads, 1.4)."""
+    if table.algo != ALGO_XXH3_64:
+        return []
+    count = (table.covered_len + (1 << table.k) - 1) >> table.k
+    out: list[tuple[int, int]] = []
+    for i in range(count):
+        if piece_digest(buf, chunk, i, table.k, table.width) != table.digest(i):
+            lo, hi = i << table.k, min((i + 1) << table.k, table.covered_len)
+            # covered offsets at or after the chunk's start sit chunk.size further on in the file
+            if lo < chunk.start:
+                out.append((lo, min(hi, chunk.start)))
+            if hi > chunk.start:
+                out.append((max(lo, chunk.start) + chunk.size, hi + chunk.size))
+    return out
+
+
 def choose_piece_log2(file_len: int) -> int:
     """1.4 Choosing k: one piece up to 64 KiB, at most 16 pieces up to 16 MiB, else 1 MiB pieces."""
     if file_len <= 1 << 16:

@@ -31,6 +31,8 @@ SCIENCE_ONCE = frozenset({CALB, AXES, CORD, CATG})
 # occurrence rules that fail a decode: 1.1's "occur at most once" and 1.4.1's pSUM
 ONCE = REGISTRY_ONCE - SCIENCE_ONCE
 KNOWN_CRITICAL = frozenset(t for t in KNOWN_TAGS if is_critical(t))  # 1.1: only DATA
+# chunks that hold pixels: a partial read keeps the bytes of one cut short by the file's end
+CUTTABLE = frozenset({DATA, FRAM})
 
 # Finds where an open chunk's payload ends by the payload's own rules: (tag, buf, start, end) -> end.
 MeasureOpen = Callable[[bytes, "bytes | bytearray | memoryview", int, int], int]
@@ -45,6 +47,7 @@ class Chunk:
     payload_start: int
     end: int
     open: bool = False
+    cut: bool = False  # partial reads only: a bounded chunk that ran past the file's end, ``end`` clamped
 
     @property
     def size(self) -> int:
@@ -62,8 +65,13 @@ def check_tag(tag: bytes) -> None:
         raise Corrupt(f"chunk tag {bytes(tag)!r} is not four ASCII letters")
 
 
-def read_chunk(buf: bytes | bytearray | memoryview, pos: int, end: int, measure_open: MeasureOpen | None) -> Chunk:
-    """Read one chunk's framing at ``pos``; an open (length 0) chunk is measured by ``measure_open``."""
+def read_chunk(
+    buf: bytes | bytearray | memoryview, pos: int, end: int, measure_open: MeasureOpen | None, partial: bool = False
+) -> Chunk:
+    """Read one chunk's framing at ``pos``; an open (length 0) chunk is measured by ``measure_open``.
+
+    With ``partial``, a DATA or fRAM chunk whose length runs past ``end`` is returned cut at ``end``.
+    """
     if end - pos < 4:
         raise Corrupt("chunk tag runs past the end of the file")
     tag = bytes(buf[pos : pos + 4])
@@ -78,18 +86,24 @@ def read_chunk(buf: bytes | bytearray | memoryview, pos: int, end: int, measure_
             raise Unsupported(f"open chunk {tag.decode()} cannot be measured here")
         return Chunk(tag, pos, payload_start, measure_open(tag, buf, payload_start, end), open=True)
     if length - 1 > end - payload_start:
+        if partial and tag in CUTTABLE:
+            return Chunk(tag, pos, payload_start, end, cut=True)
         raise Corrupt(f"chunk {tag.decode()} overruns the file")
     return Chunk(tag, pos, payload_start, payload_start + length - 1)
 
 
 def iter_chunks(
-    buf: bytes | bytearray | memoryview, pos: int, end: int, measure_open: MeasureOpen | None = None
+    buf: bytes | bytearray | memoryview,
+    pos: int,
+    end: int,
+    measure_open: MeasureOpen | None = None,
+    partial: bool = False,
 ) -> Iterator[Chunk]:
     """Yield every chunk from ``pos`` to ``end``, applying the 1.1 occurrence and placement rules."""
     seen: set[bytes] = set()
     data_seen = False
     while pos < end:
-        chunk = read_chunk(buf, pos, end, measure_open)
+        chunk = read_chunk(buf, pos, end, measure_open, partial)
         tag = chunk.tag
         if tag in ONCE and tag in seen:
             raise Corrupt(f"chunk {tag.decode()} occurs more than once")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from imij_plugins.container.admission import admit
 from imij_plugins.container.animation import Animation, read_animation
-from imij_plugins.container.checksum import PieceTable, read_piece_table, verify_pieces
+from imij_plugins.container.checksum import PieceTable, mismatched_ranges, read_piece_table, verify_pieces
 from imij_plugins.container.chunks import ANIM, CSUM, DATA, FRAM, UIDX, Chunk, MeasureOpen, iter_chunks
 from imij_plugins.container.header import Header, checksum_piece_log2, read_header
 from imij_plugins.errors import Corrupt, ImijError
@@ -20,7 +20,12 @@ INDEX_FOOTER = 20  # 2.7: data_len u64, chunk_len u64, tag
 
 @dataclass
 class Container:
-    """The parsed container of one complete IMI file held in ``buf``."""
+    """The parsed container of one IMI file held in ``buf``.
+
+    A partial read (``read_container(..., partial=True)``) fills ``damage`` with what broke the
+    rules after the header, ``bad_ranges`` with the file ranges of mismatching cSUM pieces, and
+    sets ``checksum_failed`` when cSUM could not vouch for the file.
+    """
 
     buf: bytes | bytearray | memoryview
     header: Header
@@ -28,10 +33,14 @@ class Container:
     chunks: list[Chunk]
     animation: Animation | None
     piece_table: PieceTable | None
+    damage: list[ImijError] = field(default_factory=list)
+    bad_ranges: list[tuple[int, int]] = field(default_factory=list)
+    checksum_failed: bool = False
 
     @property
-    def data(self) -> Chunk:
-        return next(c for c in self.chunks if c.tag == DATA)
+    def data(self) -> Chunk | None:
+        """The DATA chunk; None only in a partial read of a file cut before it."""
+        return next((c for c in self.chunks if c.tag == DATA), None)
 
     def find(self, tag: bytes) -> list[Chunk]:
         return [c for c in self.chunks if c.tag == tag]
@@ -62,8 +71,14 @@ def read_container(
     *,
     verify: bool = True,
     measure_open: Callable[[Header], MeasureOpen] | None = None,
+    partial: bool = False,
 ) -> Container:
-    """Parse and check a complete file; Unsupported features fail right after the header (0.1)."""
+    """Parse and check a complete file; Unsupported features fail right after the header (0.1).
+
+    With ``partial``, only the signature and header must be whole: a chunk walk that breaks the
+    rules stops there, a cut DATA or fRAM is kept as far as it goes, and a checksum that fails
+    is recorded in the container, not raised (Corrupt damage only; Unsupported still raises).
+    """
     if not is_imi(buf):
         raise Corrupt("not an IMI file (bad signature)")
     header_len, pos = read_varint(buf, len(SIGNATURE), len(buf), "header_len")
@@ -76,23 +91,63 @@ def read_container(
     chunks: list[Chunk] = []
     table: PieceTable | None = None
     csum: Chunk | None = None
+    damage: list[ImijError] = []
+    measure = measure_open(header) if measure_open else None
     try:
-        for chunk in iter_chunks(buf, header_end, len(buf), measure_open(header) if measure_open else None):
+        for chunk in iter_chunks(buf, header_end, len(buf), measure, partial):
             chunks.append(chunk)
+            if chunk.cut:
+                damage.append(Corrupt(f"chunk {chunk.tag.decode()} overruns the file"))
             if chunk.tag == CSUM and verify:
                 csum = chunk
-                table = read_piece_table(memoryview(buf)[chunk.payload_start : chunk.end], len(buf), chunk.size)
-    except ImijError:
-        # 1.4: a table before the failing bytes explains the error when a piece under them mismatches
-        if csum is not None and table is not None:
-            verify_pieces(buf, csum, table)
-        raise
+                table = _read_table(buf, chunk, damage if partial else None)
+    except ImijError as exc:
+        if not (partial and isinstance(exc, Corrupt)):
+            # 1.4: a table before the failing bytes explains the error when a piece under them mismatches
+            if csum is not None and table is not None:
+                verify_pieces(buf, csum, table)
+            raise
+        damage.append(exc)
+    container = Container(buf, header, header_end, chunks, None, table, damage)
     if verify:
+        _check_checksums(container, k, csum, partial)
+    container.animation = _read_animation(buf, chunks, header, damage if partial else None)
+    return container
+
+
+def _read_table(buf: bytes | bytearray | memoryview, chunk: Chunk, damage: list[ImijError] | None) -> PieceTable | None:
+    """The cSUM table; in a partial read (``damage`` given) one that does not parse is damage."""
+    try:
+        return read_piece_table(memoryview(buf)[chunk.payload_start : chunk.end], len(buf), chunk.size)
+    except Corrupt as exc:
+        if damage is None:
+            raise
+        damage.append(exc)
+        return None
+
+
+def _check_checksums(container: Container, k: int | None, csum: Chunk | None, partial: bool) -> None:
+    """1.4: the header record, the table and every piece; a partial read records what fails."""
+    table, buf = container.piece_table, container.buf
+    if not partial:
         _check_checksum_record(k, table)
         if table is not None and csum is not None:
             verify_pieces(buf, csum, table)
-    animation = _read_animation(buf, chunks, header)
-    return Container(buf, header, header_end, chunks, animation, table)
+        return
+    try:
+        _check_checksum_record(k, table)
+    except Corrupt as exc:
+        container.damage.append(exc)
+        container.piece_table = None
+        container.checksum_failed = True
+        return
+    if csum is not None and table is None:  # a table that did not parse
+        container.checksum_failed = True
+    if table is not None and csum is not None:
+        container.bad_ranges = mismatched_ranges(buf, csum, table)
+        if container.bad_ranges:
+            container.damage.append(Corrupt("file checksum mismatch"))
+            container.checksum_failed = True
 
 
 def _check_checksum_record(k: int | None, table: PieceTable | None) -> None:
@@ -105,8 +160,11 @@ def _check_checksum_record(k: int | None, table: PieceTable | None) -> None:
         raise Corrupt("cSUM piece size differs from header record 2")
 
 
-def _read_animation(buf: bytes | bytearray | memoryview, chunks: list[Chunk], header: Header) -> Animation | None:
-    """aNIM, checked against the fRAM chunks that follow DATA (1.3)."""
+def _read_animation(
+    buf: bytes | bytearray | memoryview, chunks: list[Chunk], header: Header, damage: list[ImijError] | None
+) -> Animation | None:
+    """aNIM, checked against the fRAM chunks that follow DATA (1.3); a partial read (``damage``
+    given) records a count that does not match instead of raising."""
     anim_chunks = [c for c in chunks if c.tag == ANIM]
     frames = sum(1 for c in chunks if c.tag == FRAM)
     if not anim_chunks:
@@ -116,5 +174,8 @@ def _read_animation(buf: bytes | bytearray | memoryview, chunks: list[Chunk], he
     chunk = anim_chunks[0]
     anim = read_animation(memoryview(buf)[chunk.payload_start : chunk.end], header.features)
     if anim.frame_count != frames + 1:
-        raise Corrupt(f"aNIM frame_count {anim.frame_count} but {frames} fRAM chunks")
+        error = Corrupt(f"aNIM frame_count {anim.frame_count} but {frames} fRAM chunks")
+        if damage is None:
+            raise error
+        damage.append(error)
     return anim

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence
 
 import numpy as np
 
+from imij_plugins.container.chunks import MeasureOpen
 from imij_plugins.container.header import Header
-from imij_plugins.errors import Corrupt, Unsupported
+from imij_plugins.errors import Corrupt, ImijError, Unsupported
 from imij_plugins.payload.entropy.decoder import prepare
 from imij_plugins.payload.head import LosslessHead, read_lossless_head
 from imij_plugins.payload.quick.unit import decode_quick_unit
@@ -55,7 +56,12 @@ class QuickUnits:
 
 @dataclass
 class DataPayload:
-    """A parsed, framing-checked lossless payload; ``end`` is where its last record ends."""
+    """A parsed, framing-checked lossless payload; ``end`` is where its last record ends.
+
+    A partial read may hold fewer ``units`` than the geometry names (``walk_error`` says why the
+    walk stopped) and fills ``missing`` (walked units under a bad cSUM piece) and ``errors``
+    (rules the payload breaks outside any one unit, e.g. its unit table).
+    """
 
     buf: bytes | bytearray | memoryview
     header: Header
@@ -63,6 +69,9 @@ class DataPayload:
     units: list[Unit]
     end: int
     decoder: UnitDecoder
+    walk_error: ImijError | None = None
+    missing: dict[int, ImijError] = field(default_factory=dict)
+    errors: list[ImijError] = field(default_factory=list)
 
     def decode_into(
         self,
@@ -71,31 +80,51 @@ class DataPayload:
         threads: int | None = None,
         origin: tuple[int, int] = (0, 0),
         reference: np.ndarray | None = None,
+        failures: dict[int, ImijError] | None = None,
     ) -> None:
         """Decode units ``indices`` (default: all) into ``out``, shape (H, W, C), the header's dtype.
 
         ``out[0, 0]`` is image pixel ``origin``, so a region read decodes into a smaller box.
         ``reference`` is the previous canvas under the whole image, for inter frames (section 4).
         Units share nothing (2.3, 2.13), so they decode on a thread pool; the C kernels release
-        the GIL.
+        the GIL. With ``failures`` (a partial read, ``out`` zeroed by the caller), units the walk
+        did not reach are skipped, and a walked unit that does not decode is zeroed and recorded
+        there by index instead of raising.
         """
-        todo = list(range(len(self.units))) if indices is None else indices
+        reached = len(self.units)
+        todo = range(reached) if indices is None else [i for i in indices if i < reached]
         workers = min(len(todo), threads if threads is not None else (os.cpu_count() or 1))
         if workers <= 1:
             for i in todo:
-                self._decode_unit(i, out, origin, reference)
+                self._decode_unit(i, out, origin, reference, failures)
             return
         with ThreadPoolExecutor(workers) as pool:
-            for _ in pool.map(lambda i: self._decode_unit(i, out, origin, reference), todo):
+            for _ in pool.map(lambda i: self._decode_unit(i, out, origin, reference, failures), todo):
                 pass
 
-    def _decode_unit(self, index: int, out: np.ndarray, origin: tuple[int, int], reference: np.ndarray | None) -> None:
+    def _decode_unit(
+        self,
+        index: int,
+        out: np.ndarray,
+        origin: tuple[int, int],
+        reference: np.ndarray | None,
+        failures: dict[int, ImijError] | None,
+    ) -> None:
+        """Decode unit ``index`` into its rectangle of ``out`` (zeros and a record when it fails, partial)."""
         x, y, w, h = self.head.geometry.unit_rect(index)
-        unit = self.units[index]
-        body = memoryview(self.buf)[unit.body_start : unit.end]
-        ref = None if reference is None else reference[y : y + h, x : x + w]
-        pixels = self.decoder.decode_unit(body, w, h, ref)
-        out[y - origin[1] : y - origin[1] + h, x - origin[0] : x - origin[0] + w] = pixels
+        target = out[y - origin[1] : y - origin[1] + h, x - origin[0] : x - origin[0] + w]
+        try:
+            if index in self.missing:
+                raise self.missing[index]
+            unit = self.units[index]
+            body = memoryview(self.buf)[unit.body_start : unit.end]
+            ref = None if reference is None else reference[y : y + h, x : x + w]
+            target[...] = self.decoder.decode_unit(body, w, h, ref)
+        except (Corrupt, Unsupported) as exc:
+            if failures is None:
+                raise
+            target[...] = 0  # 2.3: units share nothing, so the others still decode
+            failures[index] = exc
 
 
 def read_data(
@@ -106,11 +135,16 @@ def read_data(
     *,
     bounded: bool = True,
     trailing_index: memoryview | None = None,
+    partial: bool = False,
+    bad_ranges: Sequence[tuple[int, int]] = (),
 ) -> DataPayload:
     """Parse DATA's payload at ``[start, end)`` and check its unit records and unit table (2, 2.7).
 
     For an open DATA (``bounded=False``) ``end`` is the file's end and the payload ends with its
     last unit record. ``trailing_index`` is the payload of a found uIDX chunk (2.7), if any.
+    ``partial`` (the head must still parse): the walk stops at a record that breaks the rules
+    (``walk_error``), units under a ``bad_ranges`` byte range (mismatching cSUM pieces) go to
+    ``missing``, and other rule breaks to ``errors``, instead of raising.
     """
     if header.coding != 0:
         raise Unsupported("lossy payloads are not implemented")
@@ -120,16 +154,46 @@ def read_data(
         decoder = QuickUnits(header.channel_count, np.dtype(header.sample_type.dtype), head.bit_smart)
     else:  # maps, models and head records are checked once, before any unit decodes
         decoder = prepare(header, head)
-    units = walk_units(buf, head, end)
-    payload_end = units[-1].end if units else head.end
+    walk_errors: list[ImijError] | None = [] if partial else None
+    units = walk_units(buf, head, end, errors=walk_errors)
+    payload = DataPayload(buf, header, head, units, units[-1].end if units else head.end, decoder)
+    if not walk_errors:
+        try:
+            _check_records(payload, start, end, bounded, trailing_index)
+        except Corrupt as exc:
+            if not partial:
+                raise
+            payload.errors.append(exc)
+    if walk_errors:
+        payload.walk_error = walk_errors[0]
+    if partial:
+        _mark_missing(payload, start, bad_ranges)
+    return payload
+
+
+def _check_records(
+    payload: DataPayload, start: int, end: int, bounded: bool, trailing_index: memoryview | None
+) -> None:
+    """2.7: the records fill a bounded payload, and the unit table in use matches them."""
+    head, units = payload.head, payload.units
     if bounded:
         check_payload_end(units, head, end)
     spans, state = head_spans(head)
     if spans is not None:
-        check_spans(spans, units, head, payload_end)
+        check_spans(spans, units, head, payload.end)
     elif state == RESERVE_CHECK_TAIL and trailing_index is not None:
-        _check_trailing_index(trailing_index, units, head, payload_end - start)
-    return DataPayload(buf, header, head, units, payload_end, decoder)
+        _check_trailing_index(trailing_index, units, head, payload.end - start)
+
+
+def _mark_missing(payload: DataPayload, start: int, bad_ranges: Sequence[tuple[int, int]]) -> None:
+    """A partial read's walked units under a mismatching cSUM piece (1.4): none of them is trusted."""
+    mismatch = Corrupt("file checksum mismatch")
+    for lo, hi in bad_ranges:
+        if lo < payload.head.end and hi > start:
+            payload.errors.append(mismatch)  # the head's bytes: every unit is suspect, none known bad
+        for index, unit in enumerate(payload.units):
+            if lo < unit.end and hi > unit.span_start:
+                payload.missing[index] = mismatch
 
 
 def _check_trailing_index(index: memoryview, units: list[Unit], head: LosslessHead, data_len: int) -> None:
@@ -142,10 +206,17 @@ def _check_trailing_index(index: memoryview, units: list[Unit], head: LosslessHe
     check_spans(spans, units, head, None)
 
 
-def measure_open_data(header: Header):
-    """A chunk measurer (container.chunks.MeasureOpen) that finds where an open DATA ends."""
+def measure_open_data(header: Header, partial: bool = False) -> MeasureOpen:
+    """A chunk measurer that finds where an open DATA ends (1.1); in a partial read, an open
+    DATA whose head or records break off runs to the file's end."""
 
     def measure(tag: bytes, buf: bytes | bytearray | memoryview, start: int, end: int) -> int:
-        return read_data(buf, header, start, end, bounded=False).end
+        if not partial:
+            return read_data(buf, header, start, end, bounded=False).end
+        try:
+            payload = read_data(buf, header, start, end, bounded=False, partial=True)
+        except Corrupt:
+            return end
+        return end if payload.walk_error is not None else payload.end
 
     return measure

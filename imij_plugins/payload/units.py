@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from imij_plugins.errors import Corrupt, Unsupported
+from imij_plugins.errors import Corrupt, ImijError, Unsupported
 from imij_plugins.payload.head import REC_UNIT_RESERVE, REC_UNIT_TABLE, LosslessHead
 from imij_plugins.wire.cursor import Cursor
 from imij_plugins.wire.varint import read_varint
@@ -29,17 +29,36 @@ class Unit:
         return self.end - self.span_start
 
 
-def walk_units(buf: bytes | bytearray | memoryview, head: LosslessHead, end: int, *, main_id: int = UNIT_STRIPE) -> list[Unit]:
+def walk_units(
+    buf: bytes | bytearray | memoryview,
+    head: LosslessHead,
+    end: int,
+    *,
+    main_id: int = UNIT_STRIPE,
+    errors: list[ImijError] | None = None,
+) -> list[Unit]:
     """Walk the head's unit records from ``head.end``; return them and check they fill ``[.., end)``.
 
     ``end`` is the payload's end for a bounded DATA; for an open one, pass the file's end and
-    read the returned last unit's ``end``.
+    read the returned last unit's ``end``. With ``errors`` (a partial read) the walk stops at the
+    first record that breaks a rule, appends why, and returns the records before it.
     """
     count = head.geometry.unit_count
-    if count > end - head.end:  # 2.7: every unit takes at least one byte
+    if errors is None and count > end - head.end:  # 2.7: every unit takes at least one byte
         raise Corrupt("stripe count exceeds data")
     cur = Cursor(buf, head.end, end, "unit records")
     units: list[Unit] = []
+    try:
+        _walk(cur, head, count, main_id, units)
+    except (Corrupt, Unsupported) as exc:
+        if errors is None:
+            raise
+        errors.append(exc)
+    return units
+
+
+def _walk(cur: Cursor, head: LosslessHead, count: int, main_id: int, units: list[Unit]) -> None:
+    """Append the ``count`` main records at ``cur`` to ``units``, raising at the first that breaks 2.7."""
     for index in range(count):
         span_start = cur.pos
         rid = cur.varint("unit record id")
@@ -57,7 +76,6 @@ def walk_units(buf: bytes | bytearray | memoryview, head: LosslessHead, end: int
             if ordinal != index:
                 raise Corrupt(f"unit record ordinal {ordinal} on record {index}")
         units.append(Unit(span_start, body.pos, body.end))
-    return units
 
 
 def check_payload_end(units: list[Unit], head: LosslessHead, end: int) -> None:

@@ -12,6 +12,11 @@ Reading
     ``load()`` decodes the current frame or page. ``im.imij`` is the core ``ImijFile``: the exact
     samples of any frame are ``im.imij.read(im.tell())``, whatever the Pillow mode.
 
+    A truncated or damaged file opens when its header is whole (the core's ``partial=True``).
+    ``load()`` then raises ``imij_plugins.Corrupt``, or with ``ImageFile.LOAD_TRUNCATED_IMAGES``
+    returns the units that decoded and black (0) elsewhere; ``im.imij.failures(im.tell())`` lists
+    what was lost.
+
     ``info`` keys: ``icc_profile``, ``exif`` (with the ``Exif\\0\\0`` prefix, as PNG), ``xmp``
     (bytes); ``cicp`` (the effective (primaries, transfer, matrix, full_range) tuple);
     ``mastering_display``, ``content_light_level``, ``diffuse_white`` (the core's typed records,
@@ -53,7 +58,7 @@ from PIL import ExifTags, Image, ImageFile
 from imij_plugins import api
 from imij_plugins.container.file import is_imi
 from imij_plugins.container.header import default_cicp
-from imij_plugins.errors import Corrupt, ImijError, Unsupported
+from imij_plugins.errors import ImijError, Unsupported
 from imij_plugins.pillow import modes
 from imij_plugins.registry.samples import LAYOUTS
 
@@ -106,8 +111,8 @@ class ImiImageFile(ImageFile.ImageFile):
         if path is None:
             self.fp.seek(0)
         data = path if path is not None else self.fp.read()
-        try:
-            self.imij = api.open(data, verify=VERIFY_CHECKSUMS, threads=DECODE_THREADS)
+        try:  # partial: only a broken header fails here; damage after it surfaces in load()
+            self.imij = api.open(data, verify=VERIFY_CHECKSUMS, threads=DECODE_THREADS, partial=True)
         except ImijError as e:
             # SyntaxError makes Image.open report UnidentifiedImageError (Image.py _open_core)
             msg = f"not a readable IMI file: {e}"
@@ -230,18 +235,16 @@ class ImiImageFile(ImageFile.ImageFile):
             image = self._preview or self._image
             if self._entry is None:
                 raise Unsupported(modes.unsupported_message(image.layout, image.dtype))
-            try:
-                if self._preview is not None:
-                    samples = self._preview.read(threads=DECODE_THREADS)
-                else:
-                    samples = self.imij.read(self._frame, threads=DECODE_THREADS)
-            except Corrupt:
-                if not ImageFile.LOAD_TRUNCATED_IMAGES:
-                    raise
-                samples = None  # like Pillow's decoders: keep what decoded (nothing, here)
+            if self._preview is not None:
+                samples = self._preview.read(threads=DECODE_THREADS)
+                failures = self._preview.failures()
+            else:  # the core zeroes the units that did not decode and lists them (partial=True)
+                samples = self.imij.read(self._frame, threads=DECODE_THREADS)
+                failures = self.imij.failures(self._frame)
+            if failures and not ImageFile.LOAD_TRUNCATED_IMAGES:
+                raise failures[0].error
             self.im = Image.core.new(self.mode, self.size)
-            if samples is not None:
-                self.frombytes(_to_pillow(samples, self._entry), "raw", self._entry.rawmode)
+            self.frombytes(_to_pillow(samples, self._entry), "raw", self._entry.rawmode)
             self.readonly = 0
             self._loaded_frame = self._frame
             if self.n_frames == 1:

@@ -237,18 +237,28 @@ def test_an_unsupported_file_is_unidentified_and_says_why(monkeypatch):
             Image.open(io.BytesIO(bytes(data)), formats=["IMI"])
 
 
-def test_a_truncated_file_is_unidentified():
+def test_a_file_cut_inside_its_header_is_unidentified():
     data = save_bytes(sample_image("RGB"))
-    for cut in (0, 7, 8, 12, len(data) - 1):
+    for cut in (0, 7, 8, 12):
         with pytest.raises(UnidentifiedImageError):
             Image.open(io.BytesIO(data[:cut]))
 
 
-def test_a_checksum_mismatch_is_unidentified(options):
+def test_a_file_cut_after_its_header_opens_and_fails_at_load():
+    """Only a broken header fails Image.open; the missing pixels are Corrupt at load (as PNG's)."""
+    data = save_bytes(sample_image("RGB"))
+    with Image.open(io.BytesIO(data[:-1])) as im:
+        assert im.size == (13, 7)
+        with pytest.raises(imij_plugins.Corrupt):
+            im.load()
+
+
+def test_a_checksum_mismatch_fails_at_load(options):
     data = bytearray(save_bytes(sample_image("RGB"), checksum=True))
     data[-20] ^= 0x01
-    with pytest.raises(UnidentifiedImageError):
-        Image.open(io.BytesIO(bytes(data)))
+    with Image.open(io.BytesIO(bytes(data))) as im:
+        with pytest.raises(imij_plugins.Corrupt, match="checksum"):
+            im.load()
 
 
 def test_a_decode_failure_is_a_typed_error_at_load():
@@ -258,7 +268,7 @@ def test_a_decode_failure_is_a_typed_error_at_load():
 
 
 def test_load_truncated_images_gives_what_decoded(monkeypatch):
-    """Like Pillow's own decoders, the flag turns a broken data stream into a (here blank) image."""
+    """Like Pillow's own decoders, the flag turns a broken data stream into what decoded."""
     monkeypatch.setattr(ImageFile, "LOAD_TRUNCATED_IMAGES", True)
     with Image.open(io.BytesIO(_decode_failure())) as im:
         im.load()
