@@ -223,8 +223,10 @@ class ImiPlugin(PluginV3):
             Add a file checksum (cSUM) that readers verify.
         icc_profile, exif, xmp : bytes, optional
             Metadata payloads stored as they are.
-        science : optional
-            Science records. Not available yet: anything but None raises.
+        science : dict, optional
+            Science records (1.5) as keyword arguments of
+            ``imij_plugins.container.metadata.science_chunks``: ``calibration``, ``axes``,
+            ``coordinates``, ``categories``, ``structured``.
         layout : str or int, optional
             Channel layout (``"Gray"``, ``"GrayAlpha"``, ``"RGB"``, ``"RGBA"``, ``"CMYK"``,
             ``"Oklab"``, ``"OklabAlpha"``); by default from the channel count (1-4 ->

@@ -195,3 +195,23 @@ def test_animation_frames_must_agree(registered, tmp_path):
 def test_a_4d_array_needs_is_batch(registered, tmp_path):
     with pytest.raises(ValueError, match="is_batch=True"):
         iio.imwrite(tmp_path / "x.imi", np.zeros((2, 3, 3, 3), np.uint8))
+
+
+@pytest.mark.parametrize("dtype", ["u1", "u2", "i2", "i4"])
+def test_near_lossless_write_stays_within_max_error(registered, tmp_path, dtype):
+    image = random_image(np.dtype(dtype), (24, 40, 3), seed=3)
+    path = tmp_path / "near.imi"
+    iio.imwrite(path, image, max_error=4)
+    back = iio.imread(path)
+    assert back.dtype == image.dtype and back.shape == image.shape
+    assert np.abs(back.astype(np.int64) - image.astype(np.int64)).max() <= 4
+    # 2.6: bounds exist for u8, u16, u32 and i32 only; other samples are written exactly
+    assert ("near_lossless" in iio.immeta(path)["features"]) == (dtype != "i2")
+    assert dtype != "i2" or np.array_equal(back, image)
+
+
+def test_codec_choice(registered, tmp_path):
+    image = random_image(np.dtype("u1"), (16, 16, 3))
+    iio.imwrite(tmp_path / "q.imi", image, codec="quick")
+    assert "quick_pixels" in iio.immeta(tmp_path / "q.imi")["features"]
+    assert np.array_equal(iio.imread(tmp_path / "q.imi"), image)
