@@ -214,8 +214,9 @@ class ImiPlugin(PluginV3):
         effort : int
             Encoder effort, as in :func:`imij_plugins.encode`.
         max_error : number
-            Near-lossless coding: each integer sample may differ from the source by up to
-            ``max_error`` (0, the default, is lossless). Float samples stay exact.
+            Near-lossless coding: each sample may differ from the source by up to
+            ``max_error`` (0, the default, is lossless). Bounds exist for u8, u16, u32 and
+            i32 samples (spec 2.6); other sample types are written exactly.
         codec : str
             ``"entropy"`` (small files, the default) or ``"quick"`` (quick-pixel units:
             larger files that decode several times faster).
