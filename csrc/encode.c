@@ -99,6 +99,24 @@ static inline nbrs nb_of(const uint32_t *row, const uint32_t *prev, uint32_t c, 
     return q;
 }
 
+/* Is predictor p searched on row r? Row 0: 0, or 7 in inter frames; 7..9 only with a reference (2.4, 4). */
+static inline int pred_tried(uint32_t p, uint32_t r, uint32_t pred_mask, int inter)
+{
+    if (p >= 7 && !inter)
+        return 0;
+    if (r == 0)
+        return p == 0 || (p == 7 && (pred_mask >> 7 & 1));
+    return (int)(pred_mask >> p & 1);
+}
+
+/* Section 4's inter predictors 7..9 from R, RW, RN (edge rules applied by the caller). */
+static inline uint32_t pred_ref(uint32_t p, uint32_t w, uint32_t n, uint32_t r, uint32_t rw, uint32_t rn, uint32_t mask)
+{
+    if (p == 7)
+        return r;
+    return ((p == 8 ? w : n) + r - (p == 8 ? rw : rn)) & mask;
+}
+
 
 /* ---- the search's fast path: every slot 1..16 bits deep, int32 chunks the compiler vectorizes ---- */
 
@@ -233,17 +251,33 @@ static void gather(const uint32_t *row, const uint32_t *prev, uint32_t c_first, 
     }
 }
 
+/* predictors 7..9 over a chunk: g holds W and N, gr the reference's R, RW and RN (row 0: R only) */
+static inline void pred_chunk_ref(uint32_t p, const chunk_nb *g, const chunk_nb *gr, int32_t mask, int32_t *pr, int count)
+{
+    int i;
+    if (p == 7)
+        for (i = 0; i < count; i++)
+            pr[i] = gr->x[i];
+    else if (p == 8)
+        for (i = 0; i < count; i++)
+            pr[i] = (g->w[i] + gr->x[i] - gr->w[i]) & mask;
+    else
+        for (i = 0; i < count; i++)
+            pr[i] = (g->n[i] + gr->x[i] - gr->n[i]) & mask;
+}
+
 IMIJ_CLONES
-static void costs_fast(const uint32_t *planes, uint32_t nslots, uint32_t width, uint32_t height, uint32_t lanes,
-                       const uint32_t *depths, uint32_t decor, uint32_t pred_mask, uint32_t mode_mask, uint32_t row_step,
-                       uint32_t col_step, int64_t *costs)
+static void costs_fast(const uint32_t *planes, const uint32_t *refs, uint32_t nslots, uint32_t width, uint32_t height,
+                       uint32_t lanes, const uint32_t *depths, uint32_t decor, uint32_t pred_mask, uint32_t mode_mask,
+                       uint32_t row_step, uint32_t col_step, int64_t *costs)
 {
     size_t plane = (size_t)width * height;
     uint32_t lw = (width + lanes - 1) / lanes;
     uint32_t nc = decor ? 3 : 0;
     static const int32_t zero_pad[1] = {0};
     (void)zero_pad;
-    chunk_nb g[8];
+    int inter = refs != NULL;
+    chunk_nb g[8], gr[8]; /* gr: the reference's R (x), RW (w), RN (n) */
     int32_t d[8][CHUNK], t[CHUNK];
     uint32_t sh[8];
     int32_t mk[8];
@@ -253,29 +287,36 @@ static void costs_fast(const uint32_t *planes, uint32_t nslots, uint32_t width, 
     }
     uint32_t shc = sh[0];
     for (uint32_t r = 0; r < height; r += row_step) {
-        int64_t acc[4][7];
+        int64_t acc[4][IMIJ_ENC_PREDICTORS];
         memset(acc, 0, sizeof acc);
         for (uint32_t c_first = 0; c_first < width; c_first += (uint32_t)CHUNK * col_step) {
             uint32_t rest = (width - c_first + col_step - 1) / col_step;
             int count = rest < CHUNK ? (int)rest : CHUNK;
             for (uint32_t s = 0; s < nslots; s++) {
                 const uint32_t *row = planes + s * plane + (size_t)r * width;
-                if (r)
+                const uint32_t *rrow = inter ? refs + s * plane + (size_t)r * width : NULL;
+                if (r) {
                     gather(row, row - width, c_first, col_step, count, lw, width, &g[s]);
-                else
+                    if (inter) /* RW and RN follow W's and N's edge rules (4) */
+                        gather(rrow, rrow - width, c_first, col_step, count, lw, width, &gr[s]);
+                } else
                     for (int i = 0; i < count; i++) { /* row 0: W with W = 0 at a lane's first column */
                         uint32_t c = c_first + (uint32_t)i * col_step;
                         g[s].x[i] = (int32_t)row[c];
                         g[s].w[i] = c % lw ? (int32_t)row[c - 1] : 0;
+                        if (inter)
+                            gr[s].x[i] = (int32_t)rrow[c];
                     }
             }
-            for (uint32_t p = 0; p < 7; p++) {
-                if (r == 0 ? p != 0 : !(pred_mask >> p & 1))
+            for (uint32_t p = 0; p < IMIJ_ENC_PREDICTORS; p++) {
+                if (!pred_tried(p, r, pred_mask, inter))
                     continue;
                 int64_t common = 0;
                 for (uint32_t s = 0; s < nslots; s++) {
                     int32_t *ds = d[s];
-                    if (r)
+                    if (p >= 7)
+                        pred_chunk_ref(p, &g[s], &gr[s], mk[s], t, count);
+                    else if (r)
                         pred_chunk(p, g[s].w, g[s].n, g[s].nw, g[s].ne, mk[s], t, count);
                     else
                         memcpy(t, g[s].w, (size_t)count * sizeof(int32_t));
@@ -315,23 +356,28 @@ static void costs_fast(const uint32_t *planes, uint32_t nslots, uint32_t width, 
         for (uint32_t mode = 0; mode < 4; mode++) {
             if (!(mode_mask >> mode & 1))
                 continue;
-            for (uint32_t p = 0; p < 7; p++)
-                if (r == 0 ? p == 0 : (pred_mask >> p & 1))
-                    costs[((size_t)mode * height + r) * 7 + p] = acc[mode][p];
+            for (uint32_t p = 0; p < IMIJ_ENC_PREDICTORS; p++)
+                if (pred_tried(p, r, pred_mask, inter))
+                    costs[((size_t)mode * height + r) * IMIJ_ENC_PREDICTORS + p] = acc[mode][p];
         }
     }
 }
 
-static int costs_generic(const uint32_t *planes, uint32_t nslots, uint32_t width, uint32_t height, uint32_t lanes,
-                   const uint32_t *depths, uint32_t decor, uint32_t pred_mask, uint32_t mode_mask, uint32_t row_step,
-                   uint32_t col_step, int64_t *costs)
+/* R, RW, RN of (r, c) in a reference plane, with W's and N's edge rules (4) */
+static inline void ref_of(const uint32_t *ref, uint32_t width, uint32_t r, uint32_t c, int first, uint32_t *rr,
+                          uint32_t *rw, uint32_t *rn)
 {
-    if (!width || !height || lanes < 1 || lanes > 16 || nslots < 1 || nslots > 8 || !row_step || !col_step)
-        return -1;
-    if (decor && (nslots < 3 || depths[0] != depths[1] || depths[0] != depths[2]))
-        return -1;
-    if (!decor)
-        mode_mask &= 1u;
+    const uint32_t *row = ref + (size_t)r * width;
+    *rr = row[c];
+    *rn = r ? (row - width)[c] : *rr;
+    *rw = first ? *rn : row[c - 1];
+}
+
+static void costs_generic(const uint32_t *planes, const uint32_t *refs, uint32_t nslots, uint32_t width, uint32_t height,
+                          uint32_t lanes, const uint32_t *depths, uint32_t decor, uint32_t pred_mask, uint32_t mode_mask,
+                          uint32_t row_step, uint32_t col_step, int64_t *costs)
+{
+    int inter = refs != NULL;
     size_t plane = (size_t)width * height;
     uint32_t lw = (width + lanes - 1) / lanes;
     uint32_t masks[8];
@@ -339,8 +385,8 @@ static int costs_generic(const uint32_t *planes, uint32_t nslots, uint32_t width
         masks[s] = mask_of(depths[s]);
     uint32_t nc = decor ? 3 : 0; /* slots handled as the colour triple */
     for (uint32_t r = 0; r < height; r += row_step) {
-        for (uint32_t p = 0; p < 7; p++) {
-            if (r == 0 ? p != 0 : !(pred_mask >> p & 1))
+        for (uint32_t p = 0; p < IMIJ_ENC_PREDICTORS; p++) {
+            if (!pred_tried(p, r, pred_mask, inter))
                 continue;
             /* per mode cost: G + other slots common; R, B per mode */
             uint64_t common = 0, cr0 = 0, cb0 = 0, crg = 0, cbg = 0, cbr = 0, cba = 0;
@@ -352,7 +398,13 @@ static int costs_generic(const uint32_t *planes, uint32_t nslots, uint32_t width
                 for (uint32_t s = 0; s < nslots; s++) {
                     const uint32_t *row = planes + s * plane + (size_t)r * width;
                     uint32_t pr;
-                    if (r == 0)
+                    if (p >= 7) {
+                        const uint32_t *ref = refs + s * plane;
+                        uint32_t rr, rw, rn;
+                        ref_of(ref, width, r, c, first, &rr, &rw, &rn);
+                        uint32_t pn = r ? (row - width)[c] : 0;
+                        pr = pred_ref(p, first ? pn : row[c - 1], pn, rr, rw, rn, masks[s]);
+                    } else if (r == 0)
                         pr = first ? 0 : row[c - 1];
                     else {
                         nbrs q = nb_of(row, row - width, c, first, last);
@@ -384,15 +436,14 @@ static int costs_generic(const uint32_t *planes, uint32_t nslots, uint32_t width
             uint64_t per[4] = {common + cr0 + cb0, common + crg + cbg, common + crg + cbr, common + crg + cba};
             for (uint32_t mode = 0; mode < 4; mode++)
                 if (mode_mask >> mode & 1)
-                    costs[((size_t)mode * height + r) * 7 + p] = (int64_t)per[mode];
+                    costs[((size_t)mode * height + r) * IMIJ_ENC_PREDICTORS + p] = (int64_t)per[mode];
         }
     }
-    return 0;
 }
 
-int imij_enc_costs(const uint32_t *planes, uint32_t nslots, uint32_t width, uint32_t height, uint32_t lanes,
-                   const uint32_t *depths, uint32_t decor, uint32_t pred_mask, uint32_t mode_mask, uint32_t row_step,
-                   uint32_t col_step, int64_t *costs)
+int imij_enc_costs(const uint32_t *planes, const uint32_t *refs, uint32_t nslots, uint32_t width, uint32_t height,
+                   uint32_t lanes, const uint32_t *depths, uint32_t decor, uint32_t pred_mask, uint32_t mode_mask,
+                   uint32_t row_step, uint32_t col_step, int64_t *costs)
 {
     if (!width || !height || lanes < 1 || lanes > 16 || nslots < 1 || nslots > 8 || !row_step || !col_step)
         return -1;
@@ -404,32 +455,39 @@ int imij_enc_costs(const uint32_t *planes, uint32_t nslots, uint32_t width, uint
     for (uint32_t s = 0; s < nslots; s++)
         if (depths[s] < 1 || depths[s] > 16)
             fast = 0;
-    if (!fast)
-        return costs_generic(planes, nslots, width, height, lanes, depths, decor, pred_mask, mode_mask, row_step,
-                             col_step, costs);
-    costs_fast(planes, nslots, width, height, lanes, depths, decor, pred_mask, mode_mask, row_step, col_step, costs);
+    if (fast)
+        costs_fast(planes, refs, nslots, width, height, lanes, depths, decor, pred_mask, mode_mask, row_step, col_step,
+                   costs);
+    else
+        costs_generic(planes, refs, nslots, width, height, lanes, depths, decor, pred_mask, mode_mask, row_step,
+                      col_step, costs);
     return 0;
 }
 
-static int residuals_generic(const uint32_t *planes, uint32_t nslots, uint32_t width, uint32_t height, uint32_t lanes,
-                       const uint32_t *depths, const uint8_t *preds, uint32_t mode, uint32_t *u)
+static void residuals_generic(const uint32_t *planes, const uint32_t *refs, uint32_t nslots, uint32_t width,
+                              uint32_t height, uint32_t lanes, const uint32_t *depths, const uint8_t *preds, uint32_t mode,
+                              uint32_t *u)
 {
-    if (!width || !height || lanes < 1 || lanes > 16 || nslots < 1 || nslots > 8 || mode > 3)
-        return -1;
-    if (mode && (nslots < 3 || depths[0] != depths[1] || depths[0] != depths[2]))
-        return -1;
     size_t plane = (size_t)width * height;
     uint32_t lw = (width + lanes - 1) / lanes;
     for (uint32_t r = 0; r < height; r++) {
         uint32_t p = preds[r];
-        if (p > 6 || (r == 0 && p != 0))
-            return -1;
         for (uint32_t s = 0; s < nslots; s++) {
             const uint32_t *row = planes + s * plane + (size_t)r * width;
             uint32_t *out = u + s * plane + (size_t)r * width;
             uint32_t mask = mask_of(depths[s]);
             for (uint32_t l = 0, c0 = 0; c0 < width; l++, c0 += lw) {
                 uint32_t lane_w = c0 + lw <= width ? lw : width - c0;
+                if (p >= 7) {
+                    const uint32_t *ref = refs + s * plane;
+                    for (uint32_t x = 0; x < lane_w; x++) {
+                        uint32_t c = c0 + x, rr, rw, rn;
+                        ref_of(ref, width, r, c, x == 0, &rr, &rw, &rn);
+                        uint32_t pn = r ? (row - width)[c] : 0;
+                        out[c] = (row[c] - pred_ref(p, x ? row[c - 1] : pn, pn, rr, rw, rn, mask)) & mask;
+                    }
+                    continue;
+                }
                 if (r == 0) {
                     out[c0] = row[c0] & mask;
                     for (uint32_t x = 1; x < lane_w; x++)
@@ -457,16 +515,16 @@ static int residuals_generic(const uint32_t *planes, uint32_t nslots, uint32_t w
         for (size_t i = 0; i < plane; i++)
             o[i] = zz(o[i], n);
     }
-    return 0;
 }
 
 IMIJ_CLONES
-static void residuals_fast(const uint32_t *planes, uint32_t nslots, uint32_t width, uint32_t height, uint32_t lanes,
-                           const uint32_t *depths, const uint8_t *preds, uint32_t mode, uint32_t *u)
+static void residuals_fast(const uint32_t *planes, const uint32_t *refs, uint32_t nslots, uint32_t width,
+                           uint32_t height, uint32_t lanes, const uint32_t *depths, const uint8_t *preds, uint32_t mode,
+                           uint32_t *u)
 {
     size_t plane = (size_t)width * height;
     uint32_t lw = (width + lanes - 1) / lanes;
-    chunk_nb g;
+    chunk_nb g, gr;
     int32_t d[8][CHUNK], t[CHUNK];
     for (uint32_t r = 0; r < height; r++) {
         uint32_t p = preds[r];
@@ -475,7 +533,20 @@ static void residuals_fast(const uint32_t *planes, uint32_t nslots, uint32_t wid
             for (uint32_t s = 0; s < nslots; s++) {
                 const uint32_t *row = planes + s * plane + (size_t)r * width;
                 int32_t mk = (int32_t)mask_of(depths[s]);
-                if (r) {
+                if (p >= 7) {
+                    const uint32_t *rrow = refs + s * plane + (size_t)r * width;
+                    if (r) {
+                        gather(row, row - width, c_first, 1, count, lw, width, &g);
+                        gather(rrow, rrow - width, c_first, 1, count, lw, width, &gr);
+                    } else
+                        for (int i = 0; i < count; i++) {
+                            g.x[i] = (int32_t)row[c_first + (uint32_t)i];
+                            gr.x[i] = (int32_t)rrow[c_first + (uint32_t)i];
+                        }
+                    pred_chunk_ref(p, &g, &gr, mk, t, count);
+                    for (int i = 0; i < count; i++)
+                        d[s][i] = (g.x[i] - t[i]) & mk;
+                } else if (r) {
                     gather(row, row - width, c_first, 1, count, lw, width, &g);
                     pred_chunk(p, g.w, g.n, g.nw, g.ne, mk, t, count);
                     for (int i = 0; i < count; i++)
@@ -513,20 +584,24 @@ static void residuals_fast(const uint32_t *planes, uint32_t nslots, uint32_t wid
     }
 }
 
-int imij_enc_residuals(const uint32_t *planes, uint32_t nslots, uint32_t width, uint32_t height, uint32_t lanes,
-                       const uint32_t *depths, const uint8_t *preds, uint32_t mode, uint32_t *u)
+int imij_enc_residuals(const uint32_t *planes, const uint32_t *refs, uint32_t nslots, uint32_t width, uint32_t height,
+                       uint32_t lanes, const uint32_t *depths, const uint8_t *preds, uint32_t mode, uint32_t *u)
 {
     if (!width || !height || lanes < 1 || lanes > 16 || nslots < 1 || nslots > 8 || mode > 3)
         return -1;
     if (mode && (nslots < 3 || depths[0] != depths[1] || depths[0] != depths[2]))
         return -1;
-    for (uint32_t r = 0; r < height; r++)
-        if (preds[r] > 6 || (r == 0 && preds[r] != 0))
+    for (uint32_t r = 0; r < height; r++) /* 2.4 / 4: 0..6, 7..9 with a reference; row 0: 0 or 7 */
+        if (preds[r] > (refs ? 9 : 6) || (r == 0 && preds[r] != 0 && preds[r] != 7))
             return -1;
+    int fast = 1;
     for (uint32_t s = 0; s < nslots; s++)
         if (depths[s] < 1 || depths[s] > 16)
-            return residuals_generic(planes, nslots, width, height, lanes, depths, preds, mode, u);
-    residuals_fast(planes, nslots, width, height, lanes, depths, preds, mode, u);
+            fast = 0;
+    if (fast)
+        residuals_fast(planes, refs, nslots, width, height, lanes, depths, preds, mode, u);
+    else
+        residuals_generic(planes, refs, nslots, width, height, lanes, depths, preds, mode, u);
     return 0;
 }
 

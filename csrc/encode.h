@@ -17,23 +17,27 @@
 
 /* Bucket of a residual u (or of a run's len - 1) in the statistics: u itself below 256, else
  * 256 + (msb - 8) * 16 + the 4 bits below the leading one (msb = bit_length(u) - 1). */
-enum { IMIJ_ENC_BUCKETS = 640, IMIJ_ENC_CLASSES = 16, IMIJ_ENC_UNTRIED = -1 };
+enum { IMIJ_ENC_BUCKETS = 640, IMIJ_ENC_CLASSES = 16, IMIJ_ENC_UNTRIED = -1, IMIJ_ENC_PREDICTORS = 10 };
 
 /* Search costs (5): for every mode in mode_mask (bit i: decorrelation mode i; only mode 0 unless
- * decor), every row r with r % row_step == 0 and every predictor p in pred_mask (bit p, 0..6;
- * row 0 only predictor 0), costs[(mode * height + r) * 7 + p] = the sum over the columns c with
- * c % col_step == 0 and over the slots of bit_length(zigzag(sext_n(d))), d the slot's residual
- * mod 2^n after the mode's forward decorrelation (slots 1 and 2). Everything else is left as
+ * decor), every row r with r % row_step == 0 and every predictor p in pred_mask (bit p, 0..9;
+ * 7..9 only when refs != NULL; row 0 only predictor 0, or 0 and 7 with refs and bit 7),
+ * costs[(mode * height + r) * 10 + p] = the sum over the columns c with c % col_step == 0 and
+ * over the slots of bit_length(zigzag(sext_n(d))), d the slot's residual mod 2^n after the
+ * mode's forward decorrelation (slots 1 and 2). refs: NULL, or the reference R of an inter frame
+ * (section 4), nslots planes of coded values laid out like planes. Everything else is left as
  * it is (the caller fills it with a sentinel). Returns 0, or -1 for bad arguments. */
-int imij_enc_costs(const uint32_t *planes, uint32_t nslots, uint32_t width, uint32_t height,
-                   uint32_t lanes, const uint32_t *depths, uint32_t decor, uint32_t pred_mask,
-                   uint32_t mode_mask, uint32_t row_step, uint32_t col_step, int64_t *costs);
+int imij_enc_costs(const uint32_t *planes, const uint32_t *refs, uint32_t nslots, uint32_t width,
+                   uint32_t height, uint32_t lanes, const uint32_t *depths, uint32_t decor,
+                   uint32_t pred_mask, uint32_t mode_mask, uint32_t row_step, uint32_t col_step,
+                   int64_t *costs);
 
 /* The zigzag residuals u (3.1) of every slot for row predictors preds[height] and decorrelation
- * mode `mode` (section 4 run forward), into u (nslots planes). Returns 0 or -1. */
-int imij_enc_residuals(const uint32_t *planes, uint32_t nslots, uint32_t width, uint32_t height,
-                       uint32_t lanes, const uint32_t *depths, const uint8_t *preds, uint32_t mode,
-                       uint32_t *u);
+ * mode `mode` (section 4 run forward), into u (nslots planes). Predictors 7..9 (row 0: 7) need
+ * refs (as in imij_enc_costs). Returns 0 or -1. */
+int imij_enc_residuals(const uint32_t *planes, const uint32_t *refs, uint32_t nslots,
+                       uint32_t width, uint32_t height, uint32_t lanes, const uint32_t *depths,
+                       const uint8_t *preds, uint32_t mode, uint32_t *u);
 
 /* Near-lossless closed loop (2.6, 5). deltas[s] is slot s's bound (0 = exact). With
  * fixed != 0, preds[] and *mode are given; otherwise, for every mode in mode_mask, rows are

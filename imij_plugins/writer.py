@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -15,7 +16,7 @@ from imij_plugins.container import metadata as md
 from imij_plugins.container.header import Header, check_fields
 from imij_plugins.errors import Corrupt
 from imij_plugins.container.pixel_checksum import bitmap_digest, encode_bitmap_digests
-from imij_plugins.container.writer import assemble, trailing_index_payload, write_atomic
+from imij_plugins.container.writer import assemble, stream_file, trailing_index_payload, write_atomic
 from imij_plugins.payload.encode import choose_geometry, encode_quick_payload
 from imij_plugins.pixels.dtypes import as_image_array, layout_code, sample_code
 from imij_plugins.registry.features import FeatureId
@@ -50,13 +51,15 @@ def _code_image(
     max_error=0,
     unit_table="hint",
     ordinals=False,
+    reference: np.ndarray | None = None,
 ) -> _Coded:
     image = as_image_array(array)
     height, width, channels = image.shape
     sample = sample_code(image.dtype)
     channels_code = layout_code(channels, layout)
     if codec == "entropy":
-        return _code_entropy(image, channels_code, effort, max_error, stripe_rows, group_cols, threads, unit_table, ordinals)
+        return _code_entropy(image, channels_code, effort, max_error, stripe_rows, group_cols, threads, unit_table, ordinals,
+                             reference)
     if codec != "quick":
         raise ValueError(f"codec must be 'quick' or 'entropy', not {codec!r}")
     if max_error:
@@ -81,13 +84,15 @@ def _code_image(
 
 
 def _code_entropy(image: np.ndarray, channels_code: int, effort: int, max_error: float, stripe_rows, group_cols,
-                  threads, unit_table: str, ordinals: bool) -> _Coded:
-    """An entropy-coded payload (2.1-2.7, 3) from the tuned encoder (section 5)."""
+                  threads, unit_table: str, ordinals: bool, reference: np.ndarray | None = None) -> _Coded:
+    """An entropy-coded payload (2.1-2.7, 3) from the tuned encoder (section 5); ``reference``:
+    an inter frame's previous canvas under it (section 4's predictors 7-9)."""
     from imij_plugins.payload.entropy.encoder import choose_geometry as entropy_geometry, encode_tuned  # when asked for
 
     height, width = image.shape[:2]
     encoded = encode_tuned(image, effort=effort, max_error=max_error, threads=threads, layout=channels_code,
-                           stripe_rows=stripe_rows, group_cols=group_cols, unit_table=unit_table, ordinals=ordinals)
+                           stripe_rows=stripe_rows, group_cols=group_cols, unit_table=unit_table, ordinals=ordinals,
+                           reference=reference)
     header = Header(width=width, height=height, sample=sample_code(image.dtype), channels=channels_code,
                     mask=encoded.features_used)
     trailing = None
@@ -150,7 +155,7 @@ def _changed_rect(previous: np.ndarray, current: np.ndarray) -> tuple[int, int, 
     return int(cols[0]), int(rows[0]), int(cols[-1] - cols[0] + 1), int(rows[-1] - rows[0] + 1)
 
 
-def encode(
+def _prepare(
     image: np.ndarray | Sequence[np.ndarray],
     *,
     layout: str | int | None = None,
@@ -183,28 +188,8 @@ def encode(
     color_origin: md.ColorOrigin | None = None,
     item_metadata: md.ItemMetadata | None = None,
     science: Mapping[str, object] | None = None,
-) -> bytes:
-    """The bytes of an IMI file holding ``image`` losslessly.
-
-    ``image`` is one (H, W) or (H, W, C) array, or a list of them: an animation (each frame
-    cropped to what changed, durations in seconds, ``loop`` 0 = forever) or, with
-    ``kind="pages"``, pages (mixed pages when their shapes or sample types differ), or with
-    ``kind="sequence"`` sequence items (1.3 kind 4, ``presentation`` "animation" or "pages",
-    ``references[i]`` an earlier item that item i is coded against, checked by its digest).
-    ``codec="entropy"`` (the default) codes entropy-coded units (2.1-2.6, 2.10, 2.14, 3) with
-    section 5's encoder: ``effort`` 1 (fast) .. 9 (smallest), default 5; ``max_error`` B > 0
-    allows each integer sample to differ by up to B (near-lossless, 2.6). ``codec="quick"``
-    codes quick-pixel units (2.13): larger files that decode several times faster; there
-    effort 1-3 codes packets only, 4 and up also tries bit-smart planes per unit.
-    ``checksum`` adds a cSUM file checksum (1.4), ``pixel_checksum`` a pSUM digest of every
-    decoded image, frame canvas or page (1.4.1). ``unit_table`` ("hint", "none", "filled",
-    "empty", "tail") and ``ordinals`` choose how DATA's unit records are indexed (2.7).
-    Header fields: ``cicp``, ``orientation``, ``sig_bits`` (per channel), ``alpha_mode`` (2
-    opaque, 3 undefined padding declare alpha_interpretation). Metadata chunks (1.1-1.5):
-    ``mastering_display``, ``content_light_level``, ``diffuse_white`` (cd/m² or DiffuseWhite),
-    ``color_origin``, ``item_metadata`` (kVMD) and ``science`` (keyword arguments of
-    ``container.metadata.science_chunks``: calibration, axes, coordinates, categories, structured).
-    """
+) -> "_Layout":
+    """The parts of the file ``encode`` describes (its options), before they are joined or streamed."""
     opts = dict(layout=layout, effort=effort, stripe_rows=stripe_rows, group_cols=group_cols, threads=threads)
     frames = [image] if isinstance(image, np.ndarray) else list(image)
     if not frames:
@@ -235,27 +220,71 @@ def encode(
         header, anim, frame_chunks = _frames(first, frames, durations, loop, kind, opts, presentation, references)
         before.insert(0, (b"aNIM", anim))
         after = frame_chunks + after
+    trailer = []
     if first.trailing_index is not None:  # 2.7: the trailing unit index is the file's last chunk
-        after.append((b"uIDX", trailing_index_payload(first.trailing_index)))
-
-    def framed(extra: list[tuple[bytes, bytes]]) -> bytes:
-        return assemble(
-            header,
-            first.payload,
-            first.head_len,
-            before=before + extra,
-            after=after,
-            locator=unit_table in ("hint", "filled", "tail") and first.units >= 2,  # 1.0: with a hint or reservation
-            checksum=checksum,
-        )
-
+        trailer.append((b"uIDX", trailing_index_payload(first.trailing_index)))
+    locator = unit_table in ("hint", "filled", "tail") and first.units >= 2  # 1.0: with a hint or reservation
+    out = _Layout(header, first, before, after, trailer, locator, checksum)
     if not pixel_checksum:
-        return framed([])
+        return out
     if max_error:  # 1.4.1: the digest is of the decoded raster, which near-lossless changes
-        digests = [_decoded_digest(out, i) for i, out in enumerate(_decoded(framed([])))]
+        digests = [_decoded_digest(d, i) for i, d in enumerate(_decoded(out.to_bytes()))]
     else:  # lossless: the source is the output
         digests = [_digest(f, i, layout) for i, f in enumerate(frames)]
-    return framed([(b"pSUM", encode_bitmap_digests(digests))])
+    return replace(out, before=before + [(b"pSUM", encode_bitmap_digests(digests))])
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """A whole file's parts (header, DATA, the chunks around it), joined or streamed (1, 1.4)."""
+
+    header: Header
+    first: _Coded
+    before: list[tuple[bytes, bytes]]
+    after: list[tuple[bytes, bytes]]
+    trailer: list[tuple[bytes, bytes]]  # the trailing uIDX (2.7), always last
+    locator: bool
+    checksum: bool
+
+    def to_bytes(self) -> bytes:
+        """The file in memory: a cSUM table goes just before DATA (1.4)."""
+        return assemble(self.header, self.first.payload, self.first.head_len, before=self.before,
+                        after=self.after + self.trailer, locator=self.locator, checksum=self.checksum)
+
+    def stream(self, out: BinaryIO) -> int:
+        """The file written chunk by chunk to ``out`` (need not seek): a cSUM table goes last,
+        before a trailing uIDX (1.4); returns the bytes written."""
+        return stream_file(out, self.header, self.first.payload, self.first.head_len, before=self.before,
+                           after=self.after, trailer=self.trailer, locator=self.locator, checksum=self.checksum)
+
+
+def encode(image: np.ndarray | Sequence[np.ndarray], **options: object) -> bytes:
+    """The bytes of an IMI file holding ``image`` losslessly.
+
+    ``image`` is one (H, W) or (H, W, C) array, or a list of them: an animation (each frame
+    cropped to what changed and coded against the previous canvas where section 4's inter
+    predictors 7-9 are smaller; durations in seconds, ``loop`` 0 = forever) or, with
+    ``kind="pages"``, pages (mixed pages when their shapes or sample types differ), or with
+    ``kind="sequence"`` sequence items (1.3 kind 4, ``presentation`` "animation" or "pages",
+    ``references[i]`` an earlier item that item i is coded against, checked by its digest).
+    ``codec="entropy"`` (the default) codes entropy-coded units (2.1-2.6, 2.10, 2.14, 3) with
+    section 5's encoder: ``effort`` 1 (fast) .. 9 (smallest), default 5; ``max_error`` B > 0
+    allows each integer sample to differ by up to B (near-lossless, 2.6). ``codec="quick"``
+    codes quick-pixel units (2.13): larger files that decode several times faster; there
+    effort 1-3 codes packets only, 4 and up also tries bit-smart planes per unit.
+    ``checksum`` adds a cSUM file checksum (1.4), ``pixel_checksum`` a pSUM digest of every
+    decoded image, frame canvas or page (1.4.1). ``unit_table`` ("hint", "none", "filled",
+    "empty", "tail") and ``ordinals`` choose how DATA's unit records are indexed (2.7).
+    Header fields: ``cicp``, ``orientation``, ``sig_bits`` (per channel), ``alpha_mode`` (2
+    opaque, 3 undefined padding declare alpha_interpretation). Metadata chunks (1.1-1.5):
+    ``mastering_display``, ``content_light_level``, ``diffuse_white`` (cd/m² or DiffuseWhite),
+    ``color_origin``, ``item_metadata`` (kVMD) and ``science`` (keyword arguments of
+    ``container.metadata.science_chunks``: calibration, axes, coordinates, categories, structured).
+    """
+    return _prepare(image, **options).to_bytes()  # type: ignore[arg-type]
+
+
+encode.__signature__ = inspect.signature(_prepare).replace(return_annotation=bytes)  # type: ignore[attr-defined]  # its options
 
 
 def _frames(first: _Coded, frames: list, durations, loop: int, kind: str, opts: dict, presentation="animation", references=None):
@@ -278,10 +307,9 @@ def _frames(first: _Coded, frames: list, durations, loop: int, kind: str, opts: 
                 fram.append((b"fRAM", b"\x00\x00" + _duration(t) + encode_varint(USES_PREVIOUS | EMPTY)))
                 continue
             x, y, w, h = rect
-            intra = (w, h) == (current.shape[1], current.shape[0])
-            coded = _code_image(current[y : y + h, x : x + w], **opts)
+            coded, present = _code_frame(current[y : y + h, x : x + w], previous[y : y + h, x : x + w],
+                                         (w, h) == (current.shape[1], current.shape[0]), opts)
             mask |= coded.header.mask
-            present = 0 if intra else USES_PREVIOUS
             fram.append((b"fRAM", encode_varint(x) + encode_varint(y) + _duration(t) + encode_varint(present) + _nested_file(coded)))
     elif wire_kind == KIND_SEQUENCE:
         if presentation not in PRESENTATIONS:
@@ -323,6 +351,27 @@ def _frames(first: _Coded, frames: list, durations, loop: int, kind: str, opts: 
     return outer, anim, fram
 
 
+def _code_frame(image: np.ndarray, previous: np.ndarray, whole: bool, opts: dict) -> tuple[_Coded, int]:
+    """An animation frame over its changed rectangle and its fRAM presence bits (1.3).
+
+    A cropped frame uses the previous canvas (bit 0) and is coded against it: section 4's
+    predictors 7-9 where the row search finds them smaller. A frame covering the canvas is coded
+    both ways and stays intra (a seek point) unless inter is smaller. Lossless only: with
+    ``max_error`` the canvas is not the previous source frame, and bounds forbid 7-9 (2.6).
+    """
+    inter_ok = opts["codec"] == "entropy" and not opts["max_error"]
+    reference = previous if inter_ok else None
+    if not whole:
+        return _code_image(image, **opts, reference=reference), USES_PREVIOUS
+    intra = _code_image(image, **opts)
+    if reference is None:
+        return intra, 0
+    inter = _code_image(image, **opts, reference=reference)
+    if len(_nested_file(inter)) < len(_nested_file(intra)):
+        return inter, USES_PREVIOUS
+    return intra, 0
+
+
 def _digest(frame: np.ndarray, ordinal: int, layout: str | int | None) -> int:
     """1.4.1: the digest of one image, frame canvas or page (lossless: the source is the output)."""
     image = as_image_array(frame)
@@ -349,6 +398,13 @@ def _implied(header: Header) -> frozenset[int]:
     return header.features - header.mask
 
 
-def write(dst: str | os.PathLike | BinaryIO, image: np.ndarray | Sequence[np.ndarray], **options: object) -> None:
-    """Write an IMI file; a path is written through a temporary file and a rename."""
-    write_atomic(dst, encode(image, **options))  # type: ignore[arg-type]
+def write(dst: str | os.PathLike | BinaryIO, image: np.ndarray | Sequence[np.ndarray], *, streaming: bool = False,
+          **options: object) -> None:
+    """Write an IMI file (``encode``'s options); a path is written through a temporary file and a rename.
+
+    ``streaming`` writes the file chunk by chunk (container.writer.StreamWriter) to a stream that
+    need not seek, never joining it in memory; with ``checksum`` the cSUM table then comes last
+    (1.4). The images are coded first, since the header's feature set covers every frame (0.1).
+    """
+    parts = _prepare(image, **options)  # type: ignore[arg-type]
+    write_atomic(dst, parts.stream if streaming else parts.to_bytes())

@@ -1,14 +1,17 @@
-"""Assembling a complete file (1, 1.0 locator, 1.4 cSUM) and writing it without a half-written state."""
+"""Assembling a complete file (1, 1.0 locator, 1.4 cSUM), buffered or streamed, and writing it
+without a half-written state."""
 
 from __future__ import annotations
 
 import os
 import tempfile
 from dataclasses import replace
-from typing import BinaryIO, Sequence
+from typing import BinaryIO, Callable, Sequence
 
-from imij_plugins.container.checksum import choose_piece_log2, make_piece_table
-from imij_plugins.container.chunks import DATA, UIDX, encode_chunk
+import xxhash
+
+from imij_plugins.container.checksum import ALGO_XXH3_64, choose_piece_log2, make_piece_table
+from imij_plugins.container.chunks import CSUM, DATA, UIDX, check_tag, encode_chunk
 from imij_plugins.container.file import SIGNATURE
 from imij_plugins.container.header import RECORD_CHECKSUM, RECORD_LOCATOR, Header, encode_header
 from imij_plugins.wire.records import Record
@@ -40,9 +43,7 @@ def assemble(
         if k is not None:
             records.append(Record(RECORD_CHECKSUM, bytes([k])))
         if locator:
-            lengths = [len(c) for c in pre] + ([csum_len] if k is not None else [])
-            body = encode_varint(data_prefix) + encode_varint(len(lengths)) + b"".join(map(encode_varint, lengths))
-            records.append(Record(RECORD_LOCATOR, body))
+            records.append(locator_record(data_prefix, [len(c) for c in pre] + ([csum_len] if k is not None else [])))
         head = encode_header(replace(header, records=sorted(records, key=lambda r: r.id)))
         return SIGNATURE + encode_varint(len(head)) + head + b"".join(pre)
 
@@ -58,6 +59,137 @@ def assemble(
             return prefix + csum + data + post
         k, csum_len = new_k, len(csum)
     raise RuntimeError("cSUM size did not settle")  # unreachable for real sizes
+
+
+def locator_record(data_prefix: int, lengths: Sequence[int]) -> Record:
+    """1.0 header record 4: DATA's prefix (tag to the end of its head) and the chunks before it."""
+    body = encode_varint(data_prefix) + encode_varint(len(lengths)) + b"".join(map(encode_varint, lengths))
+    return Record(RECORD_LOCATOR, body)
+
+
+def stream_file(
+    out: BinaryIO,
+    header: Header,
+    data_payload: bytes,
+    data_head_len: int,
+    *,
+    before: Sequence[tuple[bytes, bytes]] = (),
+    after: Sequence[tuple[bytes, bytes]] = (),
+    trailer: Sequence[tuple[bytes, bytes]] = (),
+    locator: bool = False,
+    checksum: bool = False,
+) -> int:
+    """The file ``assemble`` builds, written chunk by chunk through a StreamWriter, never joined:
+    with ``checksum`` the cSUM table follows the chunks ``after`` DATA and precedes ``trailer``
+    (a trailing uIDX, 2.7), with k chosen for the file's exact covered length (1.4). Returns
+    the bytes written."""
+    if locator:  # 1.0: the chunks before DATA; the cSUM chunk is not among them here
+        data_prefix = _chunk_len(data_payload) - len(data_payload) + data_head_len
+        lengths = [_chunk_len(payload) for _, payload in before]
+        records = [r for r in header.records if r.id != RECORD_LOCATOR] + [locator_record(data_prefix, lengths)]
+        header = replace(header, records=records)
+    chunks = [*before, (DATA, data_payload), *after]
+    size = StreamWriter.prefix_len(header) + sum(_chunk_len(payload) for _, payload in [*chunks, *trailer])
+    writer = StreamWriter(out, header, checksum=checksum, size_hint=size)
+    for tag, payload in chunks:
+        writer.chunk(tag, payload)
+    return writer.finish(trailer)
+
+
+def _chunk_len(payload: bytes) -> int:
+    """A bounded chunk's whole length: tag, length varint, payload (1.1)."""
+    return 4 + len(encode_varint(len(payload) + 1)) + len(payload)
+
+
+STREAM_PIECE_LOG2 = 20  # 1.4 Choosing k for a stream of unknown length: 1 MiB pieces (our reading)
+
+
+class StreamWriter:
+    """Writes a file front to back to a binary stream that need not seek or tell: signature and
+    header, then each chunk as it is given, hashing the bytes as they go out, and with
+    ``checksum`` the cSUM table last (1.4: "A writer that streams puts it last, or just before a
+    trailing unit index"). Only the current piece's hash state and the digests are held.
+
+    The header gets record 2 (k) when ``checksum`` is set: ``piece_log2``, else 1.4's choice for
+    ``size_hint`` covered bytes, else 1 MiB pieces. Records the caller put in ``header`` (the
+    locator, 1.0) are kept; a locator must not list the cSUM chunk, which follows DATA here.
+    """
+
+    def __init__(self, out: BinaryIO, header: Header, *, checksum: bool = False, piece_log2: int | None = None,
+                 size_hint: int | None = None) -> None:
+        self._out = out
+        self.k: int | None = None
+        if checksum:
+            self.k = piece_log2 if piece_log2 is not None else (
+                choose_piece_log2(size_hint) if size_hint else STREAM_PIECE_LOG2)
+        self._digests = bytearray()
+        self._piece = xxhash.xxh3_64()
+        self._filled = 0  # bytes in the current piece
+        self.written = 0  # covered bytes written so far (everything but the cSUM chunk)
+        self._done = False
+        records = [r for r in header.records if r.id != RECORD_CHECKSUM]
+        if self.k is not None:  # 1.4 header record 2: id 2, length 1, k
+            records.append(Record(RECORD_CHECKSUM, bytes([self.k])))
+        head = encode_header(replace(header, records=sorted(records, key=lambda r: r.id)))
+        self._emit(SIGNATURE + encode_varint(len(head)) + head)
+
+    @staticmethod
+    def prefix_len(header: Header) -> int:
+        """Bytes of signature, header_len and header as written with a checksum record (1.0, 1.4)."""
+        records = [r for r in header.records if r.id != RECORD_CHECKSUM] + [Record(RECORD_CHECKSUM, b"\x00")]
+        head = encode_header(replace(header, records=sorted(records, key=lambda r: r.id)))
+        return len(SIGNATURE) + len(encode_varint(len(head))) + len(head)
+
+    def chunk(self, tag: bytes, payload: bytes | bytearray | memoryview) -> None:
+        """Write one bounded chunk (1.1): tag, varint(length + 1), payload."""
+        if self._done:
+            raise ValueError("the file is finished")
+        check_tag(tag)
+        self._emit(tag + encode_varint(len(payload) + 1))
+        self._emit(payload)
+
+    def finish(self, trailer: Sequence[tuple[bytes, bytes]] = ()) -> int:
+        """Write the cSUM table (1.4) and then ``trailer`` (a trailing uIDX, 2.7, stays last);
+        returns the file's length. The trailer's bytes are covered, so they are hashed first."""
+        if self._done:
+            raise ValueError("the file is finished")
+        tail = [encode_chunk(tag, payload) for tag, payload in trailer]
+        table = b""
+        if self.k is not None:
+            for c in tail:
+                self._hash(c)
+            self._close_piece()
+            covered = self.written + sum(map(len, tail))
+            table = encode_chunk(CSUM, bytes([ALGO_XXH3_64, 8, self.k]) + encode_varint(covered) + bytes(self._digests))
+            self._out.write(table)
+        for c in tail:
+            self._out.write(c)
+            self.written += len(c)
+        self._done = True
+        return self.written + len(table)
+
+    def _emit(self, data: bytes | bytearray | memoryview) -> None:
+        self._out.write(data)
+        self.written += len(data)
+        if self.k is not None:
+            self._hash(data)
+
+    def _hash(self, data: bytes | bytearray | memoryview) -> None:
+        """Feed covered bytes into 2^k-byte pieces (1.4 Coverage), closing each full piece."""
+        view, size = memoryview(data).cast("B"), 1 << self.k  # type: ignore[operator]
+        while len(view):
+            take = min(len(view), size - self._filled)
+            self._piece.update(view[:take])
+            self._filled += take
+            view = view[take:]
+            if self._filled == size:
+                self._close_piece()
+
+    def _close_piece(self) -> None:
+        if self._filled:  # the last piece is short (1.4); an empty one is not a piece
+            self._digests += self._piece.intdigest().to_bytes(8, "little")
+            self._piece.reset()
+            self._filled = 0
 
 
 def trailing_index_payload(spans_and_data_len: bytes) -> bytes:
@@ -89,10 +221,12 @@ def _umask() -> int:
     return umask
 
 
-def write_atomic(dst: str | os.PathLike | BinaryIO, data: bytes) -> None:
-    """Write ``data`` to a path through a temporary file and a rename, or to an open binary file."""
+def write_atomic(dst: str | os.PathLike | BinaryIO, data: bytes | Callable[[BinaryIO], object]) -> None:
+    """Write ``data`` (bytes, or a function that writes to a binary stream) to a path through a
+    temporary file and a rename, or to an open binary file."""
+    produce = data if callable(data) else (lambda f: f.write(data))  # type: ignore[misc, arg-type]
     if hasattr(dst, "write"):
-        dst.write(data)  # type: ignore[union-attr]
+        produce(dst)  # type: ignore[arg-type]
         return
     path = os.fspath(dst)
     directory = os.path.dirname(os.path.abspath(path))
@@ -100,7 +234,7 @@ def write_atomic(dst: str | os.PathLike | BinaryIO, data: bytes) -> None:
     try:
         os.chmod(tmp, _target_mode(path))
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            produce(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

@@ -22,7 +22,8 @@ from imij_plugins.payload.entropy.tokens import RUN_CAP, Scheme
 
 BUCKETS = 640  # encode.h IMIJ_ENC_BUCKETS: u below 256 exact, then (msb, 4 bits below it)
 CLASSES = 16
-PREDICTORS = 7  # 0..6 (section 4; 7-9 are inter-frame only)
+PREDICTORS = 10  # 0..9 (section 4; 7-9 only in inter frames, against a reference)
+INTER_PREDICTORS = 0x380  # bits 7, 8, 9 of a predictor mask
 UNTRIED = 1 << 62  # costs of (mode, row, predictor) combinations not evaluated
 
 U32 = np.uint32
@@ -165,21 +166,31 @@ def decor_forward(d0, d1, d2, mode: int, n: int):
 
 
 def costs(planes: np.ndarray, depths: list[int], lanes: int, decor: bool, pred_mask: int, mode_mask: int,
-          row_step: int = 1, col_step: int = 1) -> np.ndarray:
-    """encode.h imij_enc_costs: (4, h, 7) int64 bit-length costs, UNTRIED where not evaluated."""
+          row_step: int = 1, col_step: int = 1, refs: np.ndarray | None = None) -> np.ndarray:
+    """encode.h imij_enc_costs: (4, h, 10) int64 bit-length costs, UNTRIED where not evaluated.
+    ``refs``: an inter frame's reference R per slot (S, h, w), which lets predictors 7-9 in."""
     S, h, w = planes.shape
     out = np.full((4, h, PREDICTORS), UNTRIED, dtype=np.int64)
     if _c():
         ffi, lib = _backend.ffi, _backend.lib
         p32 = _planes32(planes)
         dep = np.asarray(depths, dtype=U32)
-        code = lib.imij_enc_costs(_ptr(ffi, "uint32_t[]", p32), S, w, h, lanes, _ptr(ffi, "uint32_t[]", dep),
-                                  int(decor), pred_mask, mode_mask, row_step, col_step,
+        code = lib.imij_enc_costs(_ptr(ffi, "uint32_t[]", p32), _refs_ptr(ffi, refs, planes.shape), S, w, h, lanes,
+                                  _ptr(ffi, "uint32_t[]", dep), int(decor), pred_mask, mode_mask, row_step, col_step,
                                   _ptr(ffi, "int64_t[]", out, True))
         if code:
             raise ValueError(f"imij_enc_costs: bad arguments ({code})")
         return out
-    return _costs_ref(planes, depths, lanes, decor, pred_mask, mode_mask, row_step, col_step, out)
+    return _costs_ref(planes, depths, lanes, decor, pred_mask, mode_mask, row_step, col_step, out, refs)
+
+
+def _refs_ptr(ffi, refs: np.ndarray | None, shape: tuple[int, ...]):
+    """The reference planes for the C kernels (NULL without a reference)."""
+    if refs is None:
+        return ffi.NULL
+    if refs.shape != shape:
+        raise ValueError(f"reference planes of shape {refs.shape}, expected {shape}")
+    return _ptr(ffi, "uint32_t[]", _planes32(refs))
 
 
 def _mode_costs(ds: list[np.ndarray], depths: list[int], decor: bool, mode_mask: int) -> dict[int, np.ndarray]:
@@ -204,11 +215,14 @@ def _mode_costs(ds: list[np.ndarray], depths: list[int], decor: bool, mode_mask:
     return out
 
 
-def _costs_ref(planes, depths, lanes, decor, pred_mask, mode_mask, row_step, col_step, out):
+def _costs_ref(planes, depths, lanes, decor, pred_mask, mode_mask, row_step, col_step, out, refs=None):
     S, h, w = planes.shape
     if not decor:
         mode_mask &= 1
+    if refs is None:
+        pred_mask &= ~INTER_PREDICTORS
     V = planes.astype(np.int64)
+    R = None if refs is None else refs.astype(np.int64)
     first, last = lane_edges(w, lanes)
     cols = np.arange(0, w, col_step)
     rows = np.arange(0, h, row_step)
@@ -217,16 +231,37 @@ def _costs_ref(planes, depths, lanes, decor, pred_mask, mode_mask, row_step, col
     ds = [((V[s, 0] - _row0_pred(V[s, 0], first)) & masks[s])[cols] for s in range(S)]
     for mode, c in _mode_costs(ds, depths, decor, mode_mask).items():
         out[mode, 0, 0] = c
+    if R is not None and pred_mask >> 7 & 1:  # 2.4 / 4: row 0 may use 7 (R) in inter frames
+        ds = [((V[s, 0] - R[s, 0]) & masks[s])[cols] for s in range(S)]
+        for mode, c in _mode_costs(ds, depths, decor, mode_mask).items():
+            out[mode, 0, 7] = c
     rows = rows[rows > 0]
     if rows.size:
         nb = [_neighbours(V[s], rows, first, last) for s in range(S)]
+        rnb = [_neighbours(R[s], rows, first, last) for s in range(S)] if R is not None else None
         for p in range(PREDICTORS):
             if not pred_mask >> p & 1:
                 continue
-            ds = [((V[s][rows] - predict_rows(p, *nb[s], masks[s])) & masks[s])[:, cols] for s in range(S)]
+            ds = []
+            for s in range(S):
+                ref = (R[s][rows], rnb[s][0], rnb[s][1]) if rnb is not None else None
+                ds.append(((V[s][rows] - _predict(p, nb[s], ref, masks[s])) & masks[s])[:, cols])
             for mode, c in _mode_costs(ds, depths, decor, mode_mask).items():
                 out[mode, rows, p] = c
     return out
+
+
+def _predict(p: int, nb, ref, mask: int) -> np.ndarray:
+    """Section 4's predictor p on neighbour arrays (W, N, NW, NE) and, for 7-9, the reference's
+    (R, RW, RN) with the same edge rules."""
+    if p < 7:
+        return predict_rows(p, *nb, mask)
+    R, RW, RN = ref
+    if p == 7:
+        return R
+    if p == 8:
+        return (nb[0] + R - RW) & mask
+    return (nb[1] + R - RN) & mask
 
 
 def choose(cost: np.ndarray, mode_mask: int) -> tuple[int, list[int], int]:
@@ -241,41 +276,48 @@ def choose(cost: np.ndarray, mode_mask: int) -> tuple[int, list[int], int]:
             best = (total, mode)
     assert best is not None
     total, mode = best
-    preds = cost[mode].argmin(axis=1).astype(np.uint8)
-    preds[0] = 0
+    preds = cost[mode].argmin(axis=1).astype(np.uint8)  # row 0 has only 0 (and 7 with a reference)
     return mode, preds.tolist(), total
 
 
 # --- residuals -----------------------------------------------------------------------------------
 
 
-def residuals(planes: np.ndarray, depths: list[int], lanes: int, preds: list[int], mode: int) -> np.ndarray:
-    """encode.h imij_enc_residuals: (S, h, w) uint32 zigzag residuals u."""
+def residuals(planes: np.ndarray, depths: list[int], lanes: int, preds: list[int], mode: int,
+              refs: np.ndarray | None = None) -> np.ndarray:
+    """encode.h imij_enc_residuals: (S, h, w) uint32 zigzag residuals u (``refs`` as in costs)."""
     S, h, w = planes.shape
     if _c():
         ffi, lib = _backend.ffi, _backend.lib
         p32 = _planes32(planes)
         u = np.empty((S, h, w), dtype=U32)
         pr = np.asarray(preds, dtype=np.uint8)
-        code = lib.imij_enc_residuals(_ptr(ffi, "uint32_t[]", p32), S, w, h, lanes,
+        code = lib.imij_enc_residuals(_ptr(ffi, "uint32_t[]", p32), _refs_ptr(ffi, refs, planes.shape), S, w, h, lanes,
                                       _ptr(ffi, "uint32_t[]", np.asarray(depths, dtype=U32)),
                                       _ptr(ffi, "uint8_t[]", pr), mode, _ptr(ffi, "uint32_t[]", u, True))
         if code:
             raise ValueError("imij_enc_residuals: bad arguments")
         return u
+    if refs is None and any(p >= 7 for p in preds):
+        raise ValueError("imij_enc_residuals: bad arguments")
     V = planes.astype(np.int64)
+    R = None if refs is None else refs.astype(np.int64)
     first, last = lane_edges(w, lanes)
     ds = []
     for s in range(S):
         mask = (1 << depths[s]) - 1
         pred = np.zeros((h, w), dtype=np.int64)
-        pred[0] = _row0_pred(V[s, 0], first)
+        pred[0] = R[s, 0] if preds[0] == 7 else _row0_pred(V[s, 0], first)  # type: ignore[index]
         if h > 1:
             rows = np.arange(1, h)
             nb = _neighbours(V[s], rows, first, last)
+            ref = None
+            if R is not None:
+                RW, RN = _neighbours(R[s], rows, first, last)[:2]
+                ref = (R[s][rows], RW, RN)
             for p in set(preds[1:]):
                 sel = np.flatnonzero(np.asarray(preds[1:]) == p)
-                pred[sel + 1] = predict_rows(p, *nb, mask)[sel]
+                pred[sel + 1] = _predict(p, nb, ref, mask)[sel]
         ds.append((V[s] - pred) & mask)
     if mode:
         ds[1], ds[2] = decor_forward(ds[0], ds[1], ds[2], mode, depths[0])

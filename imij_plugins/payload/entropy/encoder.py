@@ -42,7 +42,17 @@ from imij_plugins.payload.entropy.mapchoice import (
     table_candidate,
     window_cost,
 )
-from imij_plugins.payload.entropy.maps import CONST, FLOAT_SHIFT, LSB, OFFSET, TABLE, build_slots, check_maps, decorrelation_allowed
+from imij_plugins.payload.entropy.maps import (
+    CONST,
+    FLOAT_SHIFT,
+    LSB,
+    OFFSET,
+    TABLE,
+    build_slots,
+    check_maps,
+    decorrelation_allowed,
+    reduce,
+)
 from imij_plugins.payload.entropy.modeling import ModelPlan, SlotStats, choose_model, effort_of, estimate_bits, model_bits
 from imij_plugins.payload.entropy.models import PALETTE_DEPTH, TableCode, table_code
 from imij_plugins.payload.entropy.tokens import Scheme
@@ -157,10 +167,18 @@ class _Plan:
     geo: Geometry
     eff: Effort
     effort: int
+    refs: np.ndarray | None = None  # inter frames: the reference R of every slot, (S, H, W) uint32 (4)
 
     @property
     def near(self) -> bool:
         return any(self.deltas)
+
+    def ref_planes(self, index: int) -> np.ndarray | None:
+        """The reference under unit ``index`` (None outside inter frames)."""
+        if self.refs is None:
+            return None
+        x, y, w, h = self.geo.unit_rect(index)
+        return self.refs[:, y : y + h, x : x + w]
 
     def planes(self, index: int) -> np.ndarray:
         x, y, w, h = self.geo.unit_rect(index)
@@ -190,18 +208,20 @@ def _compact(u: np.ndarray, depths: list[int]) -> np.ndarray:
     return u.astype(np.uint8) if top <= 8 else u.astype(np.uint16) if top <= 16 else u
 
 
-def _search(plan: _Plan, planes: np.ndarray, depths: list[int], decor: bool) -> tuple[int, list[int]]:
-    """5: the stripe's decorrelation mode and per-row predictors minimizing the proxy."""
+def _search(plan: _Plan, planes: np.ndarray, depths: list[int], decor: bool,
+            refs: np.ndarray | None = None) -> tuple[int, list[int]]:
+    """5: the stripe's decorrelation mode and per-row predictors minimizing the proxy; with an
+    inter frame's reference ``refs`` also 7 (R), 8 and 9 (4; row 0: 0 or 7)."""
     e = plan.eff
     lanes = plan.lanes
-    h = planes.shape[1]
+    inter = K.INTER_PREDICTORS if refs is not None else 0
     mode = 0
     if decor:
-        cost = K.costs(planes, depths, lanes, True, e.mode_preds, 0xF, e.mode_rows, e.mode_cols)
+        cost = K.costs(planes, depths, lanes, True, e.mode_preds | (inter & 0x80), 0xF, e.mode_rows, e.mode_cols, refs)
         mode, _, _ = K.choose(cost, 0xF)
-    if h == 1:
+    if planes.shape[1] == 1 and refs is None:
         return mode, [0]
-    cost = K.costs(planes, depths, lanes, decor, e.preds, 1 << mode, 1, e.pred_cols)
+    cost = K.costs(planes, depths, lanes, decor, e.preds | inter, 1 << mode, 1, e.pred_cols, refs)
     _, preds, _ = K.choose(cost, 1 << mode)
     return mode, preds
 
@@ -223,8 +243,9 @@ def _analyze(plan: _Plan, index: int) -> _Analysis:
         preds, mode, u, _ = K.near(planes, plan.depths, plan.deltas, plan.lanes, plan.decor, plan.eff.preds,
                                    0xF if plan.decor else 1)
     else:
-        mode, preds = _search(plan, planes, plan.depths, plan.decor)
-        u = K.residuals(planes, plan.depths, plan.lanes, preds, mode)
+        refs = plan.ref_planes(index)
+        mode, preds = _search(plan, planes, plan.depths, plan.decor, refs)
+        u = K.residuals(planes, plan.depths, plan.lanes, preds, mode, refs)
     stats = _slot_stats(plan, u, plan.cross_slots, plan.shifts)
     result = _Analysis(None, mode, preds, stats, _compact(u, plan.depths), plan.depths == [1])
     if plan.palette_ok:
@@ -328,7 +349,18 @@ def _window_fraction(word: np.ndarray) -> float:
 # --- the payload -------------------------------------------------------------------------------
 
 
-def _plan(img: np.ndarray, layout, effort: int, max_error: float, stripe_rows, group_cols) -> _Plan:
+def _reference_planes(reference: np.ndarray, img: np.ndarray, header: Header, slots: list) -> np.ndarray:
+    """4: the previous canvas under the frame as coded values of each slot, reduce(o) mod 2^n
+    through this frame's maps (maps.reduce, the decoder's), (S, H, W) uint32."""
+    ref = as_image_array(reference)
+    if ref.shape != img.shape or ref.dtype != img.dtype:
+        raise ValueError(f"reference of shape {ref.shape} {ref.dtype}, expected {img.shape} {img.dtype}")
+    words = np.ascontiguousarray(ref).view(np.dtype(f"<u{header.sample_type.bits // 8}"))
+    return np.stack([reduce(words[:, :, s.coded.channel], s.coded) for s in slots]).astype(np.uint32)
+
+
+def _plan(img: np.ndarray, layout, effort: int, max_error: float, stripe_rows, group_cols,
+          reference: np.ndarray | None = None) -> _Plan:
     H, W, C = img.shape
     sample = sample_code(img.dtype)
     channels_code = layout_code(C, layout)
@@ -355,13 +387,18 @@ def _plan(img: np.ndarray, layout, effort: int, max_error: float, stripe_rows, g
     cross_slots = tuple(s.index for s in slots if rgb and s.index in (1, 2) and s.cross_allowed) if eff.cross else ()
     shifts = [max(0, d - 16) for d in depths]
     palette_ok = eff.palette and all(d <= PALETTE_MAX_DEPTH for d in depths)
+    refs = None
+    # 4: 7-9 never in images of 64-bit samples; 2.6: never in payloads with near-lossless bounds
+    if reference is not None and st.bits <= 32 and not any(deltas):
+        refs = _reference_planes(reference, img, header, slots)
     return _Plan(header, slots, channels, maps, [s.coded.index for s in slots], depths, deltas, bounds, decor, cross_slots,
-                 shifts, palette_ok, lanes, geo, eff, effort)
+                 shifts, palette_ok, lanes, geo, eff, effort, refs)
 
 
 def encode_tuned(image: np.ndarray, *, effort: int = DEFAULT_EFFORT, max_error: float = 0, threads: int | None = None,
                  layout=None, stripe_rows: int | None = None, group_cols: int | None = None,
-                 unit_table: str | None = "hint", ordinals: bool = False) -> EncodedEntropy:
+                 unit_table: str | None = "hint", ordinals: bool = False,
+                 reference: np.ndarray | None = None) -> EncodedEntropy:
     """Code ``image`` ((H, W) or (H, W, C)) as a small entropy-coded DATA payload.
 
     ``effort`` 1 (fast) .. 9 (smallest), default 5. ``max_error`` B > 0: near-lossless, every
@@ -370,6 +407,10 @@ def encode_tuned(image: np.ndarray, *, effort: int = DEFAULT_EFFORT, max_error: 
     for the units (None: every core); the bytes do not depend on it. ``unit_table``: "hint"
     (head record 10 for two or more units), "none", "filled", "empty" or "tail" (a check-tail
     reservation; the caller appends the uIDX chunk), as in ``imij_plugins.encode``.
+    ``reference``: for an inter frame (1.3 presence bit 0), the previous canvas under it (the
+    image's shape and dtype); rows may then predict from it (4: predictors 7-9, row 0 only 7)
+    where the search finds them smaller. Never with 64-bit samples or near-lossless bounds, and
+    never in palette stripes; it needs no feature.
     """
     if effort not in EFFORTS:
         raise ValueError(f"effort must be 1 ..= 9, not {effort!r}")
@@ -378,7 +419,7 @@ def encode_tuned(image: np.ndarray, *, effort: int = DEFAULT_EFFORT, max_error: 
     if unit_table not in UNIT_TABLES:
         raise ValueError(f"unit_table must be one of {UNIT_TABLES}")
     img = as_image_array(image)
-    plan = _plan(img, layout, effort, max_error, stripe_rows, group_cols)
+    plan = _plan(img, layout, effort, max_error, stripe_rows, group_cols, reference)
     workers = threads if threads is not None else (os.cpu_count() or 1)
     count = plan.geo.unit_count
 
