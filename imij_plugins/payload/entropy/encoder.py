@@ -44,10 +44,7 @@ from imij_plugins.payload.entropy.mapchoice import (
 )
 from imij_plugins.payload.entropy.maps import (
     CONST,
-    FLOAT_SHIFT,
     LSB,
-    OFFSET,
-    TABLE,
     build_slots,
     check_maps,
     decorrelation_allowed,
@@ -58,11 +55,9 @@ from imij_plugins.payload.entropy.models import PALETTE_DEPTH, TableCode, table_
 from imij_plugins.payload.entropy.tokens import Scheme
 from imij_plugins.payload.entropy.near import NEAR_SAMPLES, encode_bounds
 from imij_plugins.payload.entropy.stripe import LAYOUT_PALETTE, PALETTE_MAX_DEPTH
-from imij_plugins.payload.entropy.writer import EncodedEntropy
+from imij_plugins.payload.entropy.writer import EncodedEntropy, lossless_head
 from imij_plugins.payload.geometry import Geometry
 from imij_plugins.payload.head import (
-    PRESENT_PALETTE,
-    PRESENT_RECORDS,
     REC_NEAR,
     REC_ORDINALS,
     REC_UNIT_RESERVE,
@@ -72,7 +67,7 @@ from imij_plugins.payload.head import (
 from imij_plugins.payload.units import RESERVE_CHECK_TAIL, RESERVE_EMPTY, RESERVE_FILLED, UNIT_STRIPE
 from imij_plugins.pixels.dtypes import as_image_array, layout_code, sample_code
 from imij_plugins.registry.features import FeatureId
-from imij_plugins.wire.records import Record, encode_records
+from imij_plugins.wire.records import Record
 from imij_plugins.wire.varint import encode_varint
 
 DEFAULT_EFFORT = 5
@@ -533,35 +528,8 @@ def _assemble(plan: _Plan, models: bytes, bodies: list[bytes], palette: bool, bo
     if ordinals:
         head_records.append(Record(REC_ORDINALS, b""))
         features.add(FeatureId.UNIT_ORDINALS)
-    present = (PRESENT_PALETTE if palette else 0) | (PRESENT_RECORDS if head_records else 0)
-    head = bytearray(encode_varint(present))
-    head.append(plan.lanes)
-    head += encode_varint(plan.geo.stripe_rows) + encode_varint(plan.geo.group_cols)
-    st = plan.header.sample_type
-    value_bytes = 4 if st.bits >= 32 else 2
-    for cmap in plan.maps:  # 2.1: mode u8, bits u8, value, then map 9's table
-        head += bytes([cmap.mode, cmap.bits]) + cmap.value.to_bytes(value_bytes, "little")
-        if cmap.mode == TABLE:
-            prev = -1
-            for t in cmap.table:
-                head += encode_varint(t - prev - 1)
-                prev = t
-            features.add(FeatureId.VALUE_TABLES)
-        elif cmap.mode == OFFSET:
-            features.add(FeatureId.OFFSET_MAP)
-        elif cmap.mode == FLOAT_SHIFT:
-            features.add(FeatureId.FLOAT_SHIFT)
-    head += encode_varint(len(models)) + models
-    if head_records:
-        rec_bytes = encode_records(head_records)
-        head += encode_varint(len(rec_bytes)) + rec_bytes
-    if st.name in ("i8", "i16"):
-        features.add(FeatureId.SIGNED_SAMPLES)
-    if st.bits == 64:
-        features.add(FeatureId.WIDE_SAMPLES)
-    if plan.header.channels in (5, 6, 7):
-        features.add(FeatureId.PIXEL_MODELS)
-    return EncodedEntropy(bytes(head) + b"".join(records), len(head), frozenset(features))
+    head = lossless_head(plan.header, palette, plan.lanes, plan.geo, plan.maps, models, head_records, features)
+    return EncodedEntropy(head + b"".join(records), len(head), frozenset(features))
 
 
 __all__ = ["DEFAULT_EFFORT", "EFFORTS", "Effort", "choose_geometry", "encode_tuned", "lanes_for"]

@@ -673,9 +673,17 @@ def _assemble(opts: EntropyOptions, header: Header, geo: Geometry, n_lanes: int,
     if opts.ordinals:
         head_records.append(Record(REC_ORDINALS, b""))
         features.add(FeatureId.UNIT_ORDINALS)
-    present = (PRESENT_PALETTE if opts.palette else 0) | (PRESENT_RECORDS if head_records else 0)
+    head = lossless_head(header, opts.palette, n_lanes, geo, maps, models, head_records, features)
+    return EncodedEntropy(head + b"".join(records), len(head), frozenset(features))
+
+
+def lossless_head(header: Header, palette: bool, lanes: int, geo: Geometry, maps: Sequence[ChannelMap], models: bytes,
+                  head_records: Sequence[Record], features: set[int]) -> bytes:
+    """2 / 2.1: the lossless head's bytes; adds to ``features`` what its maps and the header's
+    sample type and layout need (0.1: declare exactly the features used)."""
+    present = (PRESENT_PALETTE if palette else 0) | (PRESENT_RECORDS if head_records else 0)
     head = bytearray(encode_varint(present))
-    head.append(n_lanes)
+    head.append(lanes)
     head += encode_varint(geo.stripe_rows) + encode_varint(geo.group_cols)
     value_bytes = 4 if header.sample_type.bits >= 32 else 2
     for cmap in maps:  # 2.1: mode u8, bits u8, value, then map 9's table
@@ -702,7 +710,7 @@ def _assemble(opts: EntropyOptions, header: Header, geo: Geometry, n_lanes: int,
         features.add(FeatureId.WIDE_SAMPLES)
     if header.channels in (5, 6, 7):
         features.add(FeatureId.PIXEL_MODELS)
-    return EncodedEntropy(bytes(head) + b"".join(records), len(head), frozenset(features))
+    return bytes(head)
 
 
 def header_for(image: np.ndarray, encoded: EncodedEntropy, layout: int | str | None = None) -> Header:
