@@ -366,3 +366,76 @@ int64_t imij_level_encode_ops(const uint8_t *lane, const uint16_t *freq, const u
     memmove(dst + head, dst + wp, words);
     return (int64_t)(head + words);
 }
+
+/* 2.14 in reverse: the operations decode_template performs on a known index plane, in the same
+ * (step, phase, lane) order, for the encoder to code (level_writer.py; reference template_ops). */
+int64_t imij_template_ops(const uint8_t *index, uint32_t width, uint32_t height, uint32_t lanes, uint32_t n,
+                          const uint8_t *typical, uint8_t *kind, uint16_t *ctx, uint8_t *bit, uint8_t *lane,
+                          size_t cap, uint8_t *scratch)
+{
+    if (width == 0 || height == 0 || lanes < 1 || lanes > 16 || n < 1 || n > 256 ||
+        cap / 7 < (size_t)width * height)
+        return IMIJ_LVL_E_ARGS;
+    size_t S = (size_t)width + 4, count = 0;
+    memset(scratch, 0, 2 * S);
+    for (uint32_t r = 0; r < height; r++) { /* the padded plane of decode_template */
+        uint8_t *row = scratch + (size_t)(r + 2) * S;
+        row[0] = row[1] = row[S - 2] = row[S - 1] = 0;
+        memcpy(row + 2, index + (size_t)r * width, width);
+    }
+    lanes_t ln;
+    lanes_of(&ln, width, lanes);
+#define EMIT(K, C, B, L) (kind[count] = (uint8_t)(K), ctx[count] = (uint16_t)(C), bit[count] = (uint8_t)(B), \
+                          lane[count++] = (uint8_t)(L))
+    for (uint32_t r = 0; r < height; r++) {
+        if (typical[r]) /* a typical row codes nothing */
+            continue;
+        const uint8_t *row = scratch + (size_t)(r + 2) * S + 2, *up = row - S, *up2 = up - S;
+        for (uint32_t x = 0; x < ln.lw; x++) {
+            uint32_t tk[16][10], value[16], open[16], nopen = 0, la = taking(&ln, x);
+            for (uint32_t l = 0; l < la; l++) { /* 1. phase 0 */
+                size_t c = (size_t)ln.start[l] + x;
+                uint32_t *t = tk[l];
+                t[0] = up2[c - 1], t[1] = up2[c], t[2] = up2[c + 1], t[3] = up[c - 2], t[4] = up[c - 1];
+                t[5] = up[c], t[6] = up[c + 1], t[7] = up[c + 2];
+                t[8] = x >= 2 ? row[c - 2] : up[c - 2]; /* left of the lane's first column: one row up */
+                t[9] = x >= 1 ? row[c - 1] : up[c - 1];
+                uint32_t W = t[9], cx = (uint32_t)(W == 0) << 9, v = row[c];
+                for (int k = 0; k < 9; k++)
+                    cx |= (uint32_t)(t[k] == W) << k;
+                EMIT(0, cx, v != W, l);
+                value[l] = v;
+                if (v != W) {
+                    if (n <= 2) {
+                        if (v != 1u - W)
+                            return IMIJ_LVL_E_ARGS; /* two entries: an index above 1 */
+                    } else {
+                        open[nopen++] = l;
+                    }
+                }
+            }
+            for (int j = 0; j < 5 && nopen; j++) { /* 2. candidate phases */
+                uint32_t still = 0;
+                for (uint32_t i = 0; i < nopen; i++) {
+                    uint32_t l = open[i], *t = tk[l], cj = t[cand_k[j]], skip = cj == t[9];
+                    for (int e = 0; e < j && !skip; e++)
+                        skip = cj == t[cand_k[e]];
+                    if (!skip) {
+                        uint32_t hits = 0;
+                        for (int k = 0; k < 10; k++)
+                            hits += t[k] == cj;
+                        EMIT(1, 8u * (uint32_t)j + (hits < 7 ? hits : 7u), value[l] != cj, l);
+                        if (value[l] == cj)
+                            continue;
+                    }
+                    open[still++] = l;
+                }
+                nopen = still;
+            }
+            for (uint32_t i = 0; i < nopen; i++) /* 3. the escape phase */
+                EMIT(2, value[open[i]], 0, open[i]);
+        }
+    }
+#undef EMIT
+    return (int64_t)count;
+}

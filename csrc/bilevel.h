@@ -70,4 +70,15 @@ int imij_level_unit_decode(const uint8_t *body, size_t len, const imij_level_uni
 int64_t imij_level_encode_ops(const uint8_t *lane, const uint16_t *freq, const uint16_t *cum, size_t nops,
                               uint32_t active, uint8_t *dst, size_t dst_cap);
 
+/* Every coding operation of a template palette stripe (2.14) in decode order (step, phase, lane):
+ * `index` is the unit's height*width index plane (entry indices < 256), `typical` one byte per
+ * row (1: a typical row, which codes nothing), n the entry count. Operation i is kind[i] (0 phase
+ * 0, 1 a candidate phase, 2 the escape), ctx[i] (its context, or the escaped index) and bit[i]
+ * (the binary outcome), in lane lane[i]. cap must be at least 7 * width * height. Returns the
+ * operation count, or IMIJ_LVL_E_ARGS (bad geometry, or with n <= 2 an index above 1).
+ * `scratch` holds (height + 2) * (width + 4) bytes (the padded plane of the decoder). */
+int64_t imij_template_ops(const uint8_t *index, uint32_t width, uint32_t height, uint32_t lanes, uint32_t n,
+                          const uint8_t *typical, uint8_t *kind, uint16_t *ctx, uint8_t *bit, uint8_t *lane,
+                          size_t cap, uint8_t *scratch);
+
 #endif /* IMIJ_BILEVEL_H */

@@ -13,6 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
+from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
 from imij_plugins.payload.entropy.bilevel import (
     CONTEXTS,
@@ -224,7 +225,31 @@ class TemplateOps:
 
 def template_ops(index: np.ndarray, n: int, typical: np.ndarray, lanes: Lanes) -> TemplateOps:
     """Every coding operation of a template stripe whose index plane is ``index``: which
-    phases each pixel of a non-typical row takes part in (2.14), sorted into (step, phase, lane)."""
+    phases each pixel of a non-typical row takes part in (2.14), in (step, phase, lane) order.
+    The C kernel (csrc/bilevel.c) on the C backend, else ``template_ops_py``."""
+    if _backend.active() != "c":
+        return template_ops_py(index, n, typical, lanes)
+    ffi, lib = _backend.ffi, _backend.lib
+    h, w = index.shape
+    plane = np.ascontiguousarray(index, dtype=np.uint8)
+    rows = np.ascontiguousarray(typical, dtype=np.uint8)
+    cap = 7 * h * w
+    kind, bit, lane = (np.empty(cap, np.uint8) for _ in range(3))
+    ctx = np.empty(cap, np.uint16)
+    scratch = np.empty((h + 2) * (w + 4), np.uint8)
+    buf = lambda a, t: ffi.from_buffer(t, a, require_writable=True)  # noqa: E731
+    got = lib.imij_template_ops(ffi.from_buffer("uint8_t[]", plane), w, h, len(lanes.starts), n, ffi.from_buffer("uint8_t[]", rows),
+                                buf(kind, "uint8_t[]"), buf(ctx, "uint16_t[]"), buf(bit, "uint8_t[]"), buf(lane, "uint8_t[]"),
+                                cap, buf(scratch, "uint8_t[]"))
+    if got < 0:
+        raise ValueError("an index plane of at most two entries holds an index above 1")
+    return TemplateOps(kind[:got].astype(np.int64), ctx[:got].astype(np.int64), bit[:got].astype(np.int64),
+                       lane[:got].astype(np.int64))
+
+
+def template_ops_py(index: np.ndarray, n: int, typical: np.ndarray, lanes: Lanes) -> TemplateOps:
+    """The Python reference of ``template_ops``: every phase vectorized, then sorted into
+    (step, phase, lane)."""
     h, w = index.shape
     I = index.astype(np.int64)
     t = template_planes(I, lanes)

@@ -429,3 +429,25 @@ def test_encode_api_screenshot_roundtrip_both_codecs():
     img = _few_colours(rng, 40, 50, 6, 3)
     data = imij_plugins.encode(img, codec="entropy")
     assert np.array_equal(np.asarray(imij_plugins.read(data)), img)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_template_ops_kernel_equals_the_reference(seed):
+    """The encoder's operation list (2.14 in reverse): C kernel and Python reference agree."""
+    from imij_plugins import _backend
+    from imij_plugins.payload.entropy.rans import Lanes
+    from imij_plugins.payload.entropy.template import template_ops, template_ops_py, typical_rows
+
+    if "c" not in _backend.available():
+        pytest.skip("the C backend is not built")
+    rng = np.random.default_rng(seed)
+    h, w, n = int(rng.integers(1, 40)), int(rng.integers(1, 90)), int(rng.choice([1, 2, 3, 7, 256]))
+    index = rng.integers(0, n, (h, w)).astype(np.uint8)
+    index[h // 2 :] = index[h // 2 : h // 2 + 1]  # repeated rows: typical rows
+    typical = typical_rows(index) if seed % 2 else np.zeros(h, bool)
+    lanes = Lanes.of(w, int(rng.integers(1, 17)))
+    with _backend.use("c"):
+        got = template_ops(index, n, typical, lanes)
+    want = template_ops_py(index, n, typical, lanes)
+    for name in ("kind", "ctx", "bit", "lane"):
+        assert np.array_equal(getattr(got, name), getattr(want, name)), name
