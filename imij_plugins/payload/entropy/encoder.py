@@ -98,6 +98,7 @@ class Effort:
     tables: bool  # try value tables (map 9)
     palette: bool  # try palette stripes
     levels: bool = True  # try bilevel / template palette stripes (level_writer's chooser)
+    every_level: bool = False  # ... for every unit of at most 256 tuples, not only the likely ones
 
 
 EFFORTS = {
@@ -106,10 +107,10 @@ EFFORTS = {
     3: Effort(4, 2, 0b0001000, ALL_PREDICTORS, 3, True, True, True),
     4: Effort(4, 2, 0b0001000, ALL_PREDICTORS, 2, True, True, True),
     5: Effort(4, 2, 0b0101010, ALL_PREDICTORS, 2, True, True, True),
-    6: Effort(2, 2, ALL_PREDICTORS, ALL_PREDICTORS, 1, True, True, True),
-    7: Effort(2, 1, ALL_PREDICTORS, ALL_PREDICTORS, 1, True, True, True),
-    8: Effort(1, 1, ALL_PREDICTORS, ALL_PREDICTORS, 1, True, True, True),
-    9: Effort(1, 1, ALL_PREDICTORS, ALL_PREDICTORS, 1, True, True, True),
+    6: Effort(2, 2, ALL_PREDICTORS, ALL_PREDICTORS, 1, True, True, True, every_level=True),
+    7: Effort(2, 1, ALL_PREDICTORS, ALL_PREDICTORS, 1, True, True, True, every_level=True),
+    8: Effort(1, 1, ALL_PREDICTORS, ALL_PREDICTORS, 1, True, True, True, every_level=True),
+    9: Effort(1, 1, ALL_PREDICTORS, ALL_PREDICTORS, 1, True, True, True, every_level=True),
 }
 
 
@@ -259,7 +260,7 @@ def _analyze(plan: _Plan, index: int) -> _Analysis:
             counts = np.bincount(index_plane.ravel()).astype(np.float64)
             counts = counts[counts > 0]
             order0 = float((counts * np.log2(counts.sum() / counts)).sum())
-            few = len(entries) <= LEVEL_TUPLES or slot_bits >= LEVEL_RATIO * order0
+            few = len(entries) <= LEVEL_TUPLES or slot_bits >= LEVEL_RATIO * order0 or plan.eff.every_level
             if pal_bits < slot_bits:
                 return _Analysis(entries, 0, ppreds, pstats, _compact(pu, [PALETTE_DEPTH]), few)
             result.few = result.few or few
