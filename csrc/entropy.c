@@ -5,12 +5,25 @@
  * (2.6, section 4). The output is the coded value of every slot (before the channel maps of
  * 2.1, which the caller applies vectorized).
  *
- * Plain C99, no globals, no allocation: the caller passes the output and scratch planes. Every
- * read of `body` is bounds-checked; every plane index is below width * height.
+ * Plain C99, no allocation: the caller passes the output and scratch planes. Every read of
+ * `body` is bounds-checked; every plane index is below width * height. The one global is the
+ * path choice of entropy_dispatch.h: on x86 with GCC/Clang, streams decode with an AVX2 step
+ * (3.1 over the 16 lanes at once) where the CPU has AVX2, falling back to the scalar step
+ * wherever that one is needed (row and column 0, zero runs, run tokens, the last 64 bytes);
+ * both give identical output and errors (tests/payload/entropy/test_kernel_paths.py).
  */
+#include <stdlib.h>
 #include <string.h>
 
+#include "entropy_dispatch.h"
 #include "imij_kernels.h"
+
+/* The AVX2 step (3.1) needs GCC/Clang target attributes on x86; elsewhere only the scalar path. */
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#define IMIJ_ENT_AVX2 1
+#else
+#define IMIJ_ENT_AVX2 0
+#endif
 
 #define M_BITS 10
 #define M_SLOTS (1u << M_BITS)
@@ -122,18 +135,183 @@ static inline int64_t floor_half(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1)
 #define ALWAYS_INLINE inline
 #endif
 
+
+/* ---- 3.1 with AVX2: the 16 lanes of one step as two vectors of 8 u32 ----
+ *
+ * Taken for a step when the lanes read only in-bounds memory without checks and the step needs
+ * none of the scalar path's special cases: x > 0 and r > 0 (both neighbours exist), no lane
+ * inside a zero run, and at least 64 bytes of words left (a step reads at most 16 words per
+ * phase, so no bounds check can fail inside it; the last 64 bytes decode on the scalar path,
+ * which reports a short stream exactly as before). Lanes l >= nl (past their width at this x)
+ * are masked out of every gather, renormalization and store.
+ *
+ * Renormalization (3.1, words in lane order within a phase): the lanes needing a word form a
+ * mask; lane i takes word popcount(mask & ((1 << i) - 1)) of the next popcount(mask) words. */
+#if IMIJ_ENT_AVX2
+#include <immintrin.h>
+#define AVX2_FN __attribute__((target("avx2,popcnt")))
+
+/* The SIMD step's per-stream constants (plain data: the scalar instantiations hold one too).
+ * tok[ctx][slot] is 3.2's token of the symbol at dec[ctx][slot], so the token gathers in parallel
+ * with the table entry instead of after it: base | nb << 24, or bit 31 when the scalar path must
+ * finish the step (a run token, more than 16 extra bits, a value of 24 bits or more). */
+typedef struct {
+    uint32_t offs[16];          /* l * lw: each lane's first column */
+    uint32_t tok[4][M_SLOTS];   /* only the contexts ctx_map names are filled */
+} simd_consts;
+
+/* Whether the SIMD path pays for its table here: about one symbol per byte, and a table of
+ * M entries per context to fill first. */
+static int simd_worth(const imij_slot_model *m, size_t slen)
+{
+    uint32_t nctx = 0;
+    for (int c = 0; c < 16; c++)
+        nctx = m->ctx_map[c] + 1u > nctx ? m->ctx_map[c] + 1u : nctx;
+    return slen >= (size_t)64 * nctx;
+}
+
+static void simd_prepare(simd_consts *k, const imij_slot_model *m, uint32_t lw)
+{
+    uint32_t tok[256], used = 0;
+    for (uint32_t l = 0; l < 16; l++)
+        k->offs[l] = l * lw;
+    for (uint32_t t = 0; t < 256; t++) {
+        int scalar = t >= m->nvalue || m->nb[t] > 16 ||
+                     (uint64_t)m->base[t] + (1u << m->nb[t]) - 1 >= (1u << 24); /* its largest value */
+        tok[t] = scalar ? 0x80000000u : m->base[t] | (uint32_t)m->nb[t] << 24;
+    }
+    for (int c = 0; c < 16; c++)
+        used |= 1u << (m->ctx_map[c] & 3);
+    for (uint32_t c = 0; c < 4; c++) {
+        if (!(used >> c & 1))
+            continue;
+        for (uint32_t i = 0; i < M_SLOTS; i++) { /* freq 0 (no valid table has it): scalar, so a
+                                                   * state left below 2^16 renormalizes as there */
+            uint32_t e = m->dec[c][i];
+            k->tok[c][i] = e >> 8 & 0x7ffu ? tok[e & 0xffu] : 0x80000000u;
+        }
+    }
+}
+
+/* 3.1 T(v) = min(v >> ctx_shift, 2^16) (v itself when narrow). */
+static inline AVX2_FN __m256i simd_term(__m256i v, __m256i shift, int narrow)
+{
+    if (narrow)
+        return v;
+    return _mm256_min_epu32(_mm256_srlv_epi32(v, shift), _mm256_set1_epi32(65536));
+}
+
+/* 3.1 ctx = ctx_map[min(bit_length(sum), 15)] for sums below 2^24 (exact as floats). */
+static inline AVX2_FN __m256i simd_context(__m256i sum, __m256i ctx_map)
+{
+    __m256i expo = _mm256_srli_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(sum)), 23); /* 0 or 126 + bl */
+    __m256i cls = _mm256_min_epi32(_mm256_max_epi32(_mm256_sub_epi32(expo, _mm256_set1_epi32(126)),
+                                                    _mm256_setzero_si256()),
+                                   _mm256_set1_epi32(15));
+    return _mm256_and_si256(_mm256_shuffle_epi8(ctx_map, cls), _mm256_set1_epi32(0xff));
+}
+
+/* 3.1 renormalize 8 lanes: those of `live` below 2^16 take the next words at *w, in lane order.
+ * Reads 16 bytes at *w (the caller guarantees them); advances *w past the words taken. */
+static inline AVX2_FN __m256i simd_renorm(__m256i xs, __m256i live, const uint8_t **w)
+{
+    __m256i need = _mm256_and_si256(_mm256_cmpeq_epi32(_mm256_srli_epi32(xs, 16), _mm256_setzero_si256()), live);
+    uint32_t mask = (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(need));
+    if (!mask)
+        return xs;
+    /* lane i's word: popcount(mask & ((1 << i) - 1)), a nibble-table popcount of < 2^7 */
+    const __m256i nib = _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1, 2, 2, 3,
+                                         1, 2, 2, 3, 2, 3, 3, 4);
+    __m256i below = _mm256_and_si256(_mm256_set1_epi32((int)mask), _mm256_setr_epi32(0, 1, 3, 7, 15, 31, 63, 127));
+    __m256i idx = _mm256_add_epi32(_mm256_shuffle_epi8(nib, _mm256_and_si256(below, _mm256_set1_epi32(15))),
+                                   _mm256_shuffle_epi8(nib, _mm256_srli_epi32(below, 4)));
+    __m256i words = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)*w)); /* little-endian u16 */
+    __m256i taken = _mm256_or_si256(_mm256_slli_epi32(xs, 16), _mm256_permutevar8x32_epi32(words, idx));
+    *w += 2 * (uint32_t)__builtin_popcount(mask);
+    return _mm256_blendv_epi8(xs, taken, need);
+}
+
+/* No lane inside a zero run (3.1: such a lane skips the step). */
+static inline AVX2_FN int simd_no_runs(const uint32_t *run)
+{
+    __m256i a = _mm256_loadu_si256((const __m256i *)run), b = _mm256_loadu_si256((const __m256i *)(run + 8));
+    return _mm256_testz_si256(_mm256_or_si256(a, b), _mm256_set1_epi32(-1));
+}
+
+/* One step (r > 0, x > 0, no lane in a run, >= 64 bytes of words left) of lanes 0..nl-1.
+ * Returns 1 when the step is complete (values in row and w_prev), 0 when only the token phase
+ * ran (st and sym_of hold its result; the scalar path finishes the step). */
+static inline AVX2_FN int simd_step(const simd_consts *k, const imij_slot_model *m, uint32_t *st, uint32_t nl,
+                                    uint32_t *row, const uint32_t *up, const uint32_t *c0, uint32_t x,
+                                    uint32_t *w_prev, int w_valid, const uint8_t **w, uint32_t *sym_of,
+                                    const int narrow, const int cross)
+{
+    const __m256i lane_no = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i ctx_map = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)m->ctx_map));
+    const __m256i shift = _mm256_set1_epi32((int)m->ctx_shift);
+    __m256i live[2], xs[2], sym[2], tok[2];
+    uint32_t scalar = 0;
+    for (int h = 0; h < 2; h++) { /* token phase */
+        __m256i off = _mm256_loadu_si256((const __m256i *)(k->offs + 8 * h));
+        live[h] = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)nl - 8 * h), lane_no);
+        __m256i wv = w_valid ? _mm256_loadu_si256((const __m256i *)(w_prev + 8 * h))
+                             : _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)(row + x - 1),
+                                                           off, live[h], 4);
+        __m256i nv = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)(up + x), off, live[h], 4);
+        __m256i sum = _mm256_add_epi32(simd_term(wv, shift, narrow), simd_term(nv, shift, narrow));
+        if (cross) { /* slot 0's term, always clamped */
+            __m256i cv = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)(c0 + x), off,
+                                                     live[h], 4);
+            sum = _mm256_add_epi32(sum, simd_term(cv, shift, 0));
+        }
+        __m256i s0 = _mm256_loadu_si256((const __m256i *)(st + 8 * h));
+        __m256i at = _mm256_or_si256(_mm256_slli_epi32(simd_context(sum, ctx_map), M_BITS),
+                                     _mm256_and_si256(s0, _mm256_set1_epi32(M_SLOTS - 1)));
+        __m256i e = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)m->dec[0], at, live[h], 4);
+        tok[h] = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)k->tok[0], at, live[h], 4);
+        __m256i freq = _mm256_and_si256(_mm256_srli_epi32(e, 8), _mm256_set1_epi32(0x7ff));
+        __m256i x1 = _mm256_add_epi32(_mm256_mullo_epi32(freq, _mm256_srli_epi32(s0, M_BITS)),
+                                      _mm256_srli_epi32(e, 19));
+        xs[h] = _mm256_blendv_epi8(s0, simd_renorm(x1, live[h], w), live[h]);
+        sym[h] = _mm256_and_si256(e, _mm256_set1_epi32(0xff));
+        scalar |= (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(tok[h])) << 8 * h;
+    }
+    if (scalar) {
+        for (int h = 0; h < 2; h++) {
+            _mm256_storeu_si256((__m256i *)(st + 8 * h), xs[h]);
+            _mm256_storeu_si256((__m256i *)(sym_of + 8 * h), sym[h]);
+        }
+        return 0;
+    }
+    /* extra-bits phase (lanes with nb > 0 only, as the scalar path). Every nb <= 16 here and every
+     * state is >= 2^16 after it, so the high phase (n2 = 0) changes nothing and reads no word. */
+    for (int h = 0; h < 2; h++) {
+        __m256i nb = _mm256_srli_epi32(tok[h], 24);
+        __m256i ex = _mm256_andnot_si256(_mm256_sllv_epi32(_mm256_set1_epi32(-1), nb), xs[h]);
+        __m256i some = _mm256_andnot_si256(_mm256_cmpeq_epi32(nb, _mm256_setzero_si256()), live[h]); /* nb > 0 */
+        xs[h] = simd_renorm(_mm256_srlv_epi32(xs[h], nb), some, w);
+        _mm256_storeu_si256((__m256i *)(st + 8 * h), xs[h]);
+        __m256i val = _mm256_add_epi32(_mm256_and_si256(tok[h], _mm256_set1_epi32(0xffffff)), ex);
+        _mm256_storeu_si256((__m256i *)(w_prev + 8 * h), val);
+    }
+    for (uint32_t l = 0; l < nl; l++) /* lane l's value at its column x */
+        row[k->offs[l] + x] = w_prev[l];
+    return 1;
+}
+#endif
+
 /* 3.1: one slot's stream of a unit: lanes decode in (step, phase, lane) order into u. `narrow`
  * (a constant at each call) says ctx_shift is 0 and this slot's residuals are below 2^16 (its
  * value tokens end below 2^n, 3.2), so T(v) = min(v >> ctx_shift, 2^16) is v itself for them;
  * `cross` adds slot 0's term. Every term is at most 2^16, so sums stay below 2^18. */
 static ALWAYS_INLINE int decode_stream_as(const uint8_t *s, size_t slen, const imij_slot_model *m, uint32_t width,
                                           uint32_t height, uint32_t lanes, uint32_t *u, const uint32_t *u0,
-                                          const int narrow, const int cross)
+                                          const int narrow, const int cross, const int simd)
 {
     uint32_t lw = (width + lanes - 1) / lanes; /* 2.3: lane width */
     uint32_t active = (width + lw - 1) / lw;   /* the non-empty prefix */
     uint32_t last_w = width - (active - 1) * lw; /* every lane but the last is lw wide */
-    uint32_t st[16], run[16];
+    uint32_t st[16] = {0}, run[16] = {0};
     size_t wpos = (size_t)4 * active;
     if (slen < wpos)
         return IMIJ_ENT_E_TRUNCATED;
@@ -144,13 +322,22 @@ static ALWAYS_INLINE int decode_stream_as(const uint8_t *s, size_t slen, const i
                 (uint32_t)s[4 * l + 3] << 24;
         if (st[l] < STATE_LOW) /* 3: each initial state >= 2^16 */
             return IMIJ_ENT_E_STATE;
-        run[l] = 0;
     }
     const uint32_t shift = m->ctx_shift, nvalue = m->nvalue;
     const uint8_t *nbits = m->nb;
     const uint32_t *table_of[33]; /* the table of each context sum's bit length (any 32-bit sum) */
     for (uint32_t c = 0; c < 33; c++)
         table_of[c] = m->dec[m->ctx_map[c > 15 ? 15 : c]];
+#if IMIJ_ENT_AVX2
+    simd_consts k;
+    uint32_t w_prev[16];
+    int w_valid = 0; /* w_prev holds the previous step's values (it was a complete SIMD step) */
+    int use_simd = simd && simd_worth(m, slen);
+    if (use_simd)
+        simd_prepare(&k, m, lw);
+#else
+    (void)simd;
+#endif
     for (uint32_t r = 0; r < height; r++) {
         uint32_t *row = u + (size_t)r * width;
         const uint32_t *up = r ? row - width : row;
@@ -158,8 +345,29 @@ static ALWAYS_INLINE int decode_stream_as(const uint8_t *s, size_t slen, const i
         for (uint32_t x = 0; x < lw; x++) {
             uint32_t nl = x < last_w ? active : active - 1; /* lanes with a position at x */
             uint32_t sym_of[16], e_of[16], lane_of[16], n = 0;
+            int tokens_done = 0;
+#if IMIJ_ENT_AVX2
+            if (use_simd) {
+                int taken = -1;
+                if (r && x && slen - wpos >= 64 && simd_no_runs(run)) {
+                    const uint8_t *wp = s + wpos;
+                    taken = simd_step(&k, m, st, nl, row, up, c0, x, w_prev, w_valid, &wp, sym_of, narrow, cross);
+                    wpos = (size_t)(wp - s);
+                }
+                w_valid = taken == 1;
+                if (taken == 1)
+                    continue;
+                if (taken == 0) { /* the token phase ran: the scalar phases finish the step */
+                    for (n = 0; n < nl; n++) {
+                        e_of[n] = 0;
+                        lane_of[n] = n;
+                    }
+                    tokens_done = 1;
+                }
+            }
+#endif
             /* token phase */
-            for (uint32_t l = 0; l < nl; l++) {
+            for (uint32_t l = 0; l < nl && !tokens_done; l++) {
                 uint32_t at = l * lw + x;
                 if (run[l]) { /* 3.1: inside a zero run: skip the step, output 0 */
                     run[l]--;
@@ -212,15 +420,64 @@ static ALWAYS_INLINE int decode_stream_as(const uint8_t *s, size_t slen, const i
     return 0;
 }
 
+/* The four specializations of decode_stream_as on one path (SIMD or not). */
+#define DECODE_STREAM_AS(SIMD)                                                                     \
+    do {                                                                                           \
+        int narrow_ = m->ctx_shift == 0 && m->depth <= 16; /* residuals of n <= 16 bits: < 2^16 */ \
+        if (narrow_)                                                                               \
+            return m->cross ? decode_stream_as(s, slen, m, width, height, lanes, u, u0, 1, 1, SIMD)     \
+                            : decode_stream_as(s, slen, m, width, height, lanes, u, u0, 1, 0, SIMD);    \
+        return m->cross ? decode_stream_as(s, slen, m, width, height, lanes, u, u0, 0, 1, SIMD)         \
+                        : decode_stream_as(s, slen, m, width, height, lanes, u, u0, 0, 0, SIMD);        \
+    } while (0)
+
+static int decode_stream_scalar(const uint8_t *s, size_t slen, const imij_slot_model *m, uint32_t width,
+                                uint32_t height, uint32_t lanes, uint32_t *u, const uint32_t *u0)
+{
+    DECODE_STREAM_AS(0);
+}
+
+#if IMIJ_ENT_AVX2
+static AVX2_FN int decode_stream_avx2(const uint8_t *s, size_t slen, const imij_slot_model *m, uint32_t width,
+                                      uint32_t height, uint32_t lanes, uint32_t *u, const uint32_t *u0)
+{
+    DECODE_STREAM_AS(1);
+}
+#endif
+
+/* The path in use (entropy_dispatch.h): -1 until chosen, then 0 scalar or 1 AVX2. */
+static int simd_path = -1;
+
+static int simd_supported(void)
+{
+#if IMIJ_ENT_AVX2
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
+#else
+    return 0;
+#endif
+}
+
+int imij_entropy_simd(int mode)
+{
+    if (mode < 0 && simd_path < 0) {
+        const char *env = getenv("IMIJ_ENTROPY_SIMD");
+        mode = env && env[0] == '0' ? 0 : 1;
+    }
+    if (mode >= 0)
+        simd_path = mode > 0 && simd_supported();
+    return simd_path;
+}
+
 static int decode_stream(const uint8_t *s, size_t slen, const imij_slot_model *m, uint32_t width,
                          uint32_t height, uint32_t lanes, uint32_t *u, const uint32_t *u0)
 {
-    int narrow = m->ctx_shift == 0 && m->depth <= 16; /* zigzag residuals of n <= 16 bits are < 2^16 */
-    if (narrow)
-        return m->cross ? decode_stream_as(s, slen, m, width, height, lanes, u, u0, 1, 1)
-                        : decode_stream_as(s, slen, m, width, height, lanes, u, u0, 1, 0);
-    return m->cross ? decode_stream_as(s, slen, m, width, height, lanes, u, u0, 0, 1)
-                    : decode_stream_as(s, slen, m, width, height, lanes, u, u0, 0, 0);
+#if IMIJ_ENT_AVX2
+    int path = simd_path < 0 ? imij_entropy_simd(-1) : simd_path;
+    if (path == 1 && width < (1u << 30))
+        return decode_stream_avx2(s, slen, m, width, height, lanes, u, u0);
+#endif
+    return decode_stream_scalar(s, slen, m, width, height, lanes, u, u0);
 }
 
 static inline uint32_t med(uint32_t w, uint32_t n, uint32_t nw, uint32_t mask)
@@ -320,31 +577,30 @@ static void intra_lane(uint32_t id, uint32_t *cur, const uint32_t *up, const uin
     }
 }
 
-/* Reconstruct one slot plane in place of its residual plane d (section 4 step 3). */
+/* Reconstruct row r of one slot plane v from its residual plane d (section 4 step 3); the rows
+ * above are already reconstructed. */
 static void reconstruct(uint32_t *v, const uint32_t *d, const uint8_t *pred_ids, const uint32_t *ref,
-                        uint32_t width, uint32_t height, uint32_t lanes, uint32_t depth, uint32_t delta)
+                        uint32_t width, uint32_t r, uint32_t lanes, uint32_t depth, uint32_t delta)
 {
     uint32_t lw = (width + lanes - 1) / lanes;
     uint32_t mask = mask_of(depth);
     int64_t step = 2 * (int64_t)delta + 1, top = (int64_t)mask;
-    for (uint32_t r = 0; r < height; r++) {
-        uint32_t id = pred_ids[r];
-        for (uint32_t c0 = 0; c0 < width; c0 += lw) {
-            uint32_t lane_w = c0 + lw <= width ? lw : width - c0;
-            size_t at0 = (size_t)r * width + c0;
-            if (r > 0 && id <= 6 && !delta) { /* the common case, one predictor per lane row */
-                intra_lane(id, v + at0, v + at0 - width, d + at0, lane_w, mask);
-                continue;
-            }
-            for (uint32_t x = 0; x < lane_w; x++) {
-                size_t at = at0 + x;
-                uint32_t p = predict(id, v, ref, at, width, r, x, lane_w, mask);
-                if (delta) { /* 2.6: v = clamp(pred + sext_n(d) (2 delta + 1), 0, 2^n - 1) */
-                    int64_t q = sext(d[at], depth) * step + (int64_t)p;
-                    v[at] = (uint32_t)(q < 0 ? 0 : q > top ? top : q);
-                } else {
-                    v[at] = (p + d[at]) & mask;
-                }
+    uint32_t id = pred_ids[r];
+    for (uint32_t c0 = 0; c0 < width; c0 += lw) {
+        uint32_t lane_w = c0 + lw <= width ? lw : width - c0;
+        size_t at0 = (size_t)r * width + c0;
+        if (r > 0 && id <= 6 && !delta) { /* the common case, one predictor per lane row */
+            intra_lane(id, v + at0, v + at0 - width, d + at0, lane_w, mask);
+            continue;
+        }
+        for (uint32_t x = 0; x < lane_w; x++) {
+            size_t at = at0 + x;
+            uint32_t p = predict(id, v, ref, at, width, r, x, lane_w, mask);
+            if (delta) { /* 2.6: v = clamp(pred + sext_n(d) (2 delta + 1), 0, 2^n - 1) */
+                int64_t q = sext(d[at], depth) * step + (int64_t)p;
+                v[at] = (uint32_t)(q < 0 ? 0 : q > top ? top : q);
+            } else {
+                v[at] = (p + d[at]) & mask;
             }
         }
     }
@@ -369,6 +625,39 @@ static int read_predictors(reader *rd, uint32_t height, int inter, uint8_t *ids)
 
 /* 4 step 1: unzigzag(u) mod 2^n. */
 static inline uint32_t unzigzag(uint32_t u, uint32_t mask) { return ((u >> 1) ^ (0u - (u & 1u))) & mask; }
+
+static void unzigzag_run(uint32_t *u, size_t count, uint32_t mask)
+{
+    for (size_t i = 0; i < count; i++)
+        u[i] = unzigzag(u[i], mask);
+}
+
+/* 4 step 2: undo decorrelation on n-bit (G, R, B) residuals, all modulo 2^n. */
+static void undo_decor(const uint32_t *g, uint32_t *rr, uint32_t *b, size_t count, uint32_t n, uint32_t decor)
+{
+    uint32_t mask = mask_of(n);
+    for (size_t i = 0; i < count; i++)
+        rr[i] = (rr[i] + g[i]) & mask;
+    if (decor == 1) {
+        for (size_t i = 0; i < count; i++)
+            b[i] = (b[i] + g[i]) & mask;
+    } else if (decor == 2) {
+        for (size_t i = 0; i < count; i++)
+            b[i] = (b[i] + rr[i]) & mask;
+    } else if (n && n < 32) {
+        /* floor((sext(R) + sext(G)) / 2): with the sign bit flipped, v ^ sign = sext(v) + 2^(n-1), so
+         * the biased sum is sext(R) + sext(G) + 2^n in [0, 2^(n+1)), and halving it floors the signed
+         * sum's half plus 2^(n-1) (2^n is even) */
+        uint32_t sign = 1u << (n - 1);
+        for (size_t i = 0; i < count; i++)
+            b[i] = (b[i] + (((rr[i] ^ sign) + (g[i] ^ sign)) >> 1) - sign) & mask;
+    } else {
+        for (size_t i = 0; i < count; i++) {
+            int64_t sum = sext(rr[i], n) + sext(g[i], n);
+            b[i] = (uint32_t)((int64_t)b[i] + floor_half(sum)) & mask;
+        }
+    }
+}
 
 int imij_entropy_unit(const uint8_t *body, size_t len, const imij_unit *unit, const uint32_t *reference,
                       uint32_t *out, uint32_t *scratch, uint8_t *pred_ids)
@@ -418,7 +707,8 @@ int imij_entropy_unit(const uint8_t *body, size_t len, const imij_unit *unit, co
             return err;
         for (size_t i = 0; i < plane; i++)
             u[i] = unzigzag(u[i], 0xffu);
-        reconstruct(idx, u, pred_ids, NULL, width, height, unit->lanes, 8, 0);
+        for (uint32_t r = 0; r < height; r++)
+            reconstruct(idx, u, pred_ids, NULL, width, r, unit->lanes, 8, 0);
         for (uint32_t s = 0; s < nslots; s++)
             for (size_t i = 0; i < plane; i++)
                 out[s * plane + i] = entries[idx[i] < count ? idx[i] : 0][s]; /* entry 0 when i >= n */
@@ -448,32 +738,16 @@ int imij_entropy_unit(const uint8_t *body, size_t len, const imij_unit *unit, co
             return err;
         at += (size_t)lens[s];
     }
-    for (uint32_t s = 0; s < nslots; s++) { /* 4 step 1 */
-        uint32_t mask = mask_of(unit->slots[s].depth);
-        uint32_t *u = scratch + s * plane;
-        for (size_t i = 0; i < plane; i++)
-            u[i] = unzigzag(u[i], mask);
+    for (uint32_t r = 0; r < height; r++) { /* row by row, so each row's planes stay in cache */
+        size_t at = (size_t)r * width;
+        for (uint32_t s = 0; s < nslots; s++) /* 4 step 1 */
+            unzigzag_run(scratch + s * plane + at, width, mask_of(unit->slots[s].depth));
+        if (decor) /* 4 step 2 */
+            undo_decor(scratch + at, scratch + plane + at, scratch + 2 * plane + at, width, unit->slots[0].depth,
+                       decor);
+        for (uint32_t s = 0; s < nslots; s++) /* 4 step 3 */
+            reconstruct(out + s * plane, scratch + s * plane, pred_ids, inter ? reference + s * plane : NULL, width,
+                        r, unit->lanes, unit->slots[s].depth, unit->slots[s].delta);
     }
-    if (decor) { /* 4 step 2: undo decorrelation on (G, R, B) residuals */
-        uint32_t n = unit->slots[0].depth, mask = mask_of(n);
-        uint32_t *g = scratch, *rr = scratch + plane, *b = scratch + 2 * plane;
-        for (size_t i = 0; i < plane; i++)
-            rr[i] = (rr[i] + g[i]) & mask;
-        if (decor == 1) {
-            for (size_t i = 0; i < plane; i++)
-                b[i] = (b[i] + g[i]) & mask;
-        } else if (decor == 2) {
-            for (size_t i = 0; i < plane; i++)
-                b[i] = (b[i] + rr[i]) & mask;
-        } else {
-            for (size_t i = 0; i < plane; i++) { /* floor((sext(R) + sext(G)) / 2) */
-                int64_t sum = sext(rr[i], n) + sext(g[i], n);
-                b[i] = (uint32_t)((int64_t)b[i] + floor_half(sum)) & mask;
-            }
-        }
-    }
-    for (uint32_t s = 0; s < nslots; s++) /* 4 step 3 */
-        reconstruct(out + s * plane, scratch + s * plane, pred_ids, inter ? reference + s * plane : NULL, width,
-                    height, unit->lanes, unit->slots[s].depth, unit->slots[s].delta);
     return 0;
 }

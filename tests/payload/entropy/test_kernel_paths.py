@@ -1,0 +1,127 @@
+"""The C entropy kernel's SIMD and scalar paths agree on every input (csrc/entropy_dispatch.h).
+
+``lib.imij_entropy_simd(0)`` forces the scalar path and ``lib.imij_entropy_simd(1)`` restores the
+fastest one the CPU supports (``IMIJ_ENTROPY_SIMD=0`` in the environment selects the scalar path
+at start-up). Each payload decodes on both paths; the outputs, or the errors, must be identical,
+including for random-byte-mutated payloads whose errors arise deep inside the streams.
+
+The SIMD path only takes steps with x > 0, r > 0, no lane in a zero run and at least 64 bytes of
+words left, so the cases here are wide and tall enough for it to run for many steps; on a CPU
+without AVX2 both runs take the scalar path and the test still holds.
+"""
+
+from __future__ import annotations
+
+import random
+import warnings
+
+import numpy as np
+import pytest
+
+import imij_plugins
+from imij_plugins import _backend
+from imij_plugins.errors import ImijError
+from imij_plugins.payload.entropy.decoder import decode_entropy_payload
+from imij_plugins.payload.entropy.writer import encode_entropy_payload
+
+from .gen import header_of, random_case
+from .test_entropy_mutation import _mutate
+
+
+@pytest.fixture
+def paths(backend):
+    """Only meaningful on the C backend; restores the default path afterwards."""
+    if backend != "c" or not hasattr(_backend.lib, "imij_entropy_simd"):
+        pytest.skip("the C kernel's paths")
+    lib = _backend.lib
+    before = lib.imij_entropy_simd(-1)
+    yield lib
+    lib.imij_entropy_simd(before)
+
+
+def _outcome(fn):
+    try:
+        result = fn()
+    except ImijError as exc:
+        return ("error", type(exc).__name__, str(exc))
+    return ("ok", result)
+
+
+def _same(a, b) -> bool:
+    if a[0] != b[0]:
+        return False
+    if a[0] == "error":
+        return a == b
+    x, y = a[1], b[1]
+    return type(x) is type(y) and np.asarray(x).dtype == np.asarray(y).dtype and np.array_equal(
+        np.asarray(x).view(np.uint8), np.asarray(y).view(np.uint8)
+    )
+
+
+def _both(lib, fn):
+    lib.imij_entropy_simd(0)
+    scalar = _outcome(fn)
+    lib.imij_entropy_simd(1)
+    simd = _outcome(fn)
+    return scalar, simd
+
+
+@pytest.mark.parametrize("chunk", range(4))
+def test_random_payloads_and_mutations(paths, chunk):
+    """Random syntax (samples, lanes, models with ctx_shift and cross, runs, palettes, inter)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for seed in range(chunk * 6, chunk * 6 + 6):
+            rng = random.Random(90_000 + seed)
+            case = random_case(90_000 + seed, size=(rng.randint(6, 24), rng.randint(48, 160)))
+            try:
+                enc = encode_entropy_payload(case.image, options=case.options, reference=case.reference)
+            except ValueError:
+                continue
+            hdr = header_of(case, enc.features_used)
+            payloads = [enc.payload] + [_mutate(rng, enc.payload, enc.head_len) for _ in range(12)]
+            for data in payloads:
+                scalar, simd = _both(paths, lambda: decode_entropy_payload(data, hdr, reference=case.reference))
+                assert _same(scalar, simd), (seed, scalar[0], simd[0])
+            ok = _outcome(lambda: decode_entropy_payload(enc.payload, hdr, reference=case.reference))
+            assert ok[0] == "ok"
+
+
+def _photo(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
+    """A smooth image with noise: long value-token streams (the SIMD path's common case)."""
+    y, x = np.mgrid[0:h, 0:w]
+    base = 128 + 60 * np.sin(x / 17.0)[..., None] * np.cos(y / 11.0)[..., None] * np.array([1.0, 0.8, 0.6])
+    return np.clip(base + rng.normal(0, 6, (h, w, 3)), 0, 255).astype(np.uint8)
+
+
+def _screen(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
+    """Flat areas and text-like detail: zero runs interleaved with value tokens."""
+    img = np.full((h, w, 3), 250, np.uint8)
+    for _ in range(40):
+        y0, x0 = rng.integers(0, h - 4), rng.integers(0, w - 12)
+        img[y0 : y0 + rng.integers(1, 4), x0 : x0 + rng.integers(2, 12)] = rng.integers(0, 256, 3)
+    return img
+
+
+@pytest.mark.parametrize("kind", ["photo", "screen", "gray16"])
+def test_files_and_byte_mutations(paths, kind):
+    rng = np.random.default_rng(7)
+    if kind == "photo":
+        img = _photo(rng, 96, 400)
+    elif kind == "screen":
+        img = _screen(rng, 96, 400)
+    else:
+        img = (_photo(rng, 64, 300)[..., 0].astype(np.uint16) * 257 + rng.integers(0, 64, (64, 300))).astype(np.uint16)
+    data = imij_plugins.encode(img)
+    scalar, simd = _both(paths, lambda: imij_plugins.read(data, threads=1))
+    assert scalar[0] == "ok" and _same(scalar, simd)
+    assert np.array_equal(np.asarray(simd[1]).reshape(img.shape), img)
+    prng = random.Random(kind)
+    for _ in range(40):
+        buf = bytearray(data)
+        for _ in range(prng.randint(1, 3)):  # mostly inside the streams: the file's bulk
+            i = prng.randrange(len(buf) // 4, len(buf))
+            buf[i] = prng.randrange(256)
+        bad = bytes(buf)
+        scalar, simd = _both(paths, lambda: imij_plugins.read(bad, threads=1))
+        assert _same(scalar, simd), (scalar[0], simd[0], scalar[1:] if scalar[0] == "error" else None)
