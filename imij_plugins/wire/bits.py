@@ -18,18 +18,13 @@ class BitReader:
 
     def read(self, nbits: int) -> int:
         """The next ``nbits`` bits as an unsigned integer, first bit least significant."""
-        if nbits < 0 or self.bitpos + nbits > self.bitend:
+        pos = self.bitpos
+        end = pos + nbits
+        if nbits < 0 or end > self.bitend:
             raise Corrupt(f"{self.what}: runs past the end")
-        value = 0
-        done = 0
-        while done < nbits:
-            byte_index, bit = divmod(self.bitpos, 8)
-            take = min(8 - bit, nbits - done)
-            chunk = (self.buf[byte_index] >> bit) & ((1 << take) - 1)
-            value |= chunk << done
-            done += take
-            self.bitpos += take
-        return value
+        self.bitpos = end
+        chunk = int.from_bytes(self.buf[pos >> 3 : (end + 7) >> 3], "little")  # the bytes the field touches
+        return (chunk >> (pos & 7)) & ((1 << nbits) - 1)
 
     def bits_left(self) -> int:
         return self.bitend - self.bitpos

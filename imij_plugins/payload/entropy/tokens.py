@@ -8,6 +8,7 @@ positions as len - 1. Both split a token into a base and nb extra bits the same 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from imij_plugins.errors import Corrupt
 
@@ -71,12 +72,15 @@ class Scheme:
 
     def token(self, t: int) -> tuple[bool, int, int]:
         """Symbol t of the alphabet as (is_run, base, nb) (3.2)."""
+        return self.tokens[t]
+
+    @cached_property
+    def tokens(self) -> tuple[tuple[bool, int, int], ...]:
+        """Every symbol of the alphabet as (is_run, base, nb) (3.2), computed once per scheme."""
         vt = self.value_tokens
-        if t < vt:
-            base, nb = split_token(t, self.k, self.m)
-            return False, base, nb
-        base, nb = split_token(t - vt, self.rk, self.m)
-        return True, base, nb
+        out = [(False, *split_token(t, self.k, self.m)) for t in range(vt)]
+        out += [(True, *split_token(t, self.rk, self.m)) for t in range(self.run_tokens)]
+        return tuple(out)  # type: ignore[arg-type]
 
     def run_token_past_cap(self, t: int) -> bool:
         """3.3: a run token whose shortest run (base + 1) exceeds the cap can never be valid.
