@@ -87,7 +87,7 @@ def _code_entropy(image: np.ndarray, channels_code: int, effort: int, max_error:
                   threads, unit_table: str, ordinals: bool, reference: np.ndarray | None = None) -> _Coded:
     """An entropy-coded payload (2.1-2.7, 3) from the tuned encoder (section 5); ``reference``:
     an inter frame's previous canvas under it (section 4's predictors 7-9)."""
-    from imij_plugins.payload.entropy.encoder import choose_geometry as entropy_geometry, encode_tuned  # when asked for
+    from imij_plugins.payload.entropy.encoder import encode_tuned  # only when asked for
 
     height, width = image.shape[:2]
     encoded = encode_tuned(image, effort=effort, max_error=max_error, threads=threads, layout=channels_code,
@@ -98,8 +98,7 @@ def _code_entropy(image: np.ndarray, channels_code: int, effort: int, max_error:
     trailing = None
     if unit_table == "tail":  # the writer's check-tail head; the spans for uIDX come from a walk
         trailing = _spans_for_tail(header, encoded.payload)
-    units = entropy_geometry(width, height, stripe_rows, group_cols).unit_count
-    return _Coded(header, encoded.payload, encoded.head_len, units, trailing)
+    return _Coded(header, encoded.payload, encoded.head_len, encoded.units, trailing)
 
 
 def _spans_for_tail(header: Header, payload: bytes) -> bytes:

@@ -81,6 +81,7 @@ LEVEL_TUPLES = 16  # units of at most this many slot tuples always go to the bil
 LEVEL_RATIO = 0.8  # others when the predictive estimate is at least this share of the tuples' entropy
 UNIT_TABLES = ("hint", "none", "filled", "empty", "tail")
 ALL_PREDICTORS = 0x7F
+GEOMETRY_TRIES = {8: (16,), 9: (32, 16, 8)}  # stripe heights also tried at these efforts
 
 T = TypeVar("T")
 
@@ -415,8 +416,21 @@ def encode_tuned(image: np.ndarray, *, effort: int = DEFAULT_EFFORT, max_error: 
     if unit_table not in UNIT_TABLES:
         raise ValueError(f"unit_table must be one of {UNIT_TABLES}")
     img = as_image_array(image)
-    plan = _plan(img, layout, effort, max_error, stripe_rows, group_cols, reference)
     workers = threads if threads is not None else (os.cpu_count() or 1)
+    plan = _plan(img, layout, effort, max_error, stripe_rows, group_cols, reference)
+    best = _encode(plan, workers, unit_table, ordinals)
+    if stripe_rows is None:  # 5: the highest efforts also try shorter stripes (fewer tuples per unit)
+        for rows in GEOMETRY_TRIES.get(effort, ()):
+            if rows < plan.geo.stripe_rows:
+                other = _encode(_plan(img, layout, effort, max_error, rows, group_cols, reference), workers, unit_table,
+                                ordinals)
+                best = other if len(other.payload) < len(best.payload) else best
+    return best
+
+
+def _encode(plan: _Plan, workers: int, unit_table: str, ordinals: bool) -> EncodedEntropy:
+    """The payload of one plan: analysis, models, units, level stripes, head (2, 3, 5)."""
+    effort = plan.effort
     count = plan.geo.unit_count
 
     analyses = _map(lambda i: _analyze(plan, i), count, workers)
@@ -530,7 +544,7 @@ def _assemble(plan: _Plan, models: bytes, bodies: list[bytes], palette: bool, bo
         head_records.append(Record(REC_ORDINALS, b""))
         features.add(FeatureId.UNIT_ORDINALS)
     head = lossless_head(plan.header, palette, plan.lanes, plan.geo, plan.maps, models, head_records, features)
-    return EncodedEntropy(head + b"".join(records), len(head), frozenset(features))
+    return EncodedEntropy(head + b"".join(records), len(head), frozenset(features), len(records))
 
 
 __all__ = ["DEFAULT_EFFORT", "EFFORTS", "Effort", "choose_geometry", "encode_tuned", "lanes_for"]

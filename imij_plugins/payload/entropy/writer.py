@@ -157,6 +157,7 @@ class EncodedEntropy(NamedTuple):
     payload: bytes
     head_len: int  # where the first unit record starts
     features_used: frozenset[int]  # features the file must declare in its mask for this payload
+    units: int = 0  # main unit records (2.7)
 
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -674,7 +675,7 @@ def _assemble(opts: EntropyOptions, header: Header, geo: Geometry, n_lanes: int,
         head_records.append(Record(REC_ORDINALS, b""))
         features.add(FeatureId.UNIT_ORDINALS)
     head = lossless_head(header, opts.palette, n_lanes, geo, maps, models, head_records, features)
-    return EncodedEntropy(head + b"".join(records), len(head), frozenset(features))
+    return EncodedEntropy(head + b"".join(records), len(head), frozenset(features), len(records))
 
 
 def lossless_head(header: Header, palette: bool, lanes: int, geo: Geometry, maps: Sequence[ChannelMap], models: bytes,
