@@ -24,6 +24,7 @@ Everything is deterministic: the bytes do not depend on ``threads`` or on the ba
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Sequence, TypeVar
@@ -433,21 +434,18 @@ def _encode(plan: _Plan, workers: int, unit_table: str, ordinals: bool) -> Encod
     effort = plan.effort
     count = plan.geo.unit_count
 
-    analyses = _map(lambda i: _analyze(plan, i), count, workers)
+    totals = _Totals(len(plan.depths))
+    analyses = _map(lambda i: totals.take(_analyze(plan, i)), count, workers)
 
     # 3.3: models from every unit's statistics
     eff = effort_of(effort)
     models: list[ModelPlan] = []
     for s, n in enumerate(plan.depths):
-        parts = [a.stats[s] for a in analyses if a.palette is None]
-        if parts:
-            variants = {cross: _sum([p[cross] for p in parts]) for cross in parts[0]}
-        else:  # every unit is a palette stripe: the slot models code nothing
-            empty = _empty_stats()
-            variants = {False: empty}
+        # every unit a palette stripe: the slot models code nothing
+        variants = totals.slots[s] or {False: _empty_stats()}
         models.append(choose_model(variants, n, plan.shifts[s], eff, RUN_MIN))
-    pal_parts = [a.stats[0][False] for a in analyses if a.palette is not None]
-    pmodel = choose_model({False: _sum(pal_parts)}, PALETTE_DEPTH, 0, eff, RUN_MIN) if pal_parts else None
+    pal = totals.palette
+    pmodel = choose_model(pal, PALETTE_DEPTH, 0, eff, RUN_MIN) if pal else None
 
     from imij_plugins import _backend
 
@@ -503,11 +501,29 @@ def _levels(plan: _Plan, analyses: list[_Analysis], bodies: list[bytes]):
     return out, records, features, len(levels.coded)
 
 
-def _sum(parts: list[SlotStats]) -> SlotStats:
-    total = parts[0]
-    for p in parts[1:]:
-        total = total + p
-    return total
+class _Totals:
+    """The units' statistics summed as each analysis finishes (3.3: the models see only sums),
+    so no unit keeps its own; integer sums do not depend on the order threads finish in."""
+
+    def __init__(self, slots: int):
+        self.slots: list[dict[bool, SlotStats]] = [{} for _ in range(slots)]  # per slot and cross variant
+        self.palette: dict[bool, SlotStats] = {}  # the palette index plane's
+        self._lock = threading.Lock()
+
+    def take(self, a: _Analysis) -> _Analysis:
+        with self._lock:
+            if a.palette is None:
+                for total, variants in zip(self.slots, a.stats):
+                    _add(total, variants)
+            else:
+                _add(self.palette, {False: a.stats[0][False]})
+        a.stats = []
+        return a
+
+
+def _add(total: dict[bool, SlotStats], variants: dict[bool, SlotStats]) -> None:
+    for cross, stats in variants.items():
+        total[cross] = total[cross] + stats if cross in total else stats
 
 
 def _empty_stats() -> SlotStats:
