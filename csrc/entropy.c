@@ -5,7 +5,8 @@
  * (2.6, section 4). The output is the coded value of every slot (before the channel maps of
  * 2.1, which the caller applies vectorized).
  *
- * Plain C99, no allocation: the caller passes the output and scratch planes. Every read of
+ * Plain C99, no allocation: the caller passes the planes, which hold the residuals and then, in
+ * place, the coded values. Every read of
  * `body` is bounds-checked; every plane index is below width * height. The one global is the
  * path choice of entropy_dispatch.h: on x86 with GCC/Clang, streams decode with an AVX2 step
  * (3.1 over the 16 lanes at once) where the CPU has AVX2, falling back to the scalar step
@@ -537,20 +538,21 @@ static inline uint32_t predict(uint32_t id, const uint32_t *v, const uint32_t *r
 }
 
 /* Section 4, predictors 0-6 on one lane of one row (r > 0, exact): v = (pred + d) & mask, with
- * the lane-local edges of 2.3 (W, NW = N at x = 0; NE = N at the lane's last column). */
+ * the lane-local edges of 2.3 (W, NW = N at x = 0; NE = N at the lane's last column). In place:
+ * cur[x] holds d on entry and v on exit; the predictor reads only cur[x - 1] (already v) and the
+ * row above (all v). */
 #define INTRA_LANE(EXPR)                                                                           \
     do {                                                                                           \
         for (uint32_t x = 0; x < lane_w; x++) {                                                    \
             uint32_t n = up[x], w = x ? cur[x - 1] : n, nw = x ? up[x - 1] : n;                    \
             uint32_t ne = x + 1 < lane_w ? up[x + 1] : n;                                          \
             (void)w, (void)nw, (void)ne;                                                           \
-            cur[x] = ((EXPR) + dd[x]) & mask;                                                      \
+            cur[x] = ((EXPR) + cur[x]) & mask;                                                     \
         }                                                                                          \
     } while (0)
 
 /* One lane of one row with an intra predictor, the predictor chosen once per lane. */
-static void intra_lane(uint32_t id, uint32_t *cur, const uint32_t *up, const uint32_t *dd, uint32_t lane_w,
-                       uint32_t mask)
+static void intra_lane(uint32_t id, uint32_t *cur, const uint32_t *up, uint32_t lane_w, uint32_t mask)
 {
     switch (id) {
     case 0:
@@ -577,10 +579,11 @@ static void intra_lane(uint32_t id, uint32_t *cur, const uint32_t *up, const uin
     }
 }
 
-/* Reconstruct row r of one slot plane v from its residual plane d (section 4 step 3); the rows
- * above are already reconstructed. */
-static void reconstruct(uint32_t *v, const uint32_t *d, const uint8_t *pred_ids, const uint32_t *ref,
-                        uint32_t width, uint32_t r, uint32_t lanes, uint32_t depth, uint32_t delta)
+/* Reconstruct row r of one slot plane v in place (section 4 step 3): on entry row r holds the
+ * residuals d and the rows above are reconstructed. Each v is written right after its own d is
+ * read, and the predictors read only positions before it (W, NW, N, NE), so one plane serves. */
+static void reconstruct(uint32_t *v, const uint8_t *pred_ids, const uint32_t *ref, uint32_t width, uint32_t r,
+                        uint32_t lanes, uint32_t depth, uint32_t delta)
 {
     uint32_t lw = (width + lanes - 1) / lanes;
     uint32_t mask = mask_of(depth);
@@ -590,17 +593,17 @@ static void reconstruct(uint32_t *v, const uint32_t *d, const uint8_t *pred_ids,
         uint32_t lane_w = c0 + lw <= width ? lw : width - c0;
         size_t at0 = (size_t)r * width + c0;
         if (r > 0 && id <= 6 && !delta) { /* the common case, one predictor per lane row */
-            intra_lane(id, v + at0, v + at0 - width, d + at0, lane_w, mask);
+            intra_lane(id, v + at0, v + at0 - width, lane_w, mask);
             continue;
         }
         for (uint32_t x = 0; x < lane_w; x++) {
             size_t at = at0 + x;
             uint32_t p = predict(id, v, ref, at, width, r, x, lane_w, mask);
             if (delta) { /* 2.6: v = clamp(pred + sext_n(d) (2 delta + 1), 0, 2^n - 1) */
-                int64_t q = sext(d[at], depth) * step + (int64_t)p;
+                int64_t q = sext(v[at], depth) * step + (int64_t)p;
                 v[at] = (uint32_t)(q < 0 ? 0 : q > top ? top : q);
             } else {
-                v[at] = (p + d[at]) & mask;
+                v[at] = (p + v[at]) & mask;
             }
         }
     }
@@ -660,7 +663,7 @@ static void undo_decor(const uint32_t *g, uint32_t *rr, uint32_t *b, size_t coun
 }
 
 int imij_entropy_unit(const uint8_t *body, size_t len, const imij_unit *unit, const uint32_t *reference,
-                      uint32_t *out, uint32_t *scratch, uint8_t *pred_ids)
+                      uint32_t *planes, uint8_t *pred_ids)
 {
     uint32_t width = unit->width, height = unit->height, nslots = unit->nslots;
     size_t plane = (size_t)width * height;
@@ -702,16 +705,18 @@ int imij_entropy_unit(const uint8_t *body, size_t len, const imij_unit *unit, co
             return err;
         if (slen != rd.end - rd.pos)
             return IMIJ_ENT_E_LENGTHS;
-        uint32_t *u = scratch, *idx = scratch + plane;
-        if ((err = decode_stream(body + rd.pos, (size_t)slen, pm, width, height, unit->lanes, u, NULL)))
+        uint32_t *idx = planes; /* the index plane: residuals, then indices, in plane 0 */
+        if ((err = decode_stream(body + rd.pos, (size_t)slen, pm, width, height, unit->lanes, idx, NULL)))
             return err;
         for (size_t i = 0; i < plane; i++)
-            u[i] = unzigzag(u[i], 0xffu);
+            idx[i] = unzigzag(idx[i], 0xffu);
         for (uint32_t r = 0; r < height; r++)
-            reconstruct(idx, u, pred_ids, NULL, width, r, unit->lanes, 8, 0);
-        for (uint32_t s = 0; s < nslots; s++)
-            for (size_t i = 0; i < plane; i++)
-                out[s * plane + i] = entries[idx[i] < count ? idx[i] : 0][s]; /* entry 0 when i >= n */
+            reconstruct(idx, pred_ids, NULL, width, r, unit->lanes, 8, 0);
+        for (size_t i = 0; i < plane; i++) { /* each index is read before plane 0 takes its entry */
+            const uint16_t *entry = entries[idx[i] < count ? idx[i] : 0]; /* entry 0 when i >= n */
+            for (uint32_t s = 0; s < nslots; s++)
+                planes[s * plane + i] = entry[s];
+        }
         return 0;
     }
     if (decor >= 0x81 && decor <= 0x84)
@@ -733,21 +738,24 @@ int imij_entropy_unit(const uint8_t *body, size_t len, const imij_unit *unit, co
     size_t at = rd.pos;
     for (uint32_t s = 0; s < nslots; s++) {
         const imij_slot_model *m = &unit->slots[s];
-        if ((err = decode_stream(body + at, (size_t)lens[s], m, width, height, unit->lanes, scratch + s * plane,
-                                 scratch)))
+        if ((err = decode_stream(body + at, (size_t)lens[s], m, width, height, unit->lanes, planes + s * plane,
+                                 planes)))
             return err;
         at += (size_t)lens[s];
     }
-    for (uint32_t r = 0; r < height; r++) { /* row by row, so each row's planes stay in cache */
+    /* Every stream is decoded (the cross context of 3.1 read slot 0's residuals), so the planes now
+     * turn into coded values in place, row by row so each row's planes stay in cache: a row's
+     * residuals are only read by steps 1-3 of that same row. */
+    for (uint32_t r = 0; r < height; r++) {
         size_t at = (size_t)r * width;
         for (uint32_t s = 0; s < nslots; s++) /* 4 step 1 */
-            unzigzag_run(scratch + s * plane + at, width, mask_of(unit->slots[s].depth));
+            unzigzag_run(planes + s * plane + at, width, mask_of(unit->slots[s].depth));
         if (decor) /* 4 step 2 */
-            undo_decor(scratch + at, scratch + plane + at, scratch + 2 * plane + at, width, unit->slots[0].depth,
+            undo_decor(planes + at, planes + plane + at, planes + 2 * plane + at, width, unit->slots[0].depth,
                        decor);
         for (uint32_t s = 0; s < nslots; s++) /* 4 step 3 */
-            reconstruct(out + s * plane, scratch + s * plane, pred_ids, inter ? reference + s * plane : NULL, width,
-                        r, unit->lanes, unit->slots[s].depth, unit->slots[s].delta);
+            reconstruct(planes + s * plane, pred_ids, inter ? reference + s * plane : NULL, width, r, unit->lanes,
+                        unit->slots[s].depth, unit->slots[s].delta);
     }
     return 0;
 }

@@ -84,11 +84,13 @@ typedef struct {
     const imij_slot_model *palette; /* the palette index model, or NULL when palette stripes may not occur */
 } imij_unit;
 
-/* Decode one unit record body into `out`: nslots planes of width*height coded values (2.1's
- * s, before the channel maps). `scratch` holds (nslots + 1) planes, `pred_ids` height bytes.
- * `reference` (inter frames) holds nslots planes of reduced reference values, else NULL.
- * Returns 0 or a negative IMIJ_ENT_E_* code; never reads or writes out of bounds. */
+/* Decode one unit record body into `planes`: max(nslots, 1) planes of width*height uint32, which
+ * hold each slot's residuals and then, reconstructed in place, its coded values (2.1's s, before
+ * the channel maps; plane 0 is also a palette stripe's index plane). `pred_ids` holds height
+ * bytes. `reference` (inter frames) holds nslots planes of reduced reference values, else NULL.
+ * Returns 0 or a negative IMIJ_ENT_E_* code; never reads or writes out of bounds. On an error
+ * the planes hold partial garbage. */
 int imij_entropy_unit(const uint8_t *body, size_t len, const imij_unit *unit, const uint32_t *reference,
-                      uint32_t *out, uint32_t *scratch, uint8_t *pred_ids);
+                      uint32_t *planes, uint8_t *pred_ids);
 
 #endif /* IMIJ_KERNELS_H */

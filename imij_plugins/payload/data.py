@@ -33,9 +33,14 @@ class UnitDecoder(Protocol):
     """The one interface every lossless unit coding implements: one unit record's body in, pixels out."""
 
     def decode_unit(
-        self, body: memoryview, width: int, height: int, reference: np.ndarray | None = None
+        self, body: memoryview, width: int, height: int, reference: np.ndarray | None = None,
+        out: np.ndarray | None = None,
     ) -> np.ndarray:
-        """The unit's (height, width, C) samples; ``reference`` is the previous canvas under it."""
+        """The unit's (height, width, C) samples; ``reference`` is the previous canvas under it.
+
+        With ``out`` (shape (height, width, C), the header's dtype, any strides: the unit's
+        rectangle of the image) the samples go there and ``out`` is returned, so no unit-sized
+        copy is made; else a new array."""
         ...
 
 
@@ -48,10 +53,15 @@ class QuickUnits:
     bit_smart: bool
 
     def decode_unit(
-        self, body: memoryview, width: int, height: int, reference: np.ndarray | None = None
+        self, body: memoryview, width: int, height: int, reference: np.ndarray | None = None,
+        out: np.ndarray | None = None,
     ) -> np.ndarray:
         samples = decode_quick_unit(body, width * height, self.channels, self.dtype.itemsize, bit_smart=self.bit_smart)
-        return np.frombuffer(samples, dtype=self.dtype).reshape(height, width, self.channels)
+        pixels = np.frombuffer(samples, dtype=self.dtype).reshape(height, width, self.channels)
+        if out is None:
+            return pixels
+        out[...] = pixels  # the quick decoders fill a buffer of their own: one copy
+        return out
 
 
 @dataclass
@@ -119,7 +129,7 @@ class DataPayload:
             unit = self.units[index]
             body = memoryview(self.buf)[unit.body_start : unit.end]
             ref = None if reference is None else reference[y : y + h, x : x + w]
-            target[...] = self.decoder.decode_unit(body, w, h, ref)
+            self.decoder.decode_unit(body, w, h, ref, out=target)  # straight into its rectangle
         except (Corrupt, Unsupported) as exc:
             if failures is None:
                 raise

@@ -56,19 +56,22 @@ class EntropyPayload:
         return np.dtype(self.header.sample_type.dtype)
 
     def decode_unit(self, body: memoryview | bytes, width: int, height: int,
-                    reference: np.ndarray | None = None) -> np.ndarray:
+                    reference: np.ndarray | None = None, out: np.ndarray | None = None) -> np.ndarray:
         """One unit record's payload (after any ordinal) as an (height, width, C) array.
 
         ``reference`` is the previous canvas under the unit in an inter frame (predictors 7-9,
-        section 4), None otherwise. Raises only Corrupt / Unsupported for bad bytes.
+        section 4), None otherwise. ``out``: the (height, width, C) array of the header's dtype
+        to decode into (any strides, e.g. the unit's rectangle of the image), else a new one;
+        returned either way. It is written only once the unit has decoded (the last step, 4
+        step 4). Raises only Corrupt / Unsupported for bad bytes.
         """
         if width < 1 or height < 1:
             raise ValueError(f"unit of {width} x {height} pixels")
         if _backend.active() != "c":
-            return decode_stripe(self.plan, body, width, height, reference)
+            return decode_stripe(self.plan, body, width, height, reference, out)
         refs = reference_planes(self.plan, reference, height, width) if reference is not None else None
         coded = decode_coded_c(self.plan, self.c_models, body, width, height, refs)
-        return assemble(self.plan, coded, height, width)
+        return assemble(self.plan, coded, height, width, out)
 
     @cached_property
     def c_models(self) -> CModels:
@@ -130,5 +133,5 @@ def decode_entropy_payload(buf: bytes | bytearray | memoryview, header: Header,
     for i, unit in enumerate(data.units):
         x, y, w, h = data.head.geometry.unit_rect(i)
         ref = None if reference is None else reference[y : y + h, x : x + w]
-        out[y : y + h, x : x + w] = payload.decode_unit(view[unit.body_start : unit.end], w, h, ref)
+        payload.decode_unit(view[unit.body_start : unit.end], w, h, ref, out=out[y : y + h, x : x + w])
     return out

@@ -80,26 +80,26 @@ def decode_coded_c(
     if len(body) and LAYOUT_BILEVEL <= body[0] <= LAYOUT_TEMPLATE_SHARED:  # 2.10 / 2.14: their own kernel
         return decode_level_c(plan, models.levels, body, width, height)
     ffi, lib = _backend.ffi, _backend.lib
-    nslots = len(plan.slots)
-    out = np.empty((max(nslots, 1), height, width), dtype=np.uint32)
-    scratch = np.empty((nslots + 1, height, width), dtype=np.uint32)
+    # one uint32 plane per slot (at least one: a palette stripe's index plane), residuals and then
+    # the coded values, reconstructed in place (section 4 step 3)
+    planes = np.empty((max(len(plan.slots), 1), height, width), dtype=np.uint32)
     pred_ids = np.empty(height, dtype=np.uint8)
     reference = ffi.NULL
     if refs is not None:
-        ref = np.ascontiguousarray(np.stack([r.astype(np.uint32) for r in refs]) if refs else np.zeros((1, height, width), np.uint32))
+        ref = np.zeros((max(len(refs), 1), height, width), np.uint32)
+        for i, r in enumerate(refs):  # reduced values are below 2^n <= 2^32: narrowed in place
+            ref[i] = r
         reference = ffi.from_buffer("uint32_t[]", ref)
     unit = ffi.new("imij_unit *")
     unit.width, unit.height = width, height
     for name in ("lanes", "nslots", "decor_allowed", "inter_allowed", "slots", "palette"):
         setattr(unit, name, getattr(models.unit, name))
-    data = bytes(body) if not isinstance(body, bytes) else body
     code = lib.imij_entropy_unit(
-        data,
-        len(data),
+        ffi.from_buffer("uint8_t[]", body),  # the record in place, not a copy
+        len(body),
         unit,
         reference,
-        ffi.from_buffer("uint32_t[]", out, require_writable=True),
-        ffi.from_buffer("uint32_t[]", scratch, require_writable=True),
+        ffi.from_buffer("uint32_t[]", planes, require_writable=True),
         ffi.from_buffer("uint8_t[]", pred_ids, require_writable=True),
     )
     if code:
@@ -108,5 +108,5 @@ def decode_coded_c(
         raise Corrupt(_MESSAGES.get(code, f"stripe: kernel error {code}"))
     coded: list[np.ndarray | None] = [None] * len(plan.chans)
     for i, slot in enumerate(plan.slots):
-        coded[slot.coded.index] = out[i]  # uint32: assemble widens only what a map needs
+        coded[slot.coded.index] = planes[i]  # uint32: assemble widens only what a map needs
     return coded

@@ -17,7 +17,7 @@ import numpy as np
 from imij_plugins.errors import Corrupt
 from imij_plugins.payload.entropy.bilevel import BilevelTable
 from imij_plugins.payload.entropy.levels import decode_level
-from imij_plugins.payload.entropy.maps import CONST, LSB, CodedChannel, Slot, const_word, expand, reduce, to_word
+from imij_plugins.payload.entropy.maps import CONST, LSB, SHIFT, TABLE, CodedChannel, Slot, const_word, expand, reduce, to_word
 from imij_plugins.payload.entropy.models import PALETTE_DEPTH, Model
 from imij_plugins.payload.entropy.rans import Lanes, decode_residuals
 from imij_plugins.payload.entropy.template import TemplateTables
@@ -230,36 +230,59 @@ def reference_planes(plan: UnitPlan, reference: np.ndarray, height: int, width: 
     return [reduce(raw[:, :, slot.coded.channel].astype(U64), slot.coded) for slot in plan.slots]
 
 
-def assemble(plan: UnitPlan, coded: list[np.ndarray | None], height: int, width: int) -> np.ndarray:
+def assemble(plan: UnitPlan, coded: list[np.ndarray | None], height: int, width: int,
+             out: np.ndarray | None = None) -> np.ndarray:
     """4 step 4: expand each coded value through its map, order map inverse, 64-bit words joined.
 
-    ``coded`` holds each slot's coded values at its coded channel's index (None for Const)."""
+    ``coded`` holds each slot's coded values at its coded channel's index (None for Const); its
+    planes are consumed (an Lsb map's order map is applied to them in place). ``out``: the
+    (height, width, C) array of the header's dtype to fill, at any strides (e.g. the unit's
+    rectangle of the image); a new array when None. Returns ``out``."""
     C = plan.channel_count
-    out = np.empty((height, width, C), dtype=_uint_dtype(plan.sample_bits))
-    words: list[np.ndarray | None] = []
-    for cc in plan.chans:
-        s = coded[cc.index]
-        if cc.map.mode == CONST or s is None:  # Const channels output their value
-            words.append(np.full((height, width), const_word(cc), dtype=U64))
-        elif cc.map.mode == LSB and cc.kind == "u" and plan.sample_bits < 64:
-            out[:, :, cc.channel] = s  # the identity map of an unsigned word: stored as decoded
-            words.append(None)
-        else:
-            words.append(to_word(expand(s, cc), cc))
-    for ch in range(C):
-        if plan.sample_bits == 64:  # a 64-bit sample is (hi << 32) | lo
-            out[:, :, ch] = (words[ch] << U64(32)) | words[C + ch]
-        elif words[ch] is not None:
-            out[:, :, ch] = words[ch]
-    return out.view(np.dtype(plan.dtype))
+    if out is None:
+        out = np.empty((height, width, C), dtype=np.dtype(plan.dtype))
+    elif out.shape != (height, width, C) or out.dtype != np.dtype(plan.dtype):
+        raise ValueError(f"out of shape {out.shape} {out.dtype}, expected {(height, width, C)} {plan.dtype}")
+    raw = out.view(_uint_dtype(plan.sample_bits))  # the stored bits; same itemsize, so any strides
+    words = [_word(plan, cc, coded[cc.index]) for cc in plan.chans]
+    if plan.sample_bits == 64:  # a 64-bit sample is (hi << 32) | lo: coded channels ch and C + ch
+        for ch in range(C):
+            raw[:, :, ch] = (np.asarray(words[ch], dtype=U64) << U64(32)) | words[C + ch]
+    else:
+        for cc, word in zip(plan.chans, words):
+            raw[:, :, cc.channel] = word
+    return out
+
+
+def _word(plan: UnitPlan, cc: CodedChannel, s: np.ndarray | None) -> np.ndarray | int:
+    """One coded channel's words (2.1, 4 step 4): an int for a Const channel (broadcast on store).
+    Below 64-bit samples, Lsb, Shift and Table maps and the order map inverse work on ``s`` in
+    place (uint32 from the kernel: a word of at most 32 bits fits, so no widening); any other map
+    goes through maps.expand / to_word (uint64)."""
+    mode = cc.map.mode
+    if mode == CONST or s is None:
+        return const_word(cc)
+    if plan.sample_bits == 64 or mode not in (LSB, SHIFT, TABLE):
+        return to_word(expand(s, cc), cc)
+    if mode == SHIFT:  # s << (D - bits) < 2^D
+        np.left_shift(s, s.dtype.type(cc.depth - cc.map.bits), out=s)
+    elif mode == TABLE:  # T[min(s, value)], entries < 2^D
+        np.minimum(s, s.dtype.type(cc.map.value), out=s)
+        s = np.array(cc.map.table, dtype=np.uint32)[s]
+    top = 1 << (cc.depth - 1)  # the order map inverse of a D-bit word (2.1)
+    if cc.kind == "i":  # flip the sign bit
+        np.bitwise_xor(s, s.dtype.type(top), out=s)
+    elif cc.kind == "f":  # negative (top bit set): flip the other bits
+        np.bitwise_xor(s, s.dtype.type(top - 1), out=s, where=s >= top)
+    return s
 
 
 def decode_stripe(plan: UnitPlan, body: bytes | memoryview, width: int, height: int,
-                  reference: np.ndarray | None = None) -> np.ndarray:
-    """Decode one unit record's body (2.4 or 2.5) into an (height, width, C) array."""
+                  reference: np.ndarray | None = None, out: np.ndarray | None = None) -> np.ndarray:
+    """Decode one unit record's body (2.4 or 2.5) into an (height, width, C) array (``out``, or new)."""
     refs = reference_planes(plan, reference, height, width) if reference is not None else None
     coded = decode_coded(plan, body, width, height, refs)
-    return assemble(plan, coded, height, width)
+    return assemble(plan, coded, height, width, out)
 
 
 def decode_coded(plan: UnitPlan, body: bytes | memoryview, width: int, height: int,
