@@ -28,6 +28,8 @@ from imij_plugins.wire.cursor import Cursor
 
 INDEX_FOOTER = 20  # 2.7: data_len u64, chunk_len u64, "uIDX"
 
+PARALLEL_PIXELS = 1 << 18  # smaller boxes decode on the calling thread: a pool costs more than it saves
+
 
 class UnitDecoder(Protocol):
     """The one interface every lossless unit coding implements: one unit record's body in, pixels out."""
@@ -104,7 +106,7 @@ class DataPayload:
         reached = len(self.units)
         todo = range(reached) if indices is None else [i for i in indices if i < reached]
         workers = min(len(todo), threads if threads is not None else (os.cpu_count() or 1))
-        if workers <= 1:
+        if workers <= 1 or out.shape[0] * out.shape[1] < PARALLEL_PIXELS:
             for i in todo:
                 self._decode_unit(i, out, origin, reference, failures)
             return

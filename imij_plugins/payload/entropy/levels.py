@@ -173,19 +173,18 @@ def decode_level_c(plan: UnitPlan, structs: LevelStructs, body: bytes | memoryvi
     unit.lanes, unit.nslots, unit.features = src.lanes, src.nslots, src.features
     unit.depth = list(src.depth)
     unit.bilevel, unit.tmpl = src.bilevel, src.tmpl
-    data = body if isinstance(body, bytes) else bytes(body)
     code = lib.imij_level_unit_decode(
-        data, len(data), unit,
+        ffi.from_buffer("uint8_t[]", body), len(body), unit,  # the record in place, not a copy
         ffi.from_buffer("uint32_t[]", out, require_writable=True),
         ffi.from_buffer("uint8_t[]", index, require_writable=True),
     )
     if code:
         if width * height <= EXPLAIN_PIXELS:  # small units: the reference names the exact rule
-            cur = Cursor(data, what="stripe")
+            cur = Cursor(body, what="stripe")
             decor = cur.u8("stripe layout")
             decode_level(plan, cur, Lanes.of(width, plan.lanes), width, height, decor)
         raise Corrupt(_MESSAGES.get(code, f"stripe: bilevel kernel error {code}"))
     coded: list[np.ndarray | None] = [None] * len(plan.chans)
     for i, slot in enumerate(plan.slots):
-        coded[slot.coded.index] = out[i].astype(np.uint64)
+        coded[slot.coded.index] = out[i]  # uint32: assemble widens only what a map needs
     return coded
