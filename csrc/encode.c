@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "encode.h"
+#include "predictors.inc"
 
 #define M_BITS 10
 #define RUN_CAP 32768u
@@ -29,38 +30,6 @@ static inline uint32_t zz(uint32_t d, uint32_t n)
 {
     int64_t s = sx(d & mask_of(n), n);
     return (uint32_t)(s >= 0 ? 2 * s : -2 * s - 1);
-}
-
-/* Section 4's predictors 0..6 on lane-local neighbours (edge rules applied by the caller). */
-static inline uint32_t pred_of(uint32_t p, uint32_t w, uint32_t n, uint32_t nw, uint32_t ne, uint32_t mask)
-{
-    switch (p) {
-    case 0:
-        return w;
-    case 1:
-        return n;
-    case 2:
-        return (uint32_t)(((uint64_t)w + n) >> 1);
-    case 3: {
-        uint32_t lo = w < n ? w : n, hi = w < n ? n : w;
-        if (nw >= hi)
-            return lo;
-        if (nw <= lo)
-            return hi;
-        return w + n - nw;
-    }
-    case 4:
-        return (w + n - nw) & mask;
-    case 5: {
-        int64_t b = (int64_t)w + n - nw;
-        int64_t pa = b > w ? b - w : w - b, pb = b > n ? b - n : n - b, pc = b > nw ? b - nw : nw - b;
-        if (pa <= pb && pa <= pc)
-            return w;
-        return pb <= pc ? n : nw;
-    }
-    default:
-        return (uint32_t)(((uint64_t)w + ne) >> 1);
-    }
 }
 
 /* The forward decorrelation of residuals (dg, dr, db) -> (r', b') for mode (4 step 2 undone). */
@@ -408,7 +377,7 @@ static void costs_generic(const uint32_t *planes, const uint32_t *refs, uint32_t
                         pr = first ? 0 : row[c - 1];
                     else {
                         nbrs q = nb_of(row, row - width, c, first, last);
-                        pr = pred_of(p, q.w, q.n, q.nw, q.ne, masks[s]);
+                        pr = intra_predict(p, q.w, q.n, q.nw, q.ne, masks[s]);
                     }
                     d[s] = (row[c] - pr) & masks[s];
                     if (s >= nc || s == 0)
@@ -498,7 +467,7 @@ static void residuals_generic(const uint32_t *planes, const uint32_t *refs, uint
                 for (uint32_t x = 0; x < lane_w; x++) {
                     uint32_t c = c0 + x;
                     nbrs q = nb_of(row, prev, c, x == 0, x + 1 == lane_w);
-                    out[c] = (row[c] - pred_of(p, q.w, q.n, q.nw, q.ne, mask)) & mask;
+                    out[c] = (row[c] - intra_predict(p, q.w, q.n, q.nw, q.ne, mask)) & mask;
                 }
             }
         }
@@ -632,7 +601,7 @@ static void near_row(const uint32_t *planes, size_t plane, uint32_t nslots, uint
                     pr = x ? row[c - 1] : 0;
                 else {
                     nbrs q = nb_of(row, prev, c, x == 0, x + 1 == lane_w);
-                    pr = pred_of(p, q.w, q.n, q.nw, q.ne, mask);
+                    pr = intra_predict(p, q.w, q.n, q.nw, q.ne, mask);
                 }
                 if (delta) {
                     int64_t q = quantize((int64_t)src[c] - pr, delta);

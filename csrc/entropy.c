@@ -18,6 +18,7 @@
 
 #include "entropy_dispatch.h"
 #include "imij_kernels.h"
+#include "predictors.inc"
 
 /* The AVX2 step (3.1) needs GCC/Clang target attributes on x86; elsewhere only the scalar path. */
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
@@ -481,21 +482,6 @@ static int decode_stream(const uint8_t *s, size_t slen, const imij_slot_model *m
     return decode_stream_scalar(s, slen, m, width, height, lanes, u, u0);
 }
 
-static inline uint32_t med(uint32_t w, uint32_t n, uint32_t nw, uint32_t mask)
-{
-    uint32_t lo = w < n ? w : n, hi = w < n ? n : w, grad = (w + n - nw) & mask;
-    uint32_t mid = nw <= lo ? hi : grad;
-    return nw >= hi ? lo : mid;
-}
-
-static inline uint32_t paeth(uint32_t w, uint32_t n, uint32_t nw)
-{
-    int64_t p = (int64_t)w + n - nw; /* ties prefer W, then N */
-    int64_t pa = p > w ? p - w : w - p, pb = p > n ? p - n : n - p, pc = p > nw ? p - nw : nw - p;
-    uint32_t not_w = pb <= pc ? n : nw;
-    return pa <= pb && pa <= pc ? w : not_w;
-}
-
 /* Section 4: the predictor of a position from lane-local neighbours of reconstructed values. */
 static inline uint32_t predict(uint32_t id, const uint32_t *v, const uint32_t *ref, size_t at, uint32_t width,
                                uint32_t r, uint32_t x, uint32_t lane_w, uint32_t mask)
@@ -509,21 +495,9 @@ static inline uint32_t predict(uint32_t id, const uint32_t *v, const uint32_t *r
     uint32_t w = x > 0 ? v[at - 1] : n;
     uint32_t nw = x > 0 ? v[at - width - 1] : n;
     uint32_t ne = x + 1 < lane_w ? v[at - width + 1] : n;
+    if (id <= 6)
+        return intra_predict(id, w, n, nw, ne, mask);
     switch (id) {
-    case 0:
-        return w;
-    case 1:
-        return n;
-    case 2:
-        return (uint32_t)(((uint64_t)w + n) >> 1);
-    case 3: /* MED (LOCO-I) */
-        return med(w, n, nw, mask);
-    case 4:
-        return (w + n - nw) & mask;
-    case 5: /* Paeth, ties prefer W, then N */
-        return paeth(w, n, nw);
-    case 6:
-        return (uint32_t)(((uint64_t)w + ne) >> 1);
     case 7:
         return ref[at];
     case 8: { /* (W + R - RW): RW with W's edge rules; at x = 0 RW = RN */

@@ -29,6 +29,7 @@ ffibuilder.set_source(
     "\n".join(f'#include "{h.name}"' for h in _HEADERS),
     sources=sorted(str(p.relative_to(_ROOT)) for p in _CSRC.glob("*.c")),
     include_dirs=[str(_CSRC.relative_to(_ROOT))],
+    depends=sorted(str(p.relative_to(_ROOT)) for p in [*_HEADERS, *_CSRC.glob("*.inc")]),  # rebuild when they change
     extra_compile_args=["-O3", "-std=c99"],
     optional=True,
     py_limited_api=not sysconfig.get_config_var("Py_GIL_DISABLED"),

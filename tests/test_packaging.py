@@ -16,6 +16,6 @@ def test_sdist_contains_every_c_file(tmp_path):
     name = result.stdout.strip().splitlines()[-1]
     with tarfile.open(tmp_path / name) as tar:
         shipped = {pathlib.PurePosixPath(n).name for n in tar.getnames() if "/csrc/" in n}
-    expected = {p.name for p in (ROOT / "csrc").iterdir() if p.suffix in (".c", ".h")}
+    expected = {p.name for p in (ROOT / "csrc").iterdir() if p.suffix in (".c", ".h", ".inc")}
     assert expected <= shipped, expected - shipped
     assert os.path.exists(ROOT / "MANIFEST.in")
