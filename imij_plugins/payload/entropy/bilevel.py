@@ -19,7 +19,7 @@ from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
 from imij_plugins.payload.entropy.models import M, M_BITS, Table
 from imij_plugins.payload.entropy.rans import STATE_LOW, Lanes
-from imij_plugins.wire.bits import BitWriter
+from imij_plugins.wire.bits import BitReader, BitWriter
 
 CONTEXTS = 1 << 10  # 2.10: contexts c = 0..=1023
 PROB_BITS = 11  # 2.10: p_c, 11 bits, <= M
@@ -36,27 +36,6 @@ TEMPLATE: tuple[tuple[int, int], ...] = (
 # --- head record 25 --------------------------------------------------------------------------
 
 
-class RecordBits:
-    """An LSB-first bit reader (section 0) over a whole record held as one integer: records 25
-    and 35 are read field by field once per payload. Reading past the end is Corrupt; it has
-    BitReader's ``read`` and ``bitpos`` (models.read_table reads the direct-index table)."""
-
-    __slots__ = ("value", "bitpos", "bitend", "what")
-
-    def __init__(self, buf: bytes | memoryview, what: str):
-        self.value = int.from_bytes(bytes(buf), "little")
-        self.bitpos = 0
-        self.bitend = 8 * len(buf)
-        self.what = what
-
-    def read(self, nbits: int) -> int:
-        if self.bitpos + nbits > self.bitend:
-            raise Corrupt(f"{self.what}: runs past the end")
-        v = (self.value >> self.bitpos) & ((1 << nbits) - 1)
-        self.bitpos += nbits
-        return v
-
-
 @dataclass(frozen=True)
 class BilevelTable:
     """Head record 25 (2.10): inv and one probability of t = 0 per context (1/M units)."""
@@ -69,7 +48,7 @@ class BilevelTable:
 def read_bilevel_record(payload: bytes | memoryview) -> BilevelTable:
     """2.10: inv 1 bit, then per context a used bit and, when used, p_c in 11 bits (<= M); the
     record is exactly ceil(bits / 8) bytes."""
-    br = RecordBits(payload, "bilevel record 25")
+    br = BitReader(payload, "bilevel record 25")
     inv = br.read(1)
     probs = [HALF] * CONTEXTS
     used = [False] * CONTEXTS

@@ -204,13 +204,17 @@ def _widen_index() -> tuple[np.ndarray, np.ndarray]:
 
 
 def replicate(s: np.ndarray, n: int, D: int) -> np.ndarray:
-    """2.1 Replicate: s bit-replicated to D bits: s << (D-n) | s >> (2n-D) | ..."""
+    """2.1 Replicate: s bit-replicated to D bits: s << (D-n) | s >> (2n-D) | ... (in s's own
+    unsigned dtype, which holds D bits)."""
+    t = s.dtype.type
+    if n == 1:  # every bit a copy of s: s * (2^D - 1)
+        return s * t((1 << D) - 1)
     x = np.zeros_like(s)
     shift = D - n
     while shift > -n:
-        x |= (s << U64(shift)) if shift >= 0 else (s >> U64(-shift))
+        x |= (s << t(shift)) if shift >= 0 else (s >> t(-shift))
         shift -= n
-    return x & U64((1 << D) - 1)
+    return x & t((1 << D) - 1)
 
 
 def expand(s: np.ndarray, cc: CodedChannel) -> np.ndarray:

@@ -17,7 +17,20 @@ import numpy as np
 from imij_plugins.errors import Corrupt
 from imij_plugins.payload.entropy.bilevel import BilevelTable
 from imij_plugins.payload.entropy.levels import decode_level
-from imij_plugins.payload.entropy.maps import CONST, LSB, SHIFT, TABLE, CodedChannel, Slot, const_word, expand, reduce, to_word
+from imij_plugins.payload.entropy.maps import (
+    CONST,
+    LSB,
+    REPLICATE,
+    SHIFT,
+    TABLE,
+    CodedChannel,
+    Slot,
+    const_word,
+    expand,
+    reduce,
+    replicate,
+    to_word,
+)
 from imij_plugins.payload.entropy.models import PALETTE_DEPTH, Model
 from imij_plugins.payload.entropy.rans import Lanes, decode_residuals
 from imij_plugins.payload.entropy.template import TemplateTables
@@ -256,15 +269,17 @@ def assemble(plan: UnitPlan, coded: list[np.ndarray | None], height: int, width:
 
 def _word(plan: UnitPlan, cc: CodedChannel, s: np.ndarray | None) -> np.ndarray | int:
     """One coded channel's words (2.1, 4 step 4): an int for a Const channel (broadcast on store).
-    Below 64-bit samples, Lsb, Shift and Table maps and the order map inverse work on ``s`` in
-    place (uint32 from the kernel: a word of at most 32 bits fits, so no widening); any other map
-    goes through maps.expand / to_word (uint64)."""
+    Below 64-bit samples, Lsb, Shift, Replicate and Table maps and the order map inverse work on
+    ``s`` in its own dtype (uint32 from the kernel: a word of at most 32 bits fits, so no
+    widening); any other map goes through maps.expand / to_word (uint64)."""
     mode = cc.map.mode
     if mode == CONST or s is None:
         return const_word(cc)
-    if plan.sample_bits == 64 or mode not in (LSB, SHIFT, TABLE):
+    if plan.sample_bits == 64 or mode not in (LSB, SHIFT, REPLICATE, TABLE):
         return to_word(expand(s, cc), cc)
-    if mode == SHIFT:  # s << (D - bits) < 2^D
+    if mode == REPLICATE:
+        s = replicate(s, cc.map.bits, cc.depth)
+    elif mode == SHIFT:  # s << (D - bits) < 2^D
         np.left_shift(s, s.dtype.type(cc.depth - cc.map.bits), out=s)
     elif mode == TABLE:  # T[min(s, value)], entries < 2^D
         np.minimum(s, s.dtype.type(cc.map.value), out=s)

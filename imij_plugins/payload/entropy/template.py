@@ -20,14 +20,13 @@ from imij_plugins.payload.entropy.bilevel import (
     HALF,
     TEMPLATE,
     RansIn,
-    RecordBits,
     step_positions,
     template_planes,
     template_value,
 )
 from imij_plugins.payload.entropy.models import M, Table, TableCode, read_table, write_table
 from imij_plugins.payload.entropy.rans import Lanes
-from imij_plugins.wire.bits import BitWriter
+from imij_plugins.wire.bits import BitReader, BitWriter
 
 CANDIDATE_CONTEXTS = 40  # 2.14: contexts 0..=39 of the candidate phases
 CANDIDATES = (5, 6, 4, 8, 1)  # 2.14: c_j = t_5, t_6, t_4, t_8, t_1 (N, NE, NW, WW, NN)
@@ -75,7 +74,7 @@ def _probability(v: int, b: int, what: str) -> int:
 def read_template_record(payload: bytes | memoryview, depths: Sequence[int]) -> TemplateTables:
     """2.14: record 35, exactly ceil(bits / 8) bytes; ``depths`` are the slot depths in slot
     order (for the shared entries)."""
-    br = RecordBits(payload, "template record 35")
+    br = BitReader(payload, "template record 35")
     prec = br.read(3)
     b = 4 + prec
     p = [HALF] * CONTEXTS
