@@ -197,11 +197,11 @@ def lane_columns(lanes: Lanes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def template_planes(plane: np.ndarray, lanes: Lanes) -> list[np.ndarray]:
-    """The ten template pixels t_k of every pixel of a unit (2.10's rules), as (h, w) arrays."""
+    """The ten template pixels t_k of every pixel of a unit (2.10's rules), as (h, w) arrays of
+    the plane's dtype (bilevel values and palette indices: uint8 suffices)."""
     h, w = plane.shape
-    P = plane.astype(np.int64)
-    pad = np.zeros((h + 2, w + 4), dtype=np.int64)  # 2 rows above, 2 columns each side
-    pad[2:, 2:-2] = P
+    pad = np.zeros((h + 2, w + 4), dtype=plane.dtype)  # 2 rows above, 2 columns each side
+    pad[2:, 2:-2] = plane
     _, x_of, _ = lane_columns(lanes)
     out = []
     for dy, dx in TEMPLATE:
@@ -216,8 +216,8 @@ def template_planes(plane: np.ndarray, lanes: Lanes) -> list[np.ndarray]:
 def bilevel_contexts(t: np.ndarray, lanes: Lanes) -> np.ndarray:
     """2.10: every pixel's context, sum of t_k << k."""
     ctx = np.zeros(t.shape, dtype=np.int64)
-    for k, plane in enumerate(template_planes(t, lanes)):
-        ctx |= plane << k
+    for k, plane in enumerate(template_planes(t.astype(np.uint8), lanes)):
+        ctx |= plane.astype(np.int64) << k
     return ctx
 
 

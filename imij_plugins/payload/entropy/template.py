@@ -242,8 +242,7 @@ def template_ops(index: np.ndarray, n: int, typical: np.ndarray, lanes: Lanes) -
                                 cap, buf(scratch, "uint8_t[]"))
     if got < 0:
         raise ValueError("an index plane of at most two entries holds an index above 1")
-    return TemplateOps(kind[:got].astype(np.int64), ctx[:got].astype(np.int64), bit[:got].astype(np.int64),
-                       lane[:got].astype(np.int64))
+    return TemplateOps(kind[:got].copy(), ctx[:got].astype(np.int32), bit[:got].copy(), lane[:got].copy())
 
 
 def template_ops_py(index: np.ndarray, n: int, typical: np.ndarray, lanes: Lanes) -> TemplateOps:
