@@ -20,6 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
+from imij_plugins.payload.entropy.costs import palette
 from imij_plugins.payload.entropy.bilevel import (
     CONTEXTS,
     HALF,
@@ -110,7 +111,18 @@ class _Unit:
 
 def _tuples(vals: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Distinct slot tuples (ordered by count descending, then value), each pixel's row among
-    them, and the counts."""
+    them, and the counts. Units of at most 256 tuples (every level stripe's) go through the
+    palette kernel, which needs no sort."""
+    if len(vals) > 1 or int(vals[0].max(initial=0)) >= 1 << 16:
+        found = palette(np.stack([v.astype(np.uint32, copy=False) for v in vals]))
+        if found is not None:
+            entries, index = found
+            tuples = np.array(entries, dtype=np.int64).reshape(len(entries), len(vals))
+            counts = np.bincount(index.ravel(), minlength=len(entries)).astype(np.int64)
+            order = _commonest_first(tuples, counts)
+            rank = np.empty(len(order), dtype=np.int64)
+            rank[order] = np.arange(len(order))
+            return tuples[order], rank[index.ravel()], counts[order]
     cols = [v.reshape(-1).astype(np.int64) for v in vals]
     widths = [int(c.max()).bit_length() if c.size else 0 for c in cols]
     if sum(widths) <= 62:  # one integer key per pixel: a 1-D unique (or a histogram) is fast
@@ -136,10 +148,15 @@ def _tuples(vals: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndar
         flat = np.stack(cols, axis=1)
         tuples, inverse, counts = np.unique(flat, axis=0, return_inverse=True, return_counts=True)
     inverse = inverse.reshape(-1)
-    order = np.lexsort(tuple(tuples[:, j] for j in range(tuples.shape[1] - 1, -1, -1)) + (-counts,))
+    order = _commonest_first(tuples, counts)
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order))
     return tuples[order], rank[inverse], counts[order]
+
+
+def _commonest_first(tuples: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The order of ``tuples`` by count descending, then by value."""
+    return np.lexsort(tuple(tuples[:, j] for j in range(tuples.shape[1] - 1, -1, -1)) + (-counts,))
 
 
 def _entry_bytes(entries: Sequence[Sequence[int]], depths: Sequence[int]) -> bytes:
@@ -188,16 +205,25 @@ class LevelCoder:
         self.entry_ok = bool(slots) and all(d <= MAX_ENTRY_DEPTH for d in self.depths)  # 2.5
         self.units: list[_Unit] = []
         self.coded: set[int] = set()  # after finish: the units written as bilevel / template stripes
-        self._image_tuples: tuple[np.ndarray, np.ndarray] | None = None
+        self._image_tuples: tuple[np.ndarray, np.ndarray] | bool | None = None  # False: more than 256
 
     # --- collecting units ----------------------------------------------------------------
 
-    def image_tuples(self) -> tuple[np.ndarray, np.ndarray]:
-        """The whole image's slot tuples, commonest first, and their counts."""
+    def image_tuples(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The whole image's slot tuples, commonest first, and their counts; None when there are
+        more than 256 (section 5 wants them only for two tuples or shared entries). The palette
+        kernel finds that out without sorting the image."""
         if self._image_tuples is None:
-            tuples, _, counts = _tuples(self.image)
-            self._image_tuples = (tuples, counts)
-        return self._image_tuples
+            found = palette(np.stack([p.astype(np.uint32, copy=False) for p in self.image]))
+            if found is None:
+                self._image_tuples = False
+            else:
+                entries, index = found
+                tuples = np.array(entries, dtype=np.int64).reshape(len(entries), len(self.image))
+                counts = np.bincount(index.ravel(), minlength=len(entries)).astype(np.int64)
+                order = _commonest_first(tuples, counts)
+                self._image_tuples = (tuples[order], counts[order])
+        return self._image_tuples or None
 
     def force(self, index: int, uc, vals: list[np.ndarray], lanes: Lanes) -> bool:
         """A unit whose UnitChoice forces layout 0x81-0x84: validate and keep it (True)."""
@@ -243,9 +269,9 @@ class LevelCoder:
         """The units that may be bilevel stripes, their table and record 25."""
         two: list[tuple[int, ...]] | None = None
         if not self.single and self.entry_ok:
-            tuples, _ = self.image_tuples()
-            if len(tuples) == 2:  # 5: the same two entries in every unit, the commoner first
-                two = [tuple(int(v) for v in t) for t in tuples]
+            found = self.image_tuples()
+            if found is not None and len(found[0]) == 2:  # 5: the same two entries in every unit, the commoner first
+                two = [tuple(int(v) for v in t) for t in found[0]]
         inv = self.opts.inv
         if inv is None:
             if self.single:  # 5: the majority value reads as 0
@@ -338,11 +364,11 @@ class LevelCoder:
         if want:
             if not self.entry_ok:
                 raise ValueError("shared entries need every slot at most 16 bits deep (2.14)")
-            tuples, _ = self.image_tuples()
-            if len(tuples) <= MAX_ENTRIES:  # 5: the image's tuples, most frequent first
-                shared = [tuple(int(v) for v in t) for t in tuples]
+            found = self.image_tuples()
+            if found is not None:  # 5: the image's tuples (at most 256), most frequent first
+                shared = [tuple(int(v) for v in t) for t in found[0]]
             elif self.opts.shared:
-                raise ValueError(f"shared entries for an image of {len(tuples)} slot tuples (at most 256)")
+                raise ValueError("shared entries for an image of more than 256 slot tuples")
         if any(u.forced == LAYOUT_TEMPLATE_SHARED for u in units) and shared is None:
             raise ValueError("layout 0x84 without shared entries (2.14)")
         zeros0 = np.zeros(CONTEXTS, np.int64)
