@@ -71,15 +71,20 @@ def bilevel_record(inv: int, probs: Sequence[int | None]) -> bytes:
         raise ValueError("inv 0 or 1 and one probability (or None) per context")
     bw = BitWriter()
     bw.write(inv, 1)
-    for p in probs:
-        if p is None:
-            bw.write(0, 1)
-        else:
-            if not 0 <= p <= M:
-                raise ValueError(f"probability {p} outside 0..=M")
-            bw.write(1, 1)
-            bw.write(p, PROB_BITS)
+    write_used_values(bw, probs, PROB_BITS, M)
     return bw.getvalue()
+
+
+def write_used_values(bw: BitWriter, values: Sequence[int | None], bits: int, vmax: int) -> None:
+    """2.10 / 2.14: per context a used bit and, when used, its value in ``bits`` bits (<= vmax)."""
+    for v in values:
+        if v is None:
+            bw.write(0, 1)
+            continue
+        if not 0 <= v <= vmax:
+            raise ValueError(f"probability value {v} outside 0..={vmax} at {bits} bits")
+        bw.write(1, 1)
+        bw.write(v, bits)
 
 
 def record_bits_bilevel(used: int) -> int:

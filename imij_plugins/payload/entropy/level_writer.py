@@ -13,7 +13,6 @@ framing; ties keep fewer tables). Features are declared exactly for the records 
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -39,7 +38,7 @@ from imij_plugins.payload.entropy.levels import (
     LEVEL_LAYOUTS,
 )
 from imij_plugins.payload.entropy.maps import Slot
-from imij_plugins.payload.entropy.models import M, Table, TableCode, table_bits, table_code
+from imij_plugins.payload.entropy.models import M, Table, TableCode, smallest_table
 from imij_plugins.payload.entropy.rans import Lanes
 from imij_plugins.payload.entropy.template import (
     CANDIDATE_CONTEXTS,
@@ -543,17 +542,4 @@ class LevelCoder:
 
 def _index_table(counts: np.ndarray, prec: int | None) -> TableCode:
     """The direct-index table (3.3 grammar over symbols 0..=255) with the fewest total bits."""
-    c = [int(x) for x in counts]
-    while len(c) > 1 and c[-1] == 0:
-        c.pop()
-    if not any(c):
-        c = [1]
-    best: tuple[float, TableCode] | None = None
-    for p in [prec] if prec is not None else range(1, 9):
-        code = table_code(c, p)
-        freq = Table.from_weights(code.weights).freq
-        cost = table_bits(code) + sum(n * math.log2(M / freq[s]) for s, n in enumerate(c) if n)
-        if best is None or cost < best[0]:
-            best = (cost, code)
-    assert best is not None
-    return best[1]
+    return smallest_table(counts.tolist(), prec)

@@ -6,7 +6,9 @@ Every validity rule of 3.3 is checked as the model is read, before any unit deco
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Sequence
 
 from imij_plugins.errors import Corrupt
 from imij_plugins.payload.entropy.tokens import Scheme, checked_scheme
@@ -253,3 +255,28 @@ def write_model(bw: BitWriter, scheme: Scheme, cross: bool, ctx_shift: int, ctx_
         raise ValueError("one table per context 0 ..= max(ctx_map)")
     for t in tables:
         write_table(bw, t)
+
+
+def smallest_table(counts: Sequence[int], prec: int | None) -> TableCode:
+    """3.3: the table code of ``counts`` (precision ``prec``, or the one of 1..=8 with the fewest
+    table plus data bits)."""
+    counts = [int(c) for c in counts]
+    while len(counts) > 1 and counts[-1] == 0:
+        counts.pop()
+    if not any(counts):
+        counts = [1]
+    # weights must fit e <= 32 (3.3): scale huge counts down, keeping every used symbol
+    big = max(counts)
+    if big >= 1 << 32:
+        shift = big.bit_length() - 32
+        counts = [max(1, c >> shift) if c else 0 for c in counts]
+    options = [prec] if prec is not None else range(1, 9)
+    best: tuple[float, TableCode] | None = None
+    for p in options:
+        code = table_code(counts, p)
+        freq = Table.from_weights(code.weights).freq
+        cost = table_bits(code) + sum(c * math.log2(M / freq[s]) for s, c in enumerate(counts) if c)
+        if best is None or cost < best[0]:
+            best = (cost, code)
+    assert best is not None
+    return best[1]

@@ -23,6 +23,7 @@ from imij_plugins.payload.entropy.bilevel import (
     step_positions,
     template_planes,
     template_value,
+    write_used_values,
 )
 from imij_plugins.payload.entropy.models import M, Table, TableCode, read_table, write_table
 from imij_plugins.payload.entropy.rans import Lanes
@@ -108,14 +109,7 @@ def template_record(prec: int, p_values: Sequence[int | None], q_values: Sequenc
     vmax = M if b == 11 else (1 << b) - 1
     bw = BitWriter()
     bw.write(prec, 3)
-    for v in list(p_values) + list(q_values):
-        if v is None:
-            bw.write(0, 1)
-        else:
-            if not 0 <= v <= vmax:
-                raise ValueError(f"probability value {v} outside 0..={vmax} at {b} bits")
-            bw.write(1, 1)
-            bw.write(v, b)
+    write_used_values(bw, list(p_values) + list(q_values), b, vmax)
     bw.write(0 if escape is None else 1, 1)
     if escape is not None:
         write_table(bw, escape)

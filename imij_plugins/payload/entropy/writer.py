@@ -13,7 +13,6 @@ It aims at coverage and exactness, not compression (that is the next encoder's j
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass, field
 from typing import NamedTuple, Sequence
@@ -40,11 +39,10 @@ from imij_plugins.payload.entropy.maps import (
 )
 from imij_plugins.payload.entropy.models import (
     CLASSES,
-    M,
     PALETTE_DEPTH,
     Table,
     TableCode,
-    table_bits,
+    smallest_table,
     table_code,
     write_model,
 )
@@ -308,23 +306,8 @@ def _best_table(counts: list[int], prec: int | None, extra: random.Random | None
         for s in range(limit):
             if counts[s] == 0 and not scheme.run_token_past_cap(s) and extra.random() < 0.3:
                 counts[s] = extra.randint(1, 5000)
-        while len(counts) > 1 and counts[-1] == 0:
-            counts.pop()
-    # weights must fit e <= 32 (3.3): scale huge counts down, keeping every used symbol
-    big = max(counts)
-    if big >= 1 << 32:
-        shift = big.bit_length() - 32
-        counts = [max(1, c >> shift) if c else 0 for c in counts]
-    options = [prec] if prec is not None else range(1, 9)
-    best: tuple[float, TableCode] | None = None
-    for p in options:
-        code = table_code(counts, p)
-        freq = Table.from_weights(code.weights).freq
-        cost = table_bits(code) + sum(c * math.log2(M / freq[s]) for s, c in enumerate(counts) if c)
-        if best is None or cost < best[0]:
-            best = (cost, code)
-    assert best is not None
-    return best[1]
+    return smallest_table(counts, prec)
+
 
 
 @dataclass
