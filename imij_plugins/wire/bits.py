@@ -26,6 +26,19 @@ class BitReader:
         chunk = int.from_bytes(self.buf[pos >> 3 : (end + 7) >> 3], "little")  # the bytes the field touches
         return (chunk >> (pos & 7)) & ((1 << nbits) - 1)
 
+    def peek(self, nbits: int) -> int:
+        """Up to ``nbits`` next bits without consuming them; past the end they read as 0."""
+        pos = self.bitpos
+        end = min(pos + nbits, self.bitend)
+        chunk = int.from_bytes(self.buf[pos >> 3 : (end + 7) >> 3], "little")
+        return (chunk >> (pos & 7)) & ((1 << (end - pos)) - 1)
+
+    def skip(self, nbits: int) -> None:
+        """Consume ``nbits`` bits (after a ``peek``); past the end is Corrupt."""
+        if self.bitpos + nbits > self.bitend:
+            raise Corrupt(f"{self.what}: runs past the end")
+        self.bitpos += nbits
+
     def bits_left(self) -> int:
         return self.bitend - self.bitpos
 

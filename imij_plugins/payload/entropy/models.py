@@ -126,14 +126,13 @@ def _unzigzag(z: int) -> int:
     return (z >> 1) ^ -(z & 1)
 
 
-def _read_gamma(br: BitReader) -> int:
-    """3.3: gamma(v): z zero bits, a one bit, then the low z bits of v, z = floor(log2 v)."""
-    zeros = 0
-    while br.read(1) == 0:
-        zeros += 1
-        if zeros > MAX_GAMMA_ZEROS:  # 3.3: more than 24 leading zero bits
-            raise Corrupt("models: gamma code with more than 24 leading zero bits")
-    return (1 << zeros) | br.read(zeros)
+def _split_gamma(window: int) -> tuple[int, int]:
+    """3.3: gamma(v) at the start of a peeked window: (v, bits used); z zero bits, a one bit,
+    then the low z bits of v, z = floor(log2 v)."""
+    if not window & ((1 << (MAX_GAMMA_ZEROS + 1)) - 1):  # 3.3: more than 24 leading zero bits
+        raise Corrupt("models: gamma code with more than 24 leading zero bits, or past the end")
+    zeros = (window & -window).bit_length() - 1
+    return (1 << zeros) | ((window >> (zeros + 1)) & ((1 << zeros) - 1)), 2 * zeros + 1
 
 
 def _write_gamma(bw: BitWriter, v: int) -> None:
@@ -154,17 +153,20 @@ def read_table(br: BitReader, scheme: Scheme) -> Table:
     prec = br.read(3) + 1  # 3.3: mantissa precision 1..=8
     weights = []
     e_prev = 0
-    for sym in range(last + 1):
-        e = e_prev + _unzigzag(_read_gamma(br) - 1)  # 3.3: gamma(zigzag(e - e_prev) + 1)
+    for _ in range(last + 1):  # one peek per symbol: its gamma (<= 49 bits) and mantissa (<= 7)
+        window = br.peek(2 * MAX_GAMMA_ZEROS + 1 + 7)
+        g, used = _split_gamma(window)
+        e = e_prev + _unzigzag(g - 1)  # 3.3: gamma(zigzag(e - e_prev) + 1)
         if not 0 <= e <= MAX_EXPONENT:  # 3.3
             raise Corrupt(f"models: weight exponent {e} outside 0..=32")
         e_prev = e
         nb = min(e - 1, prec - 1) if e > 1 else 0
-        mant = br.read(nb) if nb else 0
-        w = weight_of(e, nb, mant)
-        if w and scheme.run_token_past_cap(sym):  # 3.3 / 3.2: run cap
-            raise Corrupt(f"models: weight on run token {sym} past the run cap of 2^15")
-        weights.append(w)
+        weights.append(weight_of(e, nb, (window >> used) & ((1 << nb) - 1)))
+        br.skip(used + nb)  # past the end: Corrupt
+    capped = scheme.first_capped_run
+    if any(weights[capped:]):  # 3.3 / 3.2: run cap
+        sym = capped + next(i for i, w in enumerate(weights[capped:]) if w)
+        raise Corrupt(f"models: weight on run token {sym} past the run cap of 2^15")
     if not any(weights):  # 3.3: no nonzero weight
         raise Corrupt("models: table has no nonzero weight")
     return Table.from_weights(weights)

@@ -42,10 +42,7 @@ class _IndexScheme:
     tokens), in the shape models.read_table checks."""
 
     alphabet = ESCAPE_SYMBOLS
-
-    @staticmethod
-    def run_token_past_cap(sym: int) -> bool:
-        return False
+    first_capped_run = ESCAPE_SYMBOLS  # no run tokens, so none past the cap
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ positions as len - 1. Both split a token into a base and nb extra bits the same 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from imij_plugins.errors import Corrupt
 
@@ -91,6 +91,11 @@ class Scheme:
         is_run, base, _ = self.token(t)
         return is_run and base + 1 > RUN_CAP
 
+    @cached_property
+    def first_capped_run(self) -> int:
+        """The first symbol from which every run token is past the cap (the alphabet's end if none)."""
+        return next((t for t in range(self.value_tokens, self.alphabet) if self.run_token_past_cap(t)), self.alphabet)
+
     def value_symbol(self, u: int) -> tuple[int, int, int]:
         """The value token for residual u (0 <= u < 2^n): (symbol, nb, extra bits)."""
         return join_token(u, self.k, self.m)
@@ -101,8 +106,11 @@ class Scheme:
         return self.value_tokens + t, nb, e
 
 
+@lru_cache(maxsize=None)
 def checked_scheme(k: int, m: int, n: int) -> Scheme:
-    """3.3's parameter rules for a model read at slot depth n; each failure is Corrupt."""
+    """3.3's parameter rules for a model read at slot depth n; each failure is Corrupt.
+
+    Cached: a scheme is immutable and its token table is computed once per (k, m, n)."""
     if k > 16 or m > 4:  # 3.3
         raise Corrupt(f"model k {k} / m {m} outside k <= 16, m <= 4")
     if k != clamped_k(k, m, n):  # 3.3: writers write the clamped kv
