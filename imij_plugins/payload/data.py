@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
@@ -14,6 +12,7 @@ from imij_plugins.container.header import Header
 from imij_plugins.errors import Corrupt, ImijError, Unsupported
 from imij_plugins.payload.entropy.decoder import prepare
 from imij_plugins.payload.head import LosslessHead, read_lossless_head
+from imij_plugins.payload.parallel import default_threads, parallel_map
 from imij_plugins.payload.quick.unit import decode_quick_unit
 from imij_plugins.payload.units import (
     RESERVE_CHECK_TAIL,
@@ -28,7 +27,7 @@ from imij_plugins.wire.cursor import Cursor
 
 INDEX_FOOTER = 20  # 2.7: data_len u64, chunk_len u64, "uIDX"
 
-PARALLEL_PIXELS = 1 << 18  # smaller boxes decode on the calling thread: a pool costs more than it saves
+PARALLEL_PIXELS = 1 << 15  # smaller boxes decode on the calling thread: handing units out costs more than it saves
 
 
 class UnitDecoder(Protocol):
@@ -104,15 +103,11 @@ class DataPayload:
         there by index instead of raising.
         """
         reached = len(self.units)
-        todo = range(reached) if indices is None else [i for i in indices if i < reached]
-        workers = min(len(todo), threads if threads is not None else (os.cpu_count() or 1))
-        if workers <= 1 or out.shape[0] * out.shape[1] < PARALLEL_PIXELS:
-            for i in todo:
-                self._decode_unit(i, out, origin, reference, failures)
-            return
-        with ThreadPoolExecutor(workers) as pool:
-            for _ in pool.map(lambda i: self._decode_unit(i, out, origin, reference, failures), todo):
-                pass
+        todo = list(range(reached)) if indices is None else [i for i in indices if i < reached]
+        workers = threads if threads is not None else default_threads()
+        if out.shape[0] * out.shape[1] < PARALLEL_PIXELS:
+            workers = 1
+        parallel_map(lambda j: self._decode_unit(todo[j], out, origin, reference, failures), len(todo), workers)
 
     def _decode_unit(
         self,

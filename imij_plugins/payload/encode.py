@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +15,7 @@ from imij_plugins.payload.head import (
     REC_UNIT_RESERVE,
     REC_UNIT_TABLE,
 )
+from imij_plugins.payload.parallel import default_threads, parallel_map
 from imij_plugins.payload.quick.unit import MODE_BIT_SMART, encode_quick_unit
 from imij_plugins.payload.units import RESERVE_CHECK_TAIL, RESERVE_EMPTY, RESERVE_FILLED, UNIT_STRIPE
 from imij_plugins.wire.records import Record, encode_records
@@ -76,12 +75,7 @@ def encode_quick_payload(
         return encode_quick_unit(pixels, w * h, channels, word_bytes, bit_smart=bit_smart)
 
     count = geometry.unit_count
-    workers = min(count, threads if threads is not None else (os.cpu_count() or 1))
-    if workers > 1:
-        with ThreadPoolExecutor(workers) as pool:
-            bodies = list(pool.map(unit_record, range(count)))
-    else:
-        bodies = [unit_record(i) for i in range(count)]
+    bodies = parallel_map(unit_record, count, threads if threads is not None else default_threads())
     uses_bit_smart = any(b[0] == MODE_BIT_SMART for b in bodies)
     if ordinals:  # 2.7: each main record starts with its 0-based ordinal
         bodies = [encode_varint(i) + b for i, b in enumerate(bodies)]
