@@ -10,9 +10,9 @@ class BitReader:
 
     __slots__ = ("buf", "bitpos", "bitend", "what")
 
-    def __init__(self, buf: bytes | bytearray | memoryview, what: str = "bit stream"):
+    def __init__(self, buf: bytes | bytearray | memoryview, what: str = "bit stream", bitpos: int = 0):
         self.buf = buf
-        self.bitpos = 0
+        self.bitpos = bitpos
         self.bitend = len(buf) * 8
         self.what = what
 

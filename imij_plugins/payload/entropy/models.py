@@ -10,6 +10,9 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
+
+from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
 from imij_plugins.payload.entropy.tokens import Scheme, checked_scheme
 from imij_plugins.wire.bits import BitReader, BitWriter
@@ -33,7 +36,11 @@ class Table:
 
     @classmethod
     def from_weights(cls, weights: list[int] | tuple[int, ...]) -> "Table":
-        freq = normalize(weights)
+        return cls.normalized(tuple(weights), tuple(normalize(weights)))
+
+    @classmethod
+    def normalized(cls, weights: tuple[int, ...], freq: tuple[int, ...]) -> "Table":
+        """The table of ``weights`` whose normalized frequencies (3.3) are ``freq``."""
         cum = []
         acc = 0
         for f in freq:
@@ -43,7 +50,7 @@ class Table:
         for sym, f in enumerate(freq):
             if f:
                 lut[cum[sym] : cum[sym] + f] = bytes([sym]) * f
-        return cls(tuple(weights), tuple(freq), tuple(cum), bytes(lut))
+        return cls(weights, freq, tuple(cum), bytes(lut))
 
 
 @dataclass(frozen=True)
@@ -146,7 +153,27 @@ def _write_gamma(bw: BitWriter, v: int) -> None:
 
 
 def read_table(br: BitReader, scheme: Scheme) -> Table:
-    """One table (3.3) with every validity rule of its scheme."""
+    """One table (3.3) with every validity rule of its scheme (csrc/models.c, or the reference)."""
+    if _backend.active() != "c":
+        return read_table_py(br, scheme)
+    ffi, lib = _backend.ffi, _backend.lib
+    pos, last = ffi.new("uint64_t *", br.bitpos), ffi.new("uint32_t *")
+    weights, freq = np.empty(256, np.uint32), np.empty(256, np.uint32)
+    code = lib.imij_read_table(
+        ffi.from_buffer("uint8_t[]", br.buf), len(br.buf), pos, scheme.alphabet, scheme.first_capped_run, last,
+        ffi.from_buffer("uint32_t[]", weights, require_writable=True),
+        ffi.from_buffer("uint32_t[]", freq, require_writable=True),
+    )
+    if code:  # the reference names the exact rule (csrc/models.h lists the codes)
+        read_table_py(BitReader(br.buf, br.what, br.bitpos), scheme)
+        raise Corrupt(f"models: table rejected by the kernel (code {code})")
+    br.bitpos = pos[0]
+    count = last[0] + 1
+    return Table.normalized(tuple(weights[:count].tolist()), tuple(freq[:count].tolist()))
+
+
+def read_table_py(br: BitReader, scheme: Scheme) -> Table:
+    """The Python reference of ``read_table``."""
     last = br.read(8)
     if last >= scheme.alphabet:  # 3.3: last at or past the alphabet
         raise Corrupt(f"models: table's last symbol {last} at or past the alphabet of {scheme.alphabet}")

@@ -1,0 +1,128 @@
+/* models.c: one table of the models bit stream (3.3), read and normalized.
+ * The Python reference is imij_plugins/payload/entropy/models.py (read_table, normalize). */
+#include "models.h"
+
+#define TABLE_M 1024u     /* 3: M = 2^10 */
+#define MAX_ZEROS 24u     /* 3.3: gamma codes have at most 24 leading zero bits */
+#define MAX_EXPONENT 32u  /* 3.3 */
+
+typedef struct {
+    const uint8_t *buf;
+    uint64_t pos, end; /* in bits */
+} bits;
+
+/* The next n <= 57 bits without consuming them; bits past the end read as 0. */
+static uint64_t peek(const bits *b, uint32_t n)
+{
+    uint64_t v = 0;
+    uint64_t first = b->pos >> 3, stop = (b->pos + n + 7) >> 3, have = (b->end + 7) >> 3;
+    for (uint64_t i = first; i < stop && i < have; i++)
+        v |= (uint64_t)b->buf[i] << (8 * (i - first));
+    v >>= b->pos & 7;
+    uint64_t avail = b->end - b->pos;
+    if (avail < n)
+        n = (uint32_t)avail;
+    return n >= 64 ? v : v & ((UINT64_C(1) << n) - 1);
+}
+
+static int take(bits *b, uint32_t n, uint64_t *v)
+{
+    if (b->end - b->pos < n)
+        return IMIJ_TBL_E_END;
+    *v = peek(b, n);
+    b->pos += n;
+    return 0;
+}
+
+/* 3.3: order = symbols with a nonzero weight by weight descending, then index ascending. */
+static uint32_t weight_order(const uint32_t *w, uint32_t count, uint8_t *order)
+{
+    uint32_t n = 0;
+    for (uint32_t s = 0; s < count; s++) {
+        if (!w[s])
+            continue;
+        uint32_t i = n++;
+        while (i > 0 && w[order[i - 1]] < w[s]) { /* stable: equal weights keep index order */
+            order[i] = order[i - 1];
+            i--;
+        }
+        order[i] = (uint8_t)s;
+    }
+    return n;
+}
+
+/* 3.3: f = max(1, floor(w * M / W)), then add or subtract 1 cycling over the order. */
+static void normalize(const uint32_t *w, uint32_t count, uint64_t total, uint32_t *freq)
+{
+    uint8_t order[256];
+    uint32_t n = weight_order(w, count, order);
+    uint64_t fsum = 0;
+    for (uint32_t s = 0; s < count; s++) {
+        uint64_t f = w[s] ? ((uint64_t)w[s] * TABLE_M) / total : 0;
+        freq[s] = w[s] && f == 0 ? 1u : (uint32_t)f;
+        fsum += freq[s];
+    }
+    if (fsum < TABLE_M) {
+        uint32_t deficit = (uint32_t)(TABLE_M - fsum);
+        for (uint32_t i = 0; i < n; i++)
+            freq[order[i]] += deficit / n + (i < deficit % n ? 1u : 0u);
+    } else {
+        for (uint32_t i = 0; fsum > TABLE_M; i = (i + 1) % n) {
+            if (freq[order[i]] > 1) {
+                freq[order[i]]--;
+                fsum--;
+            }
+        }
+    }
+}
+
+int imij_read_table(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t alphabet, uint32_t first_capped,
+                    uint32_t *last, uint32_t *weights, uint32_t *freq)
+{
+    bits b = {buf, *bitpos, (uint64_t)len * 8};
+    if (b.pos > b.end || alphabet > 256)
+        return IMIJ_TBL_E_END;
+    uint64_t v, prec;
+    int err;
+    if ((err = take(&b, 8, &v)))
+        return err;
+    if (v >= alphabet)
+        return IMIJ_TBL_E_LAST;
+    uint32_t count = (uint32_t)v + 1;
+    if ((err = take(&b, 3, &prec)))
+        return err;
+    prec += 1; /* 3.3: mantissa precision 1..=8 */
+    int64_t e_prev = 0;
+    uint64_t total = 0;
+    for (uint32_t s = 0; s < count; s++) {
+        uint64_t window = peek(&b, MAX_ZEROS + 1);
+        if (!window)
+            return b.end - b.pos > MAX_ZEROS ? IMIJ_TBL_E_GAMMA : IMIJ_TBL_E_END;
+        uint32_t zeros = (uint32_t)__builtin_ctzll(window);
+        uint64_t low;
+        b.pos += zeros + 1;
+        if ((err = take(&b, zeros, &low)))
+            return err;
+        uint64_t g = (UINT64_C(1) << zeros) | low; /* 3.3: gamma(zigzag(e - e_prev) + 1) */
+        uint64_t z = g - 1;
+        int64_t e = e_prev + (int64_t)((z >> 1) ^ (0 - (z & 1)));
+        if (e < 0 || e > (int64_t)MAX_EXPONENT)
+            return IMIJ_TBL_E_EXPONENT;
+        e_prev = e;
+        uint32_t nb = e > 1 ? ((uint32_t)e - 1 < prec - 1 ? (uint32_t)e - 1 : (uint32_t)prec - 1) : 0;
+        uint64_t mant = 0;
+        if (nb && (err = take(&b, nb, &mant)))
+            return err;
+        uint32_t w = e == 0 ? 0 : e == 1 ? 1 : (uint32_t)(((UINT64_C(1) << nb) | mant) << (e - 1 - nb));
+        if (w && s >= first_capped)
+            return IMIJ_TBL_E_CAP; /* 3.3 / 3.2: run cap */
+        weights[s] = w;
+        total += w;
+    }
+    if (!total)
+        return IMIJ_TBL_E_EMPTY;
+    normalize(weights, count, total, freq);
+    *last = count - 1;
+    *bitpos = b.pos;
+    return 0;
+}

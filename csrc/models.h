@@ -1,0 +1,32 @@
+/* models.h: one table of the models bit stream (3.3), read and normalized.
+ *
+ * Part of the cffi cdef (imij_plugins/_build.py strips the lines starting with '#'): plain
+ * declarations only, enum constants written out as literals.
+ */
+#ifndef IMIJ_MODELS_H
+#define IMIJ_MODELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Return codes of imij_read_table (0 = success). imij_plugins/payload/entropy/models.py maps each
+ * to one message. */
+enum {
+    IMIJ_TBL_OK = 0,
+    IMIJ_TBL_E_END = -1,      /* the table runs past the models' bytes */
+    IMIJ_TBL_E_LAST = -2,     /* 3.3: last symbol at or past the alphabet */
+    IMIJ_TBL_E_GAMMA = -3,    /* 3.3: a gamma code with more than 24 leading zero bits */
+    IMIJ_TBL_E_EXPONENT = -4, /* 3.3: a weight exponent outside 0..=32 */
+    IMIJ_TBL_E_CAP = -5,      /* 3.3 / 3.2: a weight on a run token past the run cap */
+    IMIJ_TBL_E_EMPTY = -6     /* 3.3: no nonzero weight */
+};
+
+/* Read one table (3.3) starting at bit *bitpos of buf[0..len) (LSB-first, section 0) for an
+ * alphabet of `alphabet` symbols (<= 256) whose symbols from `first_capped` on are run tokens past
+ * the cap. On success: *last, weights[0..=last] and freq[0..=last] (normalized to sum 1024 as 3.3
+ * specifies), *bitpos just past the table; weights and freq hold 256 entries. Never reads out of
+ * bounds. */
+int imij_read_table(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t alphabet, uint32_t first_capped,
+                    uint32_t *last, uint32_t *weights, uint32_t *freq);
+
+#endif

@@ -1,0 +1,96 @@
+"""csrc/models.c against the Python reference of 3.3's table reading: same tables, same bit
+positions, same accept / reject on valid, mutated and random bit streams."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from imij_plugins import _backend
+from imij_plugins.errors import Corrupt
+from imij_plugins.payload.entropy import models
+from imij_plugins.payload.entropy.models import smallest_table, write_table
+from imij_plugins.payload.entropy.tokens import checked_scheme, valid_parameters
+from imij_plugins.wire.bits import BitReader, BitWriter
+
+pytestmark = pytest.mark.skipif("c" not in _backend.available(), reason="C kernels not built")
+
+
+def _read(backend: str, data: bytes, scheme, bitpos: int = 0):
+    """(table, bit position after it) or the Corrupt class, on one backend."""
+    br = BitReader(data, "models", bitpos)
+    with _backend.use(backend):
+        try:
+            table = models.read_table(br, scheme)
+        except Corrupt:
+            return Corrupt
+    return table, br.bitpos
+
+
+def _schemes(rng: random.Random, count: int):
+    for _ in range(count):
+        n = rng.choice([1, 2, 5, 8, 10, 12, 16, 20, 24, 32])
+        k, m = rng.choice(valid_parameters(n))
+        yield checked_scheme(k, m, n)
+
+
+def _table_bytes(rng: random.Random, scheme, lead: int) -> bytes:
+    """``lead`` filler bits, then a valid table of random counts (some huge, some zero)."""
+    size = rng.randint(1, scheme.alphabet)
+    counts = [rng.choice([0, 0, 1, 2, rng.randint(1, 1 << 20), rng.randint(1, 1 << 40)]) for _ in range(size)]
+    counts = [c if s < scheme.first_capped_run else 0 for s, c in enumerate(counts)]
+    bw = BitWriter()
+    bw.write(rng.getrandbits(lead), lead)
+    write_table(bw, smallest_table(counts, rng.choice([None, 1, 8])))
+    return bw.getvalue()
+
+
+def test_valid_tables_agree() -> None:
+    rng = random.Random(5)
+    for scheme in _schemes(rng, 300):
+        lead = rng.randint(0, 13)
+        data = _table_bytes(rng, scheme, lead)
+        c = _read("c", data, scheme, lead)
+        assert c is not Corrupt
+        assert c == _read("python", data, scheme, lead)
+
+
+def test_mutated_and_cut_tables_agree() -> None:
+    rng = random.Random(7)
+    rejected = 0
+    for scheme in _schemes(rng, 300):
+        data = bytearray(_table_bytes(rng, scheme, 0))
+        for _ in range(rng.randint(1, 4)):
+            data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+        data = bytes(data[: rng.randint(0, len(data))]) if rng.random() < 0.3 else bytes(data)
+        c = _read("c", data, scheme)
+        assert c == _read("python", data, scheme)
+        rejected += c is Corrupt
+    assert 0 < rejected < 300  # both outcomes were exercised
+
+
+def test_random_bytes_agree() -> None:
+    rng = random.Random(11)
+    for scheme in _schemes(rng, 500):
+        data = rng.randbytes(rng.randint(0, 40))
+        assert _read("c", data, scheme) == _read("python", data, scheme)
+
+
+@pytest.mark.parametrize(
+    "bits, rule",
+    [
+        ("", "runs past"),  # no bits at all
+        ("0" * 8 + "000" + "0" * 25 + "1", "24 leading zero"),
+        ("1" * 8 + "000" + "1", "at or past the alphabet"),
+        ("0" * 8 + "000" + "1", "no nonzero weight"),  # e = 0
+    ],
+)
+def test_kernel_rejections_name_the_rule(bits: str, rule: str) -> None:
+    """Each kernel error code is re-explained by the reference's message."""
+    scheme = checked_scheme(0, 0, 4)  # alphabet 16 + 24 run tokens
+    bw = BitWriter()
+    for b in bits:
+        bw.write(int(b), 1)
+    with _backend.use("c"), pytest.raises(Corrupt, match=rule):
+        models.read_table(BitReader(bw.getvalue(), "models"), scheme)
