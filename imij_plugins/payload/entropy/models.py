@@ -7,6 +7,7 @@ Every validity rule of 3.3 is checked as the model is read, before any unit deco
 from __future__ import annotations
 
 import math
+from itertools import accumulate
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -41,16 +42,9 @@ class Table:
     @classmethod
     def normalized(cls, weights: tuple[int, ...], freq: tuple[int, ...]) -> "Table":
         """The table of ``weights`` whose normalized frequencies (3.3) are ``freq``."""
-        cum = []
-        acc = 0
-        for f in freq:
-            cum.append(acc)
-            acc += f
-        lut = bytearray(M)
-        for sym, f in enumerate(freq):
-            if f:
-                lut[cum[sym] : cum[sym] + f] = bytes([sym]) * f
-        return cls(weights, freq, tuple(cum), bytes(lut))
+        cum = (0, *accumulate(freq[:-1]))
+        lut = np.repeat(np.arange(len(freq), dtype=np.uint8), freq).tobytes()  # symbols < 256 (3.3)
+        return cls(weights, freq, cum, lut)
 
 
 @dataclass(frozen=True)
