@@ -1,8 +1,9 @@
 /* bilevel.c: bilevel stripes (2.10: layouts 0x81, 0x82) and template palette stripes (2.14:
  * layouts 0x83, 0x84) of one unit, end to end: layout, entries, typical rows, the ten-pixel
  * template with its lane-edge and stripe-top rules, the binary rANS step, the candidate and
- * escape phases in (step, phase, lane) word order, and the entries lookup. Also the reverse
- * rANS encoder the writer uses for these stripes.
+ * escape phases in (step, phase, lane) word order, and the entries lookup. Also the encoder's
+ * side: outcome counts and the reverse rANS stream of a known plane, without listing its
+ * operations (each step's operations are rebuilt from the plane, last step first).
  *
  * Plain C99, no globals, no allocation: the caller passes the output planes and the index
  * scratch. Every read of `body` is bounds-checked; every plane index is below width * height.
@@ -329,33 +330,171 @@ int imij_level_unit_decode(const uint8_t *body, size_t len, const imij_level_uni
     return 0;
 }
 
-int64_t imij_level_encode_ops(const uint8_t *lane, const uint16_t *freq, const uint16_t *cum, size_t nops,
-                              uint32_t active, uint8_t *dst, size_t dst_cap)
+/* ---- the encoder side: the decoder's operations on a known plane ------------------------- */
+
+/* One coding operation: kind 0 a binary decision at a phase-0 context (2.10's t, or 2.14's m),
+ * 1 a candidate phase decision (context 0..=39), 2 an escaped index (2.14). */
+typedef struct {
+    uint8_t kind, bit, lane;
+    uint16_t ctx;
+} lvl_op;
+
+#define STEP_OPS (7 * 16) /* phase 0, five candidate phases and the escape, per lane */
+
+/* The padded plane of the decoders (two zero rows above, two zero columns each side). */
+static void pad_plane(const uint8_t *plane, uint32_t width, uint32_t height, uint8_t *scratch)
 {
-    if (active < 1 || active > 16 || nops > ((size_t)-1 - 64) / 2)
-        return IMIJ_LVL_E_ARGS;
-    size_t head = (size_t)4 * active;
-    if (dst_cap < head + 2 * nops)
-        return IMIJ_LVL_E_SPACE;
-    uint32_t st[16];
-    for (uint32_t l = 0; l < active; l++)
-        st[l] = LVL_STATE_LOW;
-    size_t wp = dst_cap; /* words fill dst backwards from its end: read forwards, they come in decode order */
-    for (size_t i = nops; i-- > 0;) {
-        uint32_t f = freq[i], l = lane[i];
-        if (f == LVL_M)
-            continue; /* all of M: the decoder's state does not change */
-        if (f == 0 || f > LVL_M || l >= active || cum[i] + f > LVL_M)
-            return IMIJ_LVL_E_ARGS;
-        uint32_t x = st[l];
-        if ((uint64_t)x >= (uint64_t)f << (32 - LVL_M_BITS)) {
-            wp -= 2;
-            dst[wp] = (uint8_t)x;
-            dst[wp + 1] = (uint8_t)(x >> 8);
-            x >>= 16;
-        }
-        st[l] = ((x / f) << LVL_M_BITS) + (x % f) + cum[i];
+    size_t S = (size_t)width + 4;
+    memset(scratch, 0, 2 * S);
+    for (uint32_t r = 0; r < height; r++) {
+        uint8_t *row = scratch + (size_t)(r + 2) * S;
+        row[0] = row[1] = row[S - 2] = row[S - 1] = 0;
+        memcpy(row + 2, plane + (size_t)r * width, width);
     }
+}
+
+/* 2.10: the ten template pixels of column c at lane column x (left of the lane's first column
+ * the current row reads one row up). */
+static inline void template_at(const uint8_t *row, const uint8_t *up, const uint8_t *up2, size_t c, uint32_t x,
+                               uint32_t *t)
+{
+    t[0] = up2[c - 1], t[1] = up2[c], t[2] = up2[c + 1], t[3] = up[c - 2], t[4] = up[c - 1];
+    t[5] = up[c], t[6] = up[c + 1], t[7] = up[c + 2];
+    t[8] = x >= 2 ? row[c - 2] : up[c - 2];
+    t[9] = x >= 1 ? row[c - 1] : up[c - 1];
+}
+
+/* 2.10: step x of a row of a bilevel plane, lanes ascending: one decision per lane. */
+static int bilevel_step(const uint8_t *row, const uint8_t *up, const uint8_t *up2, const lanes_t *ln, uint32_t x,
+                        lvl_op *ops)
+{
+    uint32_t la = taking(ln, x), t[10];
+    for (uint32_t l = 0; l < la; l++) {
+        size_t c = (size_t)ln->start[l] + x;
+        template_at(row, up, up2, c, x, t);
+        uint32_t cx = 0;
+        for (int k = 0; k < 10; k++)
+            cx |= t[k] << k;
+        if (row[c] > 1)
+            return IMIJ_LVL_E_ARGS; /* t is 0 or 1 */
+        ops[l] = (lvl_op){0, row[c], (uint8_t)l, (uint16_t)cx};
+    }
+    return (int)la;
+}
+
+/* 2.14: step x of a non-typical row of an index plane of n entries, in the decoder's (phase,
+ * lane) order: phase 0 for every lane, candidate phases over the lanes still open, escapes. */
+static int template_step(const uint8_t *row, const uint8_t *up, const uint8_t *up2, const lanes_t *ln, uint32_t x,
+                         uint32_t n, lvl_op *ops)
+{
+    uint32_t tk[16][10], value[16], open[16], nopen = 0, la = taking(ln, x);
+    int count = 0;
+    for (uint32_t l = 0; l < la; l++) { /* 1. phase 0 */
+        size_t c = (size_t)ln->start[l] + x;
+        uint32_t *t = tk[l];
+        template_at(row, up, up2, c, x, t);
+        uint32_t W = t[9], cx = (uint32_t)(W == 0) << 9, v = row[c];
+        for (int k = 0; k < 9; k++)
+            cx |= (uint32_t)(t[k] == W) << k;
+        ops[count++] = (lvl_op){0, v != W, (uint8_t)l, (uint16_t)cx};
+        value[l] = v;
+        if (v != W) {
+            if (n <= 2) {
+                if (v != 1u - W)
+                    return IMIJ_LVL_E_ARGS; /* two entries: an index above 1 */
+            } else {
+                open[nopen++] = l;
+            }
+        }
+    }
+    for (int j = 0; j < 5 && nopen; j++) { /* 2. candidate phases */
+        uint32_t still = 0;
+        for (uint32_t i = 0; i < nopen; i++) {
+            uint32_t l = open[i], *t = tk[l], cj = t[cand_k[j]], skip = cj == t[9];
+            for (int e = 0; e < j && !skip; e++)
+                skip = cj == t[cand_k[e]];
+            if (!skip) {
+                uint32_t hits = 0;
+                for (int k = 0; k < 10; k++)
+                    hits += t[k] == cj;
+                ops[count++] = (lvl_op){1, value[l] != cj, (uint8_t)l, (uint16_t)(8u * (uint32_t)j + (hits < 7 ? hits : 7u))};
+                if (value[l] == cj)
+                    continue;
+            }
+            open[still++] = l;
+        }
+        nopen = still;
+    }
+    for (uint32_t i = 0; i < nopen; i++) /* 3. the escape phase */
+        ops[count++] = (lvl_op){2, 0, (uint8_t)open[i], (uint16_t)value[open[i]]};
+    return count;
+}
+
+/* The operations of step x of row r (0 for a typical row), or a negative code. */
+static int step_ops(const uint8_t *P, size_t S, uint32_t r, uint32_t x, const lanes_t *ln, uint32_t n,
+                    const uint8_t *typical, lvl_op *ops)
+{
+    const uint8_t *row = P + (size_t)(r + 2) * S + 2, *up = row - S, *up2 = up - S;
+    if (!typical)
+        return bilevel_step(row, up, up2, ln, x, ops);
+    return typical[r] ? 0 : template_step(row, up, up2, ln, x, n, ops);
+}
+
+static int level_args(uint32_t width, uint32_t height, uint32_t lanes, uint32_t n)
+{
+    return width == 0 || height == 0 || lanes < 1 || lanes > 16 || n < 1 || n > 256 ||
+           (size_t)width * height > ((size_t)-1 - 64) / 16;
+}
+
+int imij_level_counts(const uint8_t *plane, uint32_t width, uint32_t height, uint32_t lanes, uint32_t n,
+                      const uint8_t *typical, uint8_t *scratch, uint32_t *phase0, uint32_t *cand, uint32_t *escape)
+{
+    if (level_args(width, height, lanes, n))
+        return IMIJ_LVL_E_ARGS;
+    size_t S = (size_t)width + 4;
+    pad_plane(plane, width, height, scratch);
+    lanes_t ln;
+    lanes_of(&ln, width, lanes);
+    lvl_op ops[STEP_OPS];
+    for (uint32_t r = 0; r < height; r++)
+        for (uint32_t x = 0; x < ln.lw; x++) {
+            int count = step_ops(scratch, S, r, x, &ln, n, typical, ops);
+            if (count < 0)
+                return count;
+            for (int i = 0; i < count; i++) {
+                const lvl_op *o = &ops[i];
+                if (o->kind == 0)
+                    phase0[2u * o->ctx + o->bit]++;
+                else if (o->kind == 1)
+                    cand[2u * o->ctx + o->bit]++;
+                else
+                    escape[o->ctx]++;
+            }
+        }
+    return 0;
+}
+
+/* 3.1 in reverse: code a symbol of frequency f at cum in lane l's state; words go backwards
+ * from *wp (read forwards, they come in decode order). */
+static inline int put(uint32_t *st, uint32_t l, uint32_t f, uint32_t cum, uint8_t *dst, size_t *wp, size_t floor)
+{
+    uint32_t x = st[l];
+    if ((uint64_t)x >= (uint64_t)f << (32 - LVL_M_BITS)) {
+        if (*wp < floor + 2)
+            return IMIJ_LVL_E_SPACE;
+        *wp -= 2;
+        dst[*wp] = (uint8_t)x;
+        dst[*wp + 1] = (uint8_t)(x >> 8);
+        x >>= 16;
+    }
+    st[l] = ((x / f) << LVL_M_BITS) + (x % f) + cum;
+    return 0;
+}
+
+/* The initial states, then the words moved right after them: the stream's length. */
+static int64_t close_stream(const uint32_t *st, uint32_t active, uint8_t *dst, size_t dst_cap, size_t wp)
+{
+    size_t head = (size_t)4 * active;
     for (uint32_t l = 0; l < active; l++) {
         dst[4 * l] = (uint8_t)st[l];
         dst[4 * l + 1] = (uint8_t)(st[l] >> 8);
@@ -367,75 +506,50 @@ int64_t imij_level_encode_ops(const uint8_t *lane, const uint16_t *freq, const u
     return (int64_t)(head + words);
 }
 
-/* 2.14 in reverse: the operations decode_template performs on a known index plane, in the same
- * (step, phase, lane) order, for the encoder to code (level_writer.py; reference template_ops). */
-int64_t imij_template_ops(const uint8_t *index, uint32_t width, uint32_t height, uint32_t lanes, uint32_t n,
-                          const uint8_t *typical, uint8_t *kind, uint16_t *ctx, uint8_t *bit, uint8_t *lane,
-                          size_t cap, uint8_t *scratch)
+int64_t imij_level_encode(const uint8_t *plane, uint32_t width, uint32_t height, uint32_t lanes, uint32_t n,
+                          const uint8_t *typical, uint8_t *scratch, const uint16_t *phase0, const uint16_t *cand,
+                          const uint16_t *efreq, const uint16_t *ecum, uint8_t *dst, size_t dst_cap)
 {
-    if (width == 0 || height == 0 || lanes < 1 || lanes > 16 || n < 1 || n > 256 ||
-        cap / 7 < (size_t)width * height)
+    if (level_args(width, height, lanes, n))
         return IMIJ_LVL_E_ARGS;
-    size_t S = (size_t)width + 4, count = 0;
-    memset(scratch, 0, 2 * S);
-    for (uint32_t r = 0; r < height; r++) { /* the padded plane of decode_template */
-        uint8_t *row = scratch + (size_t)(r + 2) * S;
-        row[0] = row[1] = row[S - 2] = row[S - 1] = 0;
-        memcpy(row + 2, index + (size_t)r * width, width);
-    }
+    size_t S = (size_t)width + 4;
+    pad_plane(plane, width, height, scratch);
     lanes_t ln;
     lanes_of(&ln, width, lanes);
-#define EMIT(K, C, B, L) (kind[count] = (uint8_t)(K), ctx[count] = (uint16_t)(C), bit[count] = (uint8_t)(B), \
-                          lane[count++] = (uint8_t)(L))
-    for (uint32_t r = 0; r < height; r++) {
-        if (typical[r]) /* a typical row codes nothing */
-            continue;
-        const uint8_t *row = scratch + (size_t)(r + 2) * S + 2, *up = row - S, *up2 = up - S;
-        for (uint32_t x = 0; x < ln.lw; x++) {
-            uint32_t tk[16][10], value[16], open[16], nopen = 0, la = taking(&ln, x);
-            for (uint32_t l = 0; l < la; l++) { /* 1. phase 0 */
-                size_t c = (size_t)ln.start[l] + x;
-                uint32_t *t = tk[l];
-                t[0] = up2[c - 1], t[1] = up2[c], t[2] = up2[c + 1], t[3] = up[c - 2], t[4] = up[c - 1];
-                t[5] = up[c], t[6] = up[c + 1], t[7] = up[c + 2];
-                t[8] = x >= 2 ? row[c - 2] : up[c - 2]; /* left of the lane's first column: one row up */
-                t[9] = x >= 1 ? row[c - 1] : up[c - 1];
-                uint32_t W = t[9], cx = (uint32_t)(W == 0) << 9, v = row[c];
-                for (int k = 0; k < 9; k++)
-                    cx |= (uint32_t)(t[k] == W) << k;
-                EMIT(0, cx, v != W, l);
-                value[l] = v;
-                if (v != W) {
-                    if (n <= 2) {
-                        if (v != 1u - W)
-                            return IMIJ_LVL_E_ARGS; /* two entries: an index above 1 */
-                    } else {
-                        open[nopen++] = l;
+    size_t head = (size_t)4 * ln.active, wp = dst_cap;
+    if (dst_cap < head)
+        return IMIJ_LVL_E_SPACE;
+    uint32_t st[16];
+    for (uint32_t l = 0; l < ln.active; l++)
+        st[l] = LVL_STATE_LOW;
+    lvl_op ops[STEP_OPS];
+    for (uint32_t r = height; r-- > 0;)
+        for (uint32_t x = ln.lw; x-- > 0;) {
+            int count = step_ops(scratch, S, r, x, &ln, n, typical, ops);
+            if (count < 0)
+                return count;
+            for (int i = count; i-- > 0;) {
+                const lvl_op *o = &ops[i];
+                uint32_t f, cum;
+                if (o->kind == 2) {
+                    if (!efreq) { /* without the direct-index table an escape decodes 0, state unchanged */
+                        if (o->ctx)
+                            return IMIJ_LVL_E_FREQ;
+                        continue;
                     }
+                    f = efreq[o->ctx], cum = ecum[o->ctx];
+                } else {
+                    uint32_t p = o->kind == 0 ? phase0[o->ctx] : cand[o->ctx];
+                    f = o->bit ? LVL_M - p : p, cum = o->bit ? p : 0;
                 }
+                if (f == LVL_M)
+                    continue; /* all of M: the decoder's state does not change */
+                if (f == 0 || f > LVL_M || cum + f > LVL_M)
+                    return IMIJ_LVL_E_FREQ;
+                int err = put(st, o->lane, f, cum, dst, &wp, head);
+                if (err)
+                    return err;
             }
-            for (int j = 0; j < 5 && nopen; j++) { /* 2. candidate phases */
-                uint32_t still = 0;
-                for (uint32_t i = 0; i < nopen; i++) {
-                    uint32_t l = open[i], *t = tk[l], cj = t[cand_k[j]], skip = cj == t[9];
-                    for (int e = 0; e < j && !skip; e++)
-                        skip = cj == t[cand_k[e]];
-                    if (!skip) {
-                        uint32_t hits = 0;
-                        for (int k = 0; k < 10; k++)
-                            hits += t[k] == cj;
-                        EMIT(1, 8u * (uint32_t)j + (hits < 7 ? hits : 7u), value[l] != cj, l);
-                        if (value[l] == cj)
-                            continue;
-                    }
-                    open[still++] = l;
-                }
-                nopen = still;
-            }
-            for (uint32_t i = 0; i < nopen; i++) /* 3. the escape phase */
-                EMIT(2, value[open[i]], 0, open[i]);
         }
-    }
-#undef EMIT
-    return (int64_t)count;
+    return close_stream(st, ln.active, dst, dst_cap, wp);
 }

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Return codes of imij_level_unit_decode / imij_level_encode_ops (0 = success).
+/* Return codes of imij_level_unit_decode and the encoder's kernels (0 = success).
  * imij_plugins/payload/entropy/levels.py maps each to one message. */
 enum {
     IMIJ_LVL_OK = 0,
@@ -26,7 +26,8 @@ enum {
     IMIJ_LVL_E_STATE = -11,    /* 3: an initial state below 2^16 */
     IMIJ_LVL_E_WORDS = -12,    /* 3.1: the stream needs more words than it holds, or an odd byte count */
     IMIJ_LVL_E_LAYOUT = -13,   /* not a layout byte 0x81-0x84 */
-    IMIJ_LVL_E_SPACE = -14     /* encoder: dst_cap too small */
+    IMIJ_LVL_E_SPACE = -14,    /* encoder: dst_cap too small */
+    IMIJ_LVL_E_FREQ = -15      /* encoder: an outcome the tables give no probability */
 };
 
 /* Head record 25 (2.10), parsed once per payload. */
@@ -63,22 +64,25 @@ typedef struct {
 int imij_level_unit_decode(const uint8_t *body, size_t len, const imij_level_unit *unit, uint32_t *out,
                            uint8_t *index);
 
-/* Reverse rANS (3.1) over nops operations in decode order: operation i codes a symbol of
- * frequency freq[i] (1..=1024) at cum[i] in lane lane[i] (< active <= 16). Writes the stream
- * (active initial states, then the words in reading order) to dst and returns its length, or a
- * negative IMIJ_LVL_E_* code. dst_cap must be at least 4 * active + 2 * nops. */
-int64_t imij_level_encode_ops(const uint8_t *lane, const uint16_t *freq, const uint16_t *cum, size_t nops,
-                              uint32_t active, uint8_t *dst, size_t dst_cap);
+/* The encoder's side of a unit whose plane is known: `plane` is height*width bytes, a bilevel t
+ * plane (2.10: values 0 or 1; `typical` NULL) or a template stripe's index plane of n entries
+ * (2.14: indices < 256, `typical` one byte per row, 1 = a typical row, which codes nothing).
+ * `scratch` holds (height + 2) * (width + 4) bytes (the decoder's padded plane). */
 
-/* Every coding operation of a template palette stripe (2.14) in decode order (step, phase, lane):
- * `index` is the unit's height*width index plane (entry indices < 256), `typical` one byte per
- * row (1: a typical row, which codes nothing), n the entry count. Operation i is kind[i] (0 phase
- * 0, 1 a candidate phase, 2 the escape), ctx[i] (its context, or the escaped index) and bit[i]
- * (the binary outcome), in lane lane[i]. cap must be at least 7 * width * height. Returns the
- * operation count, or IMIJ_LVL_E_ARGS (bad geometry, or with n <= 2 an index above 1).
- * `scratch` holds (height + 2) * (width + 4) bytes (the padded plane of the decoder). */
-int64_t imij_template_ops(const uint8_t *index, uint32_t width, uint32_t height, uint32_t lanes, uint32_t n,
-                          const uint8_t *typical, uint8_t *kind, uint16_t *ctx, uint8_t *bit, uint8_t *lane,
-                          size_t cap, uint8_t *scratch);
+/* Adds the outcome counts of every operation: phase0[2 * context + outcome] (1024 contexts),
+ * cand[2 * context + outcome] (40 candidate contexts, templates only), escape[index] (256).
+ * Returns 0 or IMIJ_LVL_E_ARGS (bad geometry, a t above 1, or with n <= 2 an index above 1). */
+int imij_level_counts(const uint8_t *plane, uint32_t width, uint32_t height, uint32_t lanes, uint32_t n,
+                      const uint8_t *typical, uint8_t *scratch, uint32_t *phase0, uint32_t *cand, uint32_t *escape);
+
+/* The unit's rANS stream (3.1; the initial states, then the words in reading order) with the
+ * probabilities of t = 0 / "equals W" per phase-0 context (phase0, 1024) and of "equals the
+ * candidate" (cand, 40), and the direct-index table (efreq / ecum, 256 each; NULL when absent:
+ * escapes must then be index 0). Returns the stream's length, IMIJ_LVL_E_FREQ when an outcome
+ * has no probability, IMIJ_LVL_E_SPACE when dst_cap is too small (4 * active lanes + 2 bytes per
+ * operation always suffice), or IMIJ_LVL_E_ARGS. */
+int64_t imij_level_encode(const uint8_t *plane, uint32_t width, uint32_t height, uint32_t lanes, uint32_t n,
+                          const uint8_t *typical, uint8_t *scratch, const uint16_t *phase0, const uint16_t *cand,
+                          const uint16_t *efreq, const uint16_t *ecum, uint8_t *dst, size_t dst_cap);
 
 #endif /* IMIJ_BILEVEL_H */

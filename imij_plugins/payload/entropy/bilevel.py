@@ -3,9 +3,10 @@ template shared with template palette stripes (2.14), and the binary rANS step (
 handling with a two-symbol table).
 
 Decoding here is the Python reference (``decode_bilevel``); csrc/bilevel.c is the kernel and
-must agree bit for bit. The encoder helpers (``template_planes``, ``step_order``,
-``encode_ops``) are vectorized with numpy, and ``encode_ops`` runs the C encoder when the C
-backend is active (same bytes either way).
+must agree bit for bit. The encoder's side (``bilevel_counts``, ``bilevel_stream``) runs the
+kernel's ``imij_level_counts`` / ``imij_level_encode``, which rebuild each step's operations from
+the plane instead of listing them; the numpy references (``template_planes``,
+``step_positions``, ``encode_ops_py``) give the same counts and bytes.
 """
 
 from __future__ import annotations
@@ -220,6 +221,8 @@ def template_planes(plane: np.ndarray, lanes: Lanes) -> list[np.ndarray]:
 
 def bilevel_contexts(t: np.ndarray, lanes: Lanes) -> np.ndarray:
     """2.10: every pixel's context, sum of t_k << k."""
+    if (t > 1).any():
+        raise ValueError("a bilevel plane holds a value above 1")
     ctx = np.zeros(t.shape, dtype=np.int64)
     for k, plane in enumerate(template_planes(t.astype(np.uint8), lanes)):
         ctx |= plane.astype(np.int64) << k
@@ -238,31 +241,82 @@ def step_positions(h: int, lanes: Lanes) -> tuple[np.ndarray, np.ndarray, np.nda
     return pos, lane, step
 
 
-def encode_ops(lane: np.ndarray, freq: np.ndarray, cum: np.ndarray, active: int) -> bytes:
-    """Reverse rANS over operations listed in decode order: operation i codes a symbol of
-    frequency freq[i] at cum[i] in lane lane[i]'s state (3.1). Returns the stream: the initial
-    states, then the words in the order the decoder reads them. Operations with freq M leave
-    the state unchanged and may be listed or not."""
-    lane = np.ascontiguousarray(lane, dtype=np.uint8)
-    freq = np.ascontiguousarray(freq, dtype=np.uint16)
-    cum = np.ascontiguousarray(cum, dtype=np.uint16)
-    n = len(lane)
+def level_counts(plane: np.ndarray, n: int, typical: np.ndarray | None, lanes: Lanes) -> tuple[np.ndarray, ...]:
+    """C kernel: outcome counts of a bilevel t plane (``typical`` None) or a template index plane
+    of n entries: phase 0 (1024 x 2), candidate phases (40 x 2), escaped indices (256)."""
+    ffi, lib = _backend.ffi, _backend.lib
+    h, w = plane.shape
+    phase0, cand, escape = np.zeros((CONTEXTS, 2), np.uint32), np.zeros((40, 2), np.uint32), np.zeros(256, np.uint32)
+    buf = lambda a, t="uint32_t[]": ffi.from_buffer(t, a, require_writable=True)  # noqa: E731
+    got = lib.imij_level_counts(
+        ffi.from_buffer("uint8_t[]", np.ascontiguousarray(plane, np.uint8)), w, h, len(lanes.starts), n,
+        ffi.NULL if typical is None else ffi.from_buffer("uint8_t[]", np.ascontiguousarray(typical, np.uint8)),
+        buf(np.empty((h + 2) * (w + 4), np.uint8), "uint8_t[]"), buf(phase0), buf(cand), buf(escape),
+    )
+    if got < 0:
+        raise ValueError("a bilevel plane holds a value above 1, or two entries an index above 1")
+    return phase0.astype(np.int64), cand.astype(np.int64), escape.astype(np.int64)
+
+
+def level_stream(plane: np.ndarray, n: int, typical: np.ndarray | None, lanes: Lanes, phase0: np.ndarray,
+                 cand: np.ndarray | None = None, escape: Table | None = None) -> bytes | None:
+    """C kernel: the rANS stream of a bilevel t plane or template index plane (``level_counts``'s
+    planes) with its probabilities (1/M units of t = 0, "equals W", "equals the candidate") and
+    the direct-index table; None when an outcome has no probability. Most streams are far below
+    2 bytes per operation, so a small buffer is tried first."""
+    ffi, lib = _backend.ffi, _backend.lib
+    h, w = plane.shape
+    src = ffi.from_buffer("uint8_t[]", np.ascontiguousarray(plane, np.uint8))
+    rows = ffi.NULL if typical is None else ffi.from_buffer("uint8_t[]", np.ascontiguousarray(typical, np.uint8))
+    scratch = np.empty((h + 2) * (w + 4), np.uint8)
+    u16 = lambda a: ffi.from_buffer("uint16_t[]", np.ascontiguousarray(a, np.uint16))  # noqa: E731
+    p0, q = u16(phase0), u16(np.zeros(40) if cand is None else cand)
+    if escape is None:
+        efreq = ecum = ffi.NULL
+    else:
+        efreq, ecum = u16(escape.freq + (0,) * (256 - len(escape.freq))), u16(escape.cum + (0,) * (256 - len(escape.cum)))
+    most = 64 + 2 * (7 if typical is not None else 1) * h * w
+    for cap in (min(most, 4096 + h * w // 4), most):
+        dst = np.empty(cap, np.uint8)
+        got = lib.imij_level_encode(src, w, h, len(lanes.starts), n, rows, ffi.from_buffer("uint8_t[]", scratch, require_writable=True),
+                                    p0, q, efreq, ecum, ffi.from_buffer("uint8_t[]", dst, require_writable=True), cap)
+        if got != -14:  # IMIJ_LVL_E_SPACE: the larger buffer
+            break
+    if got == -15:  # IMIJ_LVL_E_FREQ
+        return None
+    if got < 0:
+        raise ValueError(f"level stream kernel failed ({got})")
+    return dst[:got].tobytes()
+
+
+def bilevel_counts(t: np.ndarray, lanes: Lanes) -> tuple[np.ndarray, np.ndarray]:
+    """2.10: per context, how many pixels of the t plane are 0 and how many 1."""
     if _backend.active() == "c":
-        ffi, lib = _backend.ffi, _backend.lib
-        cap = 4 * active + 2 * n
-        dst = np.empty(max(cap, 1), dtype=np.uint8)
-        got = lib.imij_level_encode_ops(
-            ffi.from_buffer("uint8_t[]", lane), ffi.from_buffer("uint16_t[]", freq), ffi.from_buffer("uint16_t[]", cum),
-            n, active, ffi.from_buffer("uint8_t[]", dst, require_writable=True), cap,
-        )
-        if got < 0:
-            raise ValueError(f"rANS encoder kernel failed ({got})")
-        return dst[:got].tobytes()
-    return encode_ops_py(lane.tolist(), freq.tolist(), cum.tolist(), active)
+        phase0, _, _ = level_counts(t, 2, None, lanes)
+        return phase0[:, 0], phase0[:, 1]
+    ctx = bilevel_contexts(t, lanes)
+    return np.bincount(ctx[t == 0], minlength=CONTEXTS), np.bincount(ctx[t == 1], minlength=CONTEXTS)
+
+
+def bilevel_stream(t: np.ndarray, lanes: Lanes, probs: np.ndarray) -> bytes | None:
+    """2.10: the rANS stream of a t plane with record 25's probabilities of t = 0; None when the
+    table gives a pixel's outcome no probability."""
+    if _backend.active() == "c":
+        return level_stream(t, 2, None, lanes, probs)
+    pos, lane, _ = step_positions(t.shape[0], lanes)
+    flat = t.ravel()[pos]
+    p = probs[bilevel_contexts(t, lanes).ravel()[pos]]
+    freq = np.where(flat == 1, M - p, p)
+    if not freq.all():
+        return None
+    return encode_ops_py(lane.tolist(), freq.tolist(), np.where(flat == 1, p, 0).tolist(), lanes.active)
 
 
 def encode_ops_py(lane: list[int], freq: list[int], cum: list[int], active: int) -> bytes:
-    """The Python reference of ``encode_ops``."""
+    """Reverse rANS over operations listed in decode order (the references' encoder): operation i
+    codes a symbol of frequency freq[i] at cum[i] in lane lane[i]'s state (3.1). Returns the
+    stream: the initial states, then the words in the order the decoder reads them. Operations
+    with freq M leave the state unchanged."""
     states = [STATE_LOW] * active
     words: list[int] = []
     limit = 32 - M_BITS

@@ -23,12 +23,11 @@ from imij_plugins.payload.entropy.costs import palette
 from imij_plugins.payload.entropy.bilevel import (
     CONTEXTS,
     HALF,
-    bilevel_contexts,
+    bilevel_counts,
     bilevel_record,
+    bilevel_stream,
     binary_cost,
-    encode_ops,
     fit_probabilities,
-    step_positions,
 )
 from imij_plugins.payload.entropy.levels import (
     LAYOUT_BILEVEL,
@@ -43,10 +42,10 @@ from imij_plugins.payload.entropy.rans import Lanes
 from imij_plugins.payload.entropy.template import (
     CANDIDATE_CONTEXTS,
     MAX_ENTRY_DEPTH,
-    TemplateOps,
     rows_bytes,
-    template_ops,
+    template_counts,
     template_record,
+    template_stream,
     typical_rows,
 )
 from imij_plugins.payload.head import REC_BILEVEL, REC_TEMPLATE
@@ -96,16 +95,15 @@ class _Unit:
     seed: int  # nonzero shuffles own entries
     slack: int
     tuples: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))  # (k, nslots), by count
-    inverse: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # pixel -> row of tuples
+    inverse: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))  # pixel -> row of tuples
     # filled by finish
-    t: np.ndarray | None = None  # bilevel t plane
-    ctx: np.ndarray | None = None  # its contexts
+    t: np.ndarray | None = None  # bilevel t plane (uint8)
     bilevel_layout: int | None = None
     bilevel_entries: list[tuple[int, ...]] | None = None
     template_layout: int | None = None
-    index_plane: np.ndarray | None = None
+    index_plane: np.ndarray | None = None  # uint8
+    typical_rows: np.ndarray | None = None  # of the index plane
     own_entries: list[tuple[int, ...]] | None = None
-    ops: TemplateOps | None = None
 
 
 def _tuples(vals: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -119,7 +117,7 @@ def _tuples(vals: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndar
             tuples = np.array(entries, dtype=np.int64).reshape(len(entries), len(vals))
             counts = np.bincount(index.ravel(), minlength=len(entries)).astype(np.int64)
             order = _commonest_first(tuples, counts)
-            rank = np.empty(len(order), dtype=np.int64)
+            rank = np.empty(len(order), dtype=np.uint8)  # at most 256 tuples: one byte per pixel
             rank[order] = np.arange(len(order))
             return tuples[order], rank[index.ravel()], counts[order]
     cols = [v.reshape(-1).astype(np.int64) for v in vals]
@@ -148,7 +146,7 @@ def _tuples(vals: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndar
         tuples, inverse, counts = np.unique(flat, axis=0, return_inverse=True, return_counts=True)
     inverse = inverse.reshape(-1)
     order = _commonest_first(tuples, counts)
-    rank = np.empty(len(order), dtype=np.int64)
+    rank = np.empty(len(order), dtype=np.uint8 if len(order) <= MAX_ENTRIES else np.int64)
     rank[order] = np.arange(len(order))
     return tuples[order], rank[inverse], counts[order]
 
@@ -179,7 +177,7 @@ def _record_cost(payload: bytes) -> int:
 def _index_plane(unit: _Unit, entries: Sequence[tuple[int, ...]], alias: bool) -> np.ndarray:
     """Each pixel's entry index among ``entries`` (every tuple of the unit is one of them)."""
     pos = {tuple(int(v) for v in e): i for i, e in enumerate(entries)}
-    lut = np.array([pos[tuple(int(v) for v in tup)] for tup in unit.tuples], dtype=np.int64)
+    lut = np.array([pos[tuple(int(v) for v in tup)] for tup in unit.tuples], dtype=np.uint8)  # <= 256 entries
     h, w = unit.vals[0].shape
     index = lut[unit.inverse].reshape(h, w)
     n = len(entries)
@@ -188,7 +186,7 @@ def _index_plane(unit: _Unit, entries: Sequence[tuple[int, ...]], alias: bool) -
         limit = 2 if n <= 2 else 256
         if n < limit:
             alt = rng.integers(n, limit, size=index.shape)
-            index = np.where((index == 0) & (rng.random(index.shape) < 0.5), alt, index)
+            index = np.where((index == 0) & (rng.random(index.shape) < 0.5), alt, index).astype(np.uint8)
     return index
 
 
@@ -286,7 +284,7 @@ class LevelCoder:
             if layout is None:
                 continue
             if layout == LAYOUT_BILEVEL:
-                t = u.vals[0].astype(np.int64) ^ inv
+                t = u.vals[0].astype(np.uint8) ^ inv
             else:
                 if two is not None and all(tuple(int(v) for v in tup) in two for tup in u.tuples):
                     entries = list(two)
@@ -297,7 +295,6 @@ class LevelCoder:
                 u.bilevel_entries = entries
                 t = _index_plane(u, entries, u.alias) ^ inv
             u.t = t
-            u.ctx = bilevel_contexts(t, u.lanes)
             u.bilevel_layout = layout
             units.append(u)
         forced_record = self.opts.record25
@@ -310,9 +307,10 @@ class LevelCoder:
         zeros = np.zeros(CONTEXTS, dtype=np.int64)
         ones = np.zeros(CONTEXTS, dtype=np.int64)
         for u in units:
-            assert u.t is not None and u.ctx is not None
-            zeros += np.bincount(u.ctx[u.t == 0], minlength=CONTEXTS)
-            ones += np.bincount(u.ctx[u.t == 1], minlength=CONTEXTS)
+            assert u.t is not None
+            z, o = bilevel_counts(u.t, u.lanes)
+            zeros += z
+            ones += o
         v, probs, used = fit_probabilities(zeros, ones, 11)
         if not self.opts.unused:
             used = (zeros + ones) > 0
@@ -329,20 +327,15 @@ class LevelCoder:
     def _bilevel_body(self, u: _Unit, probs: np.ndarray, inv: int) -> bytes | None:
         """A unit as a bilevel (palette) stripe with record 25's table; None if the table gives
         one of its outcomes no probability."""
-        assert u.t is not None and u.ctx is not None
-        h = u.t.shape[0]
-        pos, lane, _ = step_positions(h, u.lanes)
-        t = u.t.ravel()[pos]
-        p = probs[u.ctx.ravel()[pos]]
-        freq = np.where(t == 1, M - p, p)
-        if not freq.all():
+        assert u.t is not None
+        stream = bilevel_stream(u.t, u.lanes, probs)
+        if stream is None:
             return None
-        cum = np.where(t == 1, p, 0)
         prefix = bytes([u.bilevel_layout])  # type: ignore[list-item]
         if u.bilevel_layout == LAYOUT_BILEVEL_PALETTE:
             assert u.bilevel_entries is not None
             prefix += bytes([len(u.bilevel_entries) - 1]) + _entry_bytes(u.bilevel_entries, self.depths)
-        return prefix + encode_ops(lane, freq, cum, u.lanes.active) + bytes(2 * u.slack)
+        return prefix + stream + bytes(2 * u.slack)
 
     # --- record 35 -------------------------------------------------------------------------
 
@@ -387,9 +380,8 @@ class LevelCoder:
             entries = shared if layout == LAYOUT_TEMPLATE_SHARED else own
             assert entries is not None
             u.index_plane = _index_plane(u, entries, u.alias)
-            typical = typical_rows(u.index_plane) if u.typical else np.zeros(u.index_plane.shape[0], bool)
-            u.ops = template_ops(u.index_plane, len(entries), typical, u.lanes)
-            p0, q, e = u.ops.counts()
+            u.typical_rows = self._typical(u, u.index_plane)
+            p0, q, e = template_counts(u.index_plane, len(entries), u.typical_rows, u.lanes)
             zeros0 += p0[:, 0]
             ones0 += p0[:, 1]
             zerosq += q[:, 0]
@@ -438,38 +430,26 @@ class LevelCoder:
         entries = shared if layout == LAYOUT_TEMPLATE_SHARED else u.own_entries
         assert entries is not None and u.own_entries is not None
         if layout == u.template_layout:
-            index, ops = u.index_plane, u.ops
+            index, typical = u.index_plane, u.typical_rows
         else:
             if layout == LAYOUT_TEMPLATE_SHARED and not {tuple(int(v) for v in t) for t in u.tuples} <= set(shared):
                 return None
             index = _index_plane(u, entries, False)
-            typical = typical_rows(index) if u.typical else np.zeros(index.shape[0], bool)
-            ops = template_ops(index, len(entries), typical, u.lanes)
-        assert index is not None and ops is not None
-        typical = typical_rows(index) if u.typical else np.zeros(index.shape[0], bool)
-        binary = ops.kind != 2
-        p = np.where(ops.kind == 0, tables["p"][np.minimum(ops.ctx, CONTEXTS - 1)],
-                     tables["q"][np.minimum(ops.ctx, CANDIDATE_CONTEXTS - 1)])
-        freq = np.where(ops.bit == 1, M - p, p)
-        cum = np.where(ops.bit == 1, p, 0)
-        escape: Table | None = tables["escape"]
-        if escape is not None:
-            efreq = np.array(escape.freq + (0,) * (256 - len(escape.freq)), dtype=np.int64)
-            ecum = np.array(escape.cum + (0,) * (256 - len(escape.cum)), dtype=np.int64)
-            freq = np.where(binary, freq, efreq[np.minimum(ops.ctx, 255)])
-            cum = np.where(binary, cum, ecum[np.minimum(ops.ctx, 255)])
-        else:  # without the table an escape decodes 0 and leaves the state unchanged
-            if (ops.ctx[~binary] != 0).any():
-                return None
-            freq = np.where(binary, freq, M)
-            cum = np.where(binary, cum, 0)
-        if not freq.all():
+            typical = self._typical(u, index)
+        assert index is not None and typical is not None
+        stream = template_stream(index, len(entries), typical, u.lanes, tables["p"], tables["q"], tables["escape"])
+        if stream is None:
             return None
         prefix = bytes([layout])
         if layout == LAYOUT_TEMPLATE_OWN:
             prefix += bytes([len(entries) - 1]) + _entry_bytes(entries, self.depths)
         prefix += rows_bytes(typical.tolist())
-        return prefix + encode_ops(ops.lane, freq, cum, u.lanes.active) + bytes(2 * u.slack)
+        return prefix + stream + bytes(2 * u.slack)
+
+    @staticmethod
+    def _typical(u: _Unit, index: np.ndarray) -> np.ndarray:
+        """2.14: the unit's typical rows, or none when its choice turns them off."""
+        return typical_rows(index) if u.typical else np.zeros(index.shape[0], bool)
 
     # --- the choice --------------------------------------------------------------------------
 

@@ -2,8 +2,9 @@
 0x84, typical rows, phase 0, the five candidate phases and the escape phase.
 
 ``decode_template`` is the Python reference of a stripe's index plane; csrc/bilevel.c is the
-kernel and must agree bit for bit. ``template_ops`` lists a unit's coding operations for the
-encoder, vectorized, in the decoder's (step, phase, lane) order.
+kernel and must agree bit for bit. The encoder's side (``template_counts``,
+``template_stream``) runs the kernel too; its reference lists a unit's coding operations
+(``template_ops_py``), vectorized, in the decoder's (step, phase, lane) order.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from imij_plugins.payload.entropy.bilevel import (
     HALF,
     TEMPLATE,
     RansIn,
+    encode_ops_py,
+    level_counts,
+    level_stream,
     step_positions,
     template_planes,
     template_value,
@@ -213,32 +217,45 @@ class TemplateOps:
         return p0, q, esc
 
 
-def template_ops(index: np.ndarray, n: int, typical: np.ndarray, lanes: Lanes) -> TemplateOps:
-    """Every coding operation of a template stripe whose index plane is ``index``: which
-    phases each pixel of a non-typical row takes part in (2.14), in (step, phase, lane) order.
-    The C kernel (csrc/bilevel.c) on the C backend, else ``template_ops_py``."""
-    if _backend.active() != "c":
-        return template_ops_py(index, n, typical, lanes)
-    ffi, lib = _backend.ffi, _backend.lib
-    h, w = index.shape
-    plane = np.ascontiguousarray(index, dtype=np.uint8)
-    rows = np.ascontiguousarray(typical, dtype=np.uint8)
-    cap = 7 * h * w
-    kind, bit, lane = (np.empty(cap, np.uint8) for _ in range(3))
-    ctx = np.empty(cap, np.uint16)
-    scratch = np.empty((h + 2) * (w + 4), np.uint8)
-    buf = lambda a, t: ffi.from_buffer(t, a, require_writable=True)  # noqa: E731
-    got = lib.imij_template_ops(ffi.from_buffer("uint8_t[]", plane), w, h, len(lanes.starts), n, ffi.from_buffer("uint8_t[]", rows),
-                                buf(kind, "uint8_t[]"), buf(ctx, "uint16_t[]"), buf(bit, "uint8_t[]"), buf(lane, "uint8_t[]"),
-                                cap, buf(scratch, "uint8_t[]"))
-    if got < 0:
-        raise ValueError("an index plane of at most two entries holds an index above 1")
-    return TemplateOps(kind[:got].copy(), ctx[:got].astype(np.int32), bit[:got].copy(), lane[:got].copy())
+def template_counts(index: np.ndarray, n: int, typical: np.ndarray, lanes: Lanes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """2.14: the outcome counts of a template stripe whose index plane is ``index`` (``TemplateOps.counts``):
+    the C kernel on the C backend, else the operations of ``template_ops_py``."""
+    if _backend.active() == "c":
+        return level_counts(index, n, typical, lanes)
+    return template_ops_py(index, n, typical, lanes).counts()
+
+
+def template_stream(index: np.ndarray, n: int, typical: np.ndarray, lanes: Lanes, p: np.ndarray, q: np.ndarray,
+                    escape: Table | None) -> bytes | None:
+    """2.14: the rANS stream of a template stripe with record 35's probabilities (1/M units)
+    and direct-index table; None when the tables cannot code it (an outcome without
+    probability, or an escape other than 0 without the table)."""
+    if _backend.active() == "c":
+        return level_stream(index, n, typical, lanes, p, q, escape)
+    ops = template_ops_py(index, n, typical, lanes)
+    binary = ops.kind != 2
+    prob = np.where(ops.kind == 0, p[np.minimum(ops.ctx, CONTEXTS - 1)], q[np.minimum(ops.ctx, CANDIDATE_CONTEXTS - 1)])
+    freq = np.where(ops.bit == 1, M - prob, prob)
+    cum = np.where(ops.bit == 1, prob, 0)
+    if escape is not None:
+        efreq = np.array(escape.freq + (0,) * (256 - len(escape.freq)), dtype=np.int64)
+        ecum = np.array(escape.cum + (0,) * (256 - len(escape.cum)), dtype=np.int64)
+        freq = np.where(binary, freq, efreq[np.minimum(ops.ctx, 255)])
+        cum = np.where(binary, cum, ecum[np.minimum(ops.ctx, 255)])
+    else:  # without the table an escape decodes 0 and leaves the state unchanged
+        if (ops.ctx[~binary] != 0).any():
+            return None
+        freq = np.where(binary, freq, M)
+        cum = np.where(binary, cum, 0)
+    if not freq.all():
+        return None
+    return encode_ops_py(ops.lane.tolist(), freq.tolist(), cum.tolist(), lanes.active)
 
 
 def template_ops_py(index: np.ndarray, n: int, typical: np.ndarray, lanes: Lanes) -> TemplateOps:
-    """The Python reference of ``template_ops``: every phase vectorized, then sorted into
-    (step, phase, lane)."""
+    """The references' list of a template stripe's operations: which phases each pixel of a
+    non-typical row takes part in (2.14), every phase vectorized, then sorted into (step, phase,
+    lane) order."""
     h, w = index.shape
     I = index.astype(np.int64)
     t = template_planes(I, lanes)

@@ -431,23 +431,63 @@ def test_encode_api_screenshot_roundtrip_both_codecs():
     assert np.array_equal(np.asarray(imij_plugins.read(data)), img)
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_template_ops_kernel_equals_the_reference(seed):
-    """The encoder's operation list (2.14 in reverse): C kernel and Python reference agree."""
-    from imij_plugins import _backend
+def _level_planes(seed: int):
+    """A random index plane (with repeated rows) of n entries, its typical rows and lanes."""
     from imij_plugins.payload.entropy.rans import Lanes
-    from imij_plugins.payload.entropy.template import template_ops, template_ops_py, typical_rows
+    from imij_plugins.payload.entropy.template import typical_rows
 
-    if "c" not in _backend.available():
-        pytest.skip("the C backend is not built")
     rng = np.random.default_rng(seed)
     h, w, n = int(rng.integers(1, 40)), int(rng.integers(1, 90)), int(rng.choice([1, 2, 3, 7, 256]))
     index = rng.integers(0, n, (h, w)).astype(np.uint8)
+    if rng.random() < 0.5:  # few changes: long runs of W, as in real stripes
+        index = np.where(rng.random((h, w)) < 0.9, 0, index).astype(np.uint8)
     index[h // 2 :] = index[h // 2 : h // 2 + 1]  # repeated rows: typical rows
     typical = typical_rows(index) if seed % 2 else np.zeros(h, bool)
-    lanes = Lanes.of(w, int(rng.integers(1, 17)))
-    with _backend.use("c"):
-        got = template_ops(index, n, typical, lanes)
-    want = template_ops_py(index, n, typical, lanes)
-    for name in ("kind", "ctx", "bit", "lane"):
-        assert np.array_equal(getattr(got, name), getattr(want, name)), name
+    return rng, index, n, typical, Lanes.of(w, int(rng.integers(1, 17)))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_template_kernels_equal_the_reference(seed):
+    """The encoder's side of 2.14 (outcome counts and the stream, operations rebuilt step by
+    step from the plane, last step first): C kernel and Python reference agree byte for byte."""
+    from imij_plugins import _backend
+    from imij_plugins.payload.entropy.models import Table
+    from imij_plugins.payload.entropy.template import template_counts, template_stream
+
+    if "c" not in _backend.available():
+        pytest.skip("the C backend is not built")
+    rng, index, n, typical, lanes = _level_planes(seed)
+    p = rng.integers(0, 1025, 1024) if seed % 3 == 0 else np.full(1024, 300)  # 0 and M: outcomes without probability
+    q = rng.integers(1, 1024, 40)
+    escape = Table.from_weights(rng.integers(0, 4, 255).tolist() + [1]) if seed % 4 else None
+    results = {}
+    for name in ("c", "python"):
+        with _backend.use(name):
+            results[name] = template_counts(index, n, typical, lanes), template_stream(index, n, typical, lanes, p, q, escape)
+    (c_counts, c_stream), (py_counts, py_stream) = results["c"], results["python"]
+    for got, want in zip(c_counts, py_counts):
+        assert np.array_equal(got, want)
+    assert c_stream == py_stream
+
+
+def test_bilevel_kernels_equal_the_reference():
+    """The encoder's side of 2.10: context counts and streams, C kernel and reference."""
+    from imij_plugins import _backend
+    from imij_plugins.payload.entropy.bilevel import bilevel_counts, bilevel_stream
+
+    if "c" not in _backend.available():
+        pytest.skip("the C backend is not built")
+    streams = 0
+    for seed in range(30):
+        _, index, _, _, lanes = _level_planes(seed)
+        t = (index & 1).astype(np.uint8)
+        probs = np.random.default_rng(seed).integers(0 if seed % 5 == 0 else 1, 1024, 1024)
+        got = {}
+        for name in ("c", "python"):
+            with _backend.use(name):
+                got[name] = bilevel_counts(t, lanes), bilevel_stream(t, lanes, probs)
+        for a, b in zip(got["c"][0], got["python"][0]):
+            assert np.array_equal(a, b)
+        assert got["c"][1] == got["python"][1]
+        streams += got["c"][1] is not None
+    assert 0 < streams < 30  # both a stream and "no probability" were exercised
