@@ -106,20 +106,28 @@ class _Unit:
     own_entries: list[tuple[int, ...]] | None = None
 
 
-def _tuples(vals: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _slot_planes(vals: Sequence[np.ndarray]) -> np.ndarray:
+    """The slots' planes as one (S, h, w) uint32 array (a view when there is one uint32 slot)."""
+    if len(vals) == 1:
+        return vals[0].astype(np.uint32, copy=False)[None]
+    return np.stack([v.astype(np.uint32, copy=False) for v in vals])
+
+
+def _tuples(vals: Sequence[np.ndarray], beyond: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Distinct slot tuples (ordered by count descending, then value), each pixel's row among
-    them, and the counts. Units of at most 256 tuples (every level stripe's) go through the
-    palette kernel, which needs no sort."""
-    if len(vals) > 1 or int(vals[0].max(initial=0)) >= 1 << 16:
-        found = palette(np.stack([v.astype(np.uint32, copy=False) for v in vals]))
-        if found is not None:
-            entries, index = found
-            tuples = np.array(entries, dtype=np.int64).reshape(len(entries), len(vals))
-            counts = np.bincount(index.ravel(), minlength=len(entries)).astype(np.int64)
-            order = _commonest_first(tuples, counts)
-            rank = np.empty(len(order), dtype=np.uint8)  # at most 256 tuples: one byte per pixel
-            rank[order] = np.arange(len(order))
-            return tuples[order], rank[index.ravel()], counts[order]
+    them (one byte each), and the counts. Units of at most 256 tuples (every level stripe's) go
+    through the palette kernel, which needs no sort; for more, None unless ``beyond``."""
+    found = palette(_slot_planes(vals))
+    if found is not None:
+        entries, index = found
+        tuples = np.array(entries, dtype=np.int64).reshape(len(entries), len(vals))
+        counts = np.bincount(index.ravel(), minlength=len(entries)).astype(np.int64)
+        order = _commonest_first(tuples, counts)
+        rank = np.empty(len(order), dtype=np.uint8)  # at most 256 tuples: one byte per pixel
+        rank[order] = np.arange(len(order))
+        return tuples[order], rank[index.ravel()], counts[order]
+    if not beyond:
+        return None
     cols = [v.reshape(-1).astype(np.int64) for v in vals]
     widths = [int(c.max()).bit_length() if c.size else 0 for c in cols]
     if sum(widths) <= 62:  # one integer key per pixel: a 1-D unique (or a histogram) is fast
@@ -146,7 +154,7 @@ def _tuples(vals: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndar
         tuples, inverse, counts = np.unique(flat, axis=0, return_inverse=True, return_counts=True)
     inverse = inverse.reshape(-1)
     order = _commonest_first(tuples, counts)
-    rank = np.empty(len(order), dtype=np.uint8 if len(order) <= MAX_ENTRIES else np.int64)
+    rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order))
     return tuples[order], rank[inverse], counts[order]
 
@@ -211,7 +219,7 @@ class LevelCoder:
         more than 256 (section 5 wants them only for two tuples or shared entries). The palette
         kernel finds that out without sorting the image."""
         if self._image_tuples is None:
-            found = palette(np.stack([p.astype(np.uint32, copy=False) for p in self.image]))
+            found = palette(_slot_planes(self.image))
             if found is None:
                 self._image_tuples = False
             else:
@@ -234,6 +242,7 @@ class LevelCoder:
         if layout != LAYOUT_BILEVEL and not self.entry_ok:
             raise ValueError(f"layout 0x{layout:02x} needs every slot at most 16 bits deep (2.5)")
         unit = self._unit(index, uc, vals, lanes, layout)
+        assert unit is not None
         k = len(unit.tuples)
         if layout == LAYOUT_BILEVEL_PALETTE and k > 2:
             raise ValueError(f"a bilevel palette stripe (0x82) with {k} slot tuples (at most 2)")
@@ -251,13 +260,17 @@ class LevelCoder:
         if not (self.single or self.entry_ok):
             return
         unit = self._unit(index, uc, vals, lanes, None)
-        if self.single or len(unit.tuples) <= MAX_ENTRIES:
+        if unit is not None:  # 1-bit slots have at most two tuples
             self.units.append(unit)
 
-    def _unit(self, index: int, uc, vals: list[np.ndarray], lanes: Lanes, forced: int | None) -> _Unit:
+    def _unit(self, index: int, uc, vals: list[np.ndarray], lanes: Lanes, forced: int | None) -> _Unit | None:
+        """The unit with its tuples; None for a chooser candidate of more than 256 tuples."""
+        found = _tuples(vals, beyond=forced is not None)
+        if found is None:
+            return None
         unit = _Unit(index, vals, lanes, forced, bool(getattr(uc, "typical", True)), bool(uc.palette_alias) and forced is not None,
                      uc.palette_seed if forced is not None else 0, uc.slack_words)
-        unit.tuples, unit.inverse, _ = _tuples(vals)
+        unit.tuples, unit.inverse, _ = found
         return unit
 
     # --- record 25 -------------------------------------------------------------------------
