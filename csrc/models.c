@@ -1,5 +1,6 @@
-/* models.c: one table of the models bit stream (3.3), read and normalized.
- * The Python reference is imij_plugins/payload/entropy/models.py (read_table, normalize). */
+/* models.c: tables read from head bit streams: one table of the models bit stream (3.3), read and
+ * normalized, and the used-bit value lists of records 25 / 35 (2.10, 2.14). The Python
+ * references are models.py (read_table, normalize) and bilevel.py (read_used_values). */
 #include "models.h"
 
 #define TABLE_M 1024u     /* 3: M = 2^10 */
@@ -9,10 +10,10 @@
 typedef struct {
     const uint8_t *buf;
     uint64_t pos, end; /* in bits */
-} bits;
+} bitbuf;
 
 /* The next n <= 57 bits without consuming them; bits past the end read as 0. */
-static uint64_t peek(const bits *b, uint32_t n)
+static uint64_t peek(const bitbuf *b, uint32_t n)
 {
     uint64_t v = 0;
     uint64_t first = b->pos >> 3, stop = (b->pos + n + 7) >> 3, have = (b->end + 7) >> 3;
@@ -25,7 +26,7 @@ static uint64_t peek(const bits *b, uint32_t n)
     return n >= 64 ? v : v & ((UINT64_C(1) << n) - 1);
 }
 
-static int take(bits *b, uint32_t n, uint64_t *v)
+static int take(bitbuf *b, uint32_t n, uint64_t *v)
 {
     if (b->end - b->pos < n)
         return IMIJ_TBL_E_END;
@@ -79,7 +80,7 @@ static void normalize(const uint32_t *w, uint32_t count, uint64_t total, uint32_
 int imij_read_table(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t alphabet, uint32_t first_capped,
                     uint32_t *last, uint32_t *weights, uint32_t *freq)
 {
-    bits b = {buf, *bitpos, (uint64_t)len * 8};
+    bitbuf b = {buf, *bitpos, (uint64_t)len * 8};
     if (b.pos > b.end || alphabet > 256)
         return IMIJ_TBL_E_END;
     uint64_t v, prec;
@@ -123,6 +124,26 @@ int imij_read_table(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t a
         return IMIJ_TBL_E_EMPTY;
     normalize(weights, count, total, freq);
     *last = count - 1;
+    *bitpos = b.pos;
+    return 0;
+}
+
+int imij_read_used_values(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t count, uint32_t bits,
+                          uint16_t *values, uint8_t *used)
+{
+    bitbuf b = {buf, *bitpos, (uint64_t)len * 8};
+    if (b.pos > b.end || bits < 1 || bits > 16)
+        return IMIJ_TBL_E_END;
+    for (uint32_t i = 0; i < count; i++) {
+        uint64_t flag, v = 0;
+        int err = take(&b, 1, &flag);
+        if (!err && flag)
+            err = take(&b, bits, &v);
+        if (err)
+            return err;
+        used[i] = (uint8_t)flag;
+        values[i] = (uint16_t)v;
+    }
     *bitpos = b.pos;
     return 0;
 }

@@ -1,4 +1,5 @@
-/* models.h: one table of the models bit stream (3.3), read and normalized.
+/* models.h: tables read from head bit streams: a table of the models bit stream (3.3), read and
+ * normalized, and the used-bit value lists of records 25 and 35 (2.10, 2.14).
  *
  * Part of the cffi cdef (imij_plugins/_build.py strips the lines starting with '#'): plain
  * declarations only, enum constants written out as literals.
@@ -28,5 +29,11 @@ enum {
  * bounds. */
 int imij_read_table(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t alphabet, uint32_t first_capped,
                     uint32_t *last, uint32_t *weights, uint32_t *freq);
+
+/* 2.10 / 2.14: `count` entries, each a used bit and, when set, a value of `bits` (1..=16) bits,
+ * from bit *bitpos of buf[0..len): values[i] (0 when unused) and used[i]. Returns 0 and moves
+ * *bitpos past them, or IMIJ_TBL_E_END. */
+int imij_read_used_values(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t count, uint32_t bits,
+                          uint16_t *values, uint8_t *used);
 
 #endif

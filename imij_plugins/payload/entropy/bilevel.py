@@ -51,15 +51,13 @@ def read_bilevel_record(payload: bytes | memoryview) -> BilevelTable:
     record is exactly ceil(bits / 8) bytes."""
     br = BitReader(payload, "bilevel record 25")
     inv = br.read(1)
-    probs = [HALF] * CONTEXTS
-    used = [False] * CONTEXTS
-    for c in range(CONTEXTS):
-        if br.read(1):
-            p = br.read(PROB_BITS)
-            if p > M:  # 2.10: p_c <= M
-                raise Corrupt(f"bilevel record 25: context {c} probability {p} above M = {M}")
-            probs[c] = p
-            used[c] = True
+    values, used = read_used_values(br, CONTEXTS, PROB_BITS)
+    above = np.flatnonzero(values > M)
+    if len(above):  # 2.10: p_c <= M
+        c = int(above[0])
+        raise Corrupt(f"bilevel record 25: context {c} probability {int(values[c])} above M = {M}")
+    probs = np.where(used, values, HALF).tolist()
+    used = used.tolist()
     expect = (br.bitpos + 7) // 8
     if len(payload) != expect:  # 2.10: exactly ceil(bits / 8) bytes
         raise Corrupt(f"bilevel record 25: {len(payload)} bytes, its bits fill exactly {expect}")
@@ -74,6 +72,25 @@ def bilevel_record(inv: int, probs: Sequence[int | None]) -> bytes:
     bw.write(inv, 1)
     write_used_values(bw, probs, PROB_BITS, M)
     return bw.getvalue()
+
+
+def read_used_values(br: BitReader, count: int, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """2.10 / 2.14: per context a used bit and, when set, a value of ``bits`` bits: the values
+    (0 when unused) and the used flags (csrc/models.c, or the reference loop)."""
+    values, used = np.zeros(count, np.int64), np.zeros(count, bool)
+    if _backend.active() != "c":
+        for c in range(count):
+            if br.read(1):
+                values[c], used[c] = br.read(bits), True
+        return values, used
+    ffi, lib = _backend.ffi, _backend.lib
+    pos, v16, u8 = ffi.new("uint64_t *", br.bitpos), np.empty(count, np.uint16), np.empty(count, np.uint8)
+    if lib.imij_read_used_values(ffi.from_buffer("uint8_t[]", br.buf), len(br.buf), pos, count, bits,
+                                 ffi.from_buffer("uint16_t[]", v16, require_writable=True),
+                                 ffi.from_buffer("uint8_t[]", u8, require_writable=True)):
+        raise Corrupt(f"{br.what}: runs past the end")
+    br.bitpos = pos[0]
+    return v16.astype(np.int64), u8.astype(bool)
 
 
 def write_used_values(bw: BitWriter, values: Sequence[int | None], bits: int, vmax: int) -> None:

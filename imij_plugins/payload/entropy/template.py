@@ -24,6 +24,7 @@ from imij_plugins.payload.entropy.bilevel import (
     encode_ops_py,
     level_counts,
     level_stream,
+    read_used_values,
     step_positions,
     template_planes,
     template_value,
@@ -64,13 +65,18 @@ class TemplateTables:
         return 4 + self.prec
 
 
-def _probability(v: int, b: int, what: str) -> int:
-    """2.14: v itself when b = 11 (corrupt above M), else v * 2^(10 - b)."""
+def _probabilities(br: BitReader, count: int, b: int, what: str) -> tuple[int, ...]:
+    """2.14: ``count`` used-bit values of b bits as probabilities: v itself when b = 11 (corrupt
+    above M), else v * 2^(10 - b); M / 2 where unused."""
+    values, used = read_used_values(br, count, b)
     if b == 11:
-        if v > M:
-            raise Corrupt(f"template record 35: {what} probability {v} above M = {M}")
-        return v
-    return v << (10 - b)
+        above = np.flatnonzero(values > M)
+        if len(above):
+            c = int(above[0])
+            raise Corrupt(f"template record 35: {what} {c} probability {int(values[c])} above M = {M}")
+    else:
+        values <<= 10 - b
+    return tuple(np.where(used, values, HALF).tolist())
 
 
 def read_template_record(payload: bytes | memoryview, depths: Sequence[int]) -> TemplateTables:
@@ -79,14 +85,8 @@ def read_template_record(payload: bytes | memoryview, depths: Sequence[int]) -> 
     br = BitReader(payload, "template record 35")
     prec = br.read(3)
     b = 4 + prec
-    p = [HALF] * CONTEXTS
-    for c in range(CONTEXTS):
-        if br.read(1):
-            p[c] = _probability(br.read(b), b, f"phase 0 context {c}")
-    q = [HALF] * CANDIDATE_CONTEXTS
-    for c in range(CANDIDATE_CONTEXTS):
-        if br.read(1):
-            q[c] = _probability(br.read(b), b, f"candidate context {c}")
+    p = _probabilities(br, CONTEXTS, b, "phase 0 context")
+    q = _probabilities(br, CANDIDATE_CONTEXTS, b, "candidate context")
     escape = read_table(br, _IndexScheme) if br.read(1) else None  # type: ignore[arg-type]
     shared = None
     if br.read(1):
@@ -98,7 +98,7 @@ def read_template_record(payload: bytes | memoryview, depths: Sequence[int]) -> 
     expect = (br.bitpos + 7) // 8
     if len(payload) != expect:  # 2.14: exactly ceil(bits / 8) bytes
         raise Corrupt(f"template record 35: {len(payload)} bytes, its bits fill exactly {expect}")
-    return TemplateTables(prec, tuple(p), tuple(q), escape, shared)
+    return TemplateTables(prec, p, q, escape, shared)
 
 
 def template_record(prec: int, p_values: Sequence[int | None], q_values: Sequence[int | None],

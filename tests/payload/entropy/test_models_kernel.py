@@ -94,3 +94,22 @@ def test_kernel_rejections_name_the_rule(bits: str, rule: str) -> None:
         bw.write(int(b), 1)
     with _backend.use("c"), pytest.raises(Corrupt, match=rule):
         models.read_table(BitReader(bw.getvalue(), "models"), scheme)
+
+
+def test_used_values_agree() -> None:
+    """Records 25 / 35's used-bit value lists (2.10, 2.14): csrc/models.c and the reference loop."""
+    from imij_plugins.payload.entropy.bilevel import read_used_values
+
+    rng = random.Random(3)
+    for _ in range(200):
+        data, count, bits, lead = rng.randbytes(rng.randint(0, 300)), rng.randint(1, 1100), rng.randint(4, 11), rng.randint(0, 7)
+        outcomes = []
+        for backend in ("c", "python"):
+            br = BitReader(data, "record", lead if lead <= 8 * len(data) else 0)
+            with _backend.use(backend):
+                try:
+                    values, used = read_used_values(br, count, bits)
+                    outcomes.append((values.tolist(), used.tolist(), br.bitpos))
+                except Corrupt:
+                    outcomes.append(Corrupt)
+        assert outcomes[0] == outcomes[1]
