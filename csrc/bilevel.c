@@ -232,12 +232,25 @@ static int decode_template(lvl_rans *rs, const imij_template_tables *tt, uint32_
     return 0;
 }
 
-int imij_level_unit_decode(const uint8_t *body, size_t len, const imij_level_unit *u, uint32_t *out,
-                           uint8_t *index)
+/* Coded value i of the output planes, stored in out_bytes (1, 2 or 4) bytes. */
+static inline void store(void *out, uint32_t out_bytes, size_t i, uint32_t v)
 {
-    uint32_t w = u->width, h = u->height, nslots = u->nslots;
-    if (w == 0 || h == 0 || u->lanes < 1 || u->lanes > 16 || nslots > 8)
+    if (out_bytes == 1)
+        ((uint8_t *)out)[i] = (uint8_t)v;
+    else if (out_bytes == 2)
+        ((uint16_t *)out)[i] = (uint16_t)v;
+    else
+        ((uint32_t *)out)[i] = v;
+}
+
+int imij_level_unit_decode(const uint8_t *body, size_t len, const imij_level_unit *u, void *out, uint8_t *index)
+{
+    uint32_t w = u->width, h = u->height, nslots = u->nslots, ob = u->out_bytes;
+    if (w == 0 || h == 0 || u->lanes < 1 || u->lanes > 16 || nslots > 8 || (ob != 1 && ob != 2 && ob != 4))
         return IMIJ_LVL_E_ARGS;
+    for (uint32_t s = 0; s < nslots; s++)
+        if (u->depth[s] > 8 * ob)
+            return IMIJ_LVL_E_ARGS; /* entries (<= 16 bits) must fit the output's width */
     size_t plane = (size_t)w * h, pos = 0;
     if (len < 1)
         return IMIJ_LVL_E_TRUNCATED;
@@ -313,10 +326,10 @@ int imij_level_unit_decode(const uint8_t *body, size_t len, const imij_level_uni
     uint32_t inv = decor <= 0x82 ? (u->bilevel->inv & 1u) : 0u;
     for (uint32_t r = 0; r < h; r++) {
         const uint8_t *src = index + (size_t)(r + 2) * S + 2;
-        uint32_t *dst = out + (size_t)r * w;
+        size_t at = (size_t)r * w;
         if (decor == 0x81) { /* v = t xor inv, the slot's coded value */
             for (uint32_t c = 0; c < w; c++)
-                dst[c] = src[c] ^ inv;
+                store(out, ob, at + c, src[c] ^ inv);
             continue;
         }
         for (uint32_t c = 0; c < w; c++) {
@@ -324,7 +337,7 @@ int imij_level_unit_decode(const uint8_t *body, size_t len, const imij_level_uni
             if (k >= n)
                 k = 0; /* entry 0 for an index past the last entry */
             for (uint32_t sl = 0; sl < nslots; sl++)
-                dst[sl * plane + c] = entries[k][sl];
+                store(out, ob, sl * plane + at + c, entries[k][sl]);
         }
     }
     return 0;

@@ -52,17 +52,18 @@ typedef struct {
 typedef struct {
     uint32_t width, height, lanes, nslots;
     uint32_t depth[8];                 /* slot depths n_s in slot order */
+    uint32_t out_bytes;                /* bytes per coded value of the output planes: 1, 2 or 4 */
     uint32_t features;                 /* bit 0: bilevel, bit 1: template_palettes */
     const imij_bilevel_table *bilevel; /* NULL without head record 25 */
     const imij_template_tables *tmpl;  /* NULL without head record 35 */
 } imij_level_unit;
 
 /* Decode one unit record body whose layout byte is 0x81-0x84 into `out`: nslots planes of
- * width*height coded values (before the channel maps). `index` is (height + 2) * (width + 4)
- * bytes of scratch (the index plane with zero padding). Returns 0 or a negative IMIJ_LVL_E_*
- * code; never reads or writes out of bounds. */
-int imij_level_unit_decode(const uint8_t *body, size_t len, const imij_level_unit *unit, uint32_t *out,
-                           uint8_t *index);
+ * width*height coded values (before the channel maps), each out_bytes wide (entries of up to
+ * 16 bits need at least as many). `index` is (height + 2) * (width + 4) bytes of scratch (the
+ * index plane with zero padding). Returns 0 or a negative IMIJ_LVL_E_* code; never reads or
+ * writes out of bounds. */
+int imij_level_unit_decode(const uint8_t *body, size_t len, const imij_level_unit *unit, void *out, uint8_t *index);
 
 /* The encoder's side of a unit whose plane is known: `plane` is height*width bytes, a bilevel t
  * plane (2.10: values 0 or 1; `typical` NULL) or a template stripe's index plane of n entries

@@ -165,17 +165,17 @@ def decode_level_c(plan: UnitPlan, structs: LevelStructs, body: bytes | memoryvi
     """``decode_level`` on the C kernel (GIL released by cffi)."""
     ffi, lib = _backend.ffi, _backend.lib
     nslots = len(plan.slots)
-    out = np.empty((max(nslots, 1), height, width), dtype=np.uint32)
+    out = np.empty((max(nslots, 1), height, width), dtype=_plane_dtype(plan))
     index = np.empty((height + 2) * (width + 4), dtype=np.uint8)  # the padded index plane
     unit = ffi.new("imij_level_unit *")  # per call: units decode on many threads
     src = structs.unit
     unit.width, unit.height = width, height
-    unit.lanes, unit.nslots, unit.features = src.lanes, src.nslots, src.features
+    unit.lanes, unit.nslots, unit.features, unit.out_bytes = src.lanes, src.nslots, src.features, out.itemsize
     unit.depth = list(src.depth)
     unit.bilevel, unit.tmpl = src.bilevel, src.tmpl
     code = lib.imij_level_unit_decode(
         ffi.from_buffer("uint8_t[]", body), len(body), unit,  # the record in place, not a copy
-        ffi.from_buffer("uint32_t[]", out, require_writable=True),
+        ffi.from_buffer("uint8_t[]", out, require_writable=True),
         ffi.from_buffer("uint8_t[]", index, require_writable=True),
     )
     if code:
@@ -186,5 +186,12 @@ def decode_level_c(plan: UnitPlan, structs: LevelStructs, body: bytes | memoryvi
         raise Corrupt(_MESSAGES.get(code, f"stripe: bilevel kernel error {code}"))
     coded: list[np.ndarray | None] = [None] * len(plan.chans)
     for i, slot in enumerate(plan.slots):
-        coded[slot.coded.index] = out[i]  # uint32: assemble widens only what a map needs
+        coded[slot.coded.index] = out[i]  # assemble widens only what a map needs
     return coded
+
+
+def _plane_dtype(plan: UnitPlan) -> np.dtype:
+    """The narrowest planes that hold every coded value and the samples' words the maps make of
+    them in place (stripe.assemble): a gray 8-bit page decodes into one byte per pixel."""
+    bits = max([plan.sample_bits, *(slot.depth for slot in plan.slots)])
+    return np.dtype(np.uint8 if bits <= 8 else np.uint16 if bits <= 16 else np.uint32)
