@@ -57,11 +57,15 @@ class QuickUnits:
         self, body: memoryview, width: int, height: int, reference: np.ndarray | None = None,
         out: np.ndarray | None = None,
     ) -> np.ndarray:
-        samples = decode_quick_unit(body, width * height, self.channels, self.dtype.itemsize, bit_smart=self.bit_smart)
+        direct = out is not None and out.dtype == self.dtype and out.flags.c_contiguous  # a full-width stripe
+        into = memoryview(out).cast("B") if direct else None
+        samples = decode_quick_unit(body, width * height, self.channels, self.dtype.itemsize, bit_smart=self.bit_smart, into=into)
+        if direct:
+            return out
         pixels = np.frombuffer(samples, dtype=self.dtype).reshape(height, width, self.channels)
         if out is None:
             return pixels
-        out[...] = pixels  # the quick decoders fill a buffer of their own: one copy
+        out[...] = pixels  # a column group's rectangle: one copy
         return out
 
 

@@ -65,8 +65,9 @@ def encode_bound(npixels: int, channels: int, word_bytes: int) -> int:
 # ---- public API --------------------------------------------------------------------------------
 
 
-def decode_packets(body, npixels: int, channels: int, word_bytes: int) -> bytearray:
-    """Decode one 2.13 packet stream ``body`` of exactly ``npixels`` pixels.
+def decode_packets(body, npixels: int, channels: int, word_bytes: int, into: memoryview | None = None) -> bytearray | memoryview:
+    """Decode one 2.13 packet stream ``body`` of exactly ``npixels`` pixels (into the writable
+    byte buffer ``into`` when given, which is returned).
 
     Returns ``npixels*channels*word_bytes`` bytes (row-major, components interleaved, samples
     little-endian). Raises :class:`Corrupt` for every malformed stream.
@@ -77,9 +78,11 @@ def decode_packets(body, npixels: int, channels: int, word_bytes: int) -> bytear
     # refusing it here also keeps a crafted pixel count from allocating before decoding.
     if npixels > MAX_RUN * src.nbytes:
         raise Corrupt(MSG_TRUNCATED)
+    if into is not None and len(into) != size:
+        raise ValueError(f"quick packets: a buffer of {len(into)} bytes for {size}")
     if _backend.active() == "c":
         ffi, lib = _backend.ffi, _backend.lib
-        out = bytearray(size)
+        out = bytearray(size) if into is None else into
         rc = lib.imij_quick_decode(
             ffi.from_buffer("uint8_t[]", src),
             src.nbytes,
@@ -92,7 +95,11 @@ def decode_packets(body, npixels: int, channels: int, word_bytes: int) -> bytear
         if rc != 0:
             _raise(rc)
         return out
-    return _decode_packets_py(src, npixels, channels, word_bytes)
+    decoded = _decode_packets_py(src, npixels, channels, word_bytes)
+    if into is None:
+        return decoded
+    into[:] = decoded
+    return into
 
 
 def encode_packets(pixels, npixels: int, channels: int, word_bytes: int) -> bytes:

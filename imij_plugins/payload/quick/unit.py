@@ -10,9 +10,19 @@ MODE_RAW, MODE_PACKETS, MODE_BIT_SMART = 0, 1, 2
 
 
 def decode_quick_unit(
-    body: memoryview, npixels: int, channels: int, word_bytes: int, *, bit_smart: bool
+    body: memoryview, npixels: int, channels: int, word_bytes: int, *, bit_smart: bool, into: memoryview | None = None
 ) -> bytes | bytearray | memoryview:
-    """The unit's samples, interleaved and little-endian, from its record body (after any ordinal)."""
+    """The unit's samples, interleaved and little-endian, from its record body (after any ordinal);
+    with ``into`` (a writable byte buffer of their size) they go there and ``into`` is returned."""
+    samples = _decode(body, npixels, channels, word_bytes, bit_smart, into)
+    if into is not None and samples is not into:
+        into[:] = samples
+        return into
+    return samples
+
+
+def _decode(body: memoryview, npixels: int, channels: int, word_bytes: int, bit_smart: bool,
+            into: memoryview | None) -> bytes | bytearray | memoryview:
     if len(body) == 0:
         raise Corrupt("quick unit: missing mode byte")  # 2.13: missing mode/body bytes are Corrupt
     mode = body[0]
@@ -22,7 +32,7 @@ def decode_quick_unit(
             raise Corrupt("quick unit: raw body has the wrong length")
         return rest
     if mode == MODE_PACKETS:
-        return decode_packets(rest, npixels, channels, word_bytes)
+        return decode_packets(rest, npixels, channels, word_bytes, into)
     if mode == MODE_BIT_SMART:
         if not bit_smart:  # 2.13.1: a mode-2 unit without head bit 4 is Corrupt
             raise Corrupt("quick unit: bit-smart mode without head bit 4")
