@@ -180,30 +180,23 @@ def _stacked(n: int, kms: tuple[tuple[int, int], ...]) -> tuple[np.ndarray, np.n
 
 def _multi_cost(items: list[tuple["SlotStats", int, int, bool]], n: int) -> np.ndarray:
     """Estimated bits (16 classes: coded size + rough tables + extra bits) of each (stats, k, m,
-    runs) item; items sharing one stats object are costed in one pass."""
+    runs) item, one candidate's (16, 256) token counts at a time (small temporaries)."""
     out = np.zeros(len(items))
-    groups: dict[tuple[int, bool], list[int]] = {}
     for j, (st, k, m, runs) in enumerate(items):
-        groups.setdefault((id(st), runs), []).append(j)
-    for (_, runs), js in groups.items():
-        st = items[js[0]][0]
-        kms = tuple((items[j][1], items[j][2]) for j in js)
-        v, r, vn, rn = _stacked(n, kms)
-        J = len(kms)
-        idx = [v[:, st.nz_v].ravel()]
-        wts = [np.tile(st.vw, J)]
+        v, r, vn, rn = _stacked(n, ((k, m),))
+        idx = [v[0, st.nz_v]]
+        wts = [st.vw]
         extra = vn @ st.vcol.astype(np.float64)
         if runs:
-            idx.append(r[:, st.nz_r].ravel())
-            wts.append(np.tile(st.rw, J))
+            idx.append(r[0, st.nz_r])
+            wts.append(st.rw)
             extra = extra + rn @ st.rcol.astype(np.float64)
         else:
             zc = np.flatnonzero(st.zr)
-            idx.append((np.arange(J)[:, None] * CLASSES * 256 + zc[None, :] * 256).ravel())
-            wts.append(np.tile(st.zr[zc].astype(np.float64), J))
-        dense = np.bincount(np.concatenate(idx), weights=np.concatenate(wts), minlength=J * CLASSES * 256)
-        per = _sparse_cost_rows(dense.reshape(-1, 256)).reshape(J, CLASSES).sum(axis=1)
-        out[js] = per + extra
+            idx.append(zc * 256)
+            wts.append(st.zr[zc].astype(np.float64))
+        dense = np.bincount(np.concatenate(idx), weights=np.concatenate(wts), minlength=CLASSES * 256)
+        out[j] = _sparse_cost_rows(dense.reshape(-1, 256)).reshape(1, CLASSES).sum(axis=1)[0] + extra[0]
     return out
 
 
