@@ -1306,7 +1306,7 @@ int64_t imij_enc_stream(const void *u, const void *u0, uint32_t esize, uint32_t 
     uint32_t skip[16] = {0};
     for (uint32_t b = 0; b < blocks; b++) {
         memcpy(checkpoints + 16 * (size_t)b, skip, sizeof skip);
-        for (uint32_t r = b * rows; b + 1 < blocks && r < (b + 1) * rows; r++) {
+        for (uint32_t r = b * rows; sc.run_min && b + 1 < blocks && r < (b + 1) * rows; r++) { /* no runs: no skips */
             const uint32_t *ur, *u0r;
             residual_rows(u, NULL, esize, width, r, rowbuf, &ur, &u0r);
             skip_row(&sc, ur, r, skip);

@@ -96,7 +96,7 @@ size_t imij_enc_stream_scratch(uint32_t width, uint32_t height);
 /* The stream of one slot (3): u as the decoder reads it, words in (step, phase, lane) order,
  * reverse-encoded one block of rows at a time, the last block first, so only one block's ops
  * are held. u and u0 (slot 0's residuals, read only with model->cross) are esize bytes per
- * value. Writes the stream to out (cap bytes; 64 + 6 * width * height always suffice) and
+ * value. Writes the stream to out (cap bytes; 128 + 6 * width * height always suffice) and
  * returns its length, -1 for bad arguments, -2 when out is too small, -3 when a symbol has no
  * frequency in its table. */
 int64_t imij_enc_stream(const void *u, const void *u0, uint32_t esize, uint32_t width,

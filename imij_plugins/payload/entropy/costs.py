@@ -711,7 +711,7 @@ def stream(u: np.ndarray, u0: np.ndarray | None, lanes: int, model: EncModel, cm
 def _stream_caps(positions: int, esize: int) -> tuple[int, int]:
     """Output buffers for a stream: about the raw plane's size (enough unless the data does not
     compress), then encode.h's bound for any input."""
-    return 4096 + (esize + 1) * positions, 64 + 6 * positions
+    return 4096 + (esize + 1) * positions, 128 + 6 * positions
 
 
 __all__ = ["BUCKETS", "CLASSES", "EncModel", "M", "add_stats", "bucket_of", "choose", "costs", "near", "new_counts",

@@ -91,6 +91,18 @@ def test_stream_output_grows_past_the_first_buffer():
 
 
 @NEEDS_C
+def test_stream_of_three_ops_per_position_fits_the_bound():
+    """32-bit residuals of 17 or more extra bits everywhere, 16 lanes: 3 ops per position."""
+    rng = np.random.default_rng(6)
+    u = (rng.integers(1 << 30, 1 << 31, (4, 256)) | 1).astype(np.uint32)
+    with _backend.use("c"):
+        plain, _ = K.stats(u, None, 16, 16, 4)
+    model = choose_model({False: SlotStats(*plain)}, 32, 16, effort_of(1))
+    a, b = _both(K.stream, u, None, 16, model.enc)
+    assert a == b
+
+
+@NEEDS_C
 def test_encode_memory_stays_near_the_input():
     """5: one encode of a mid-size photo-like image peaks below twice its size (tracemalloc)."""
     rng = np.random.default_rng(9)
