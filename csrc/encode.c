@@ -16,6 +16,77 @@ static inline uint32_t bl32(uint32_t z) { return z ? 32u - (uint32_t)__builtin_c
 static inline uint32_t bl64(uint64_t z) { return z ? 64u - (uint32_t)__builtin_clzll(z) : 0u; }
 static inline uint32_t mask_of(uint32_t n) { return n >= 32 ? 0xffffffffu : ((1u << n) - 1u); }
 
+/* Planes and residuals come in their narrowest type: esize 1, 2 or 4 bytes per value. */
+static inline int esize_ok(uint32_t esize) { return esize == 1 || esize == 2 || esize == 4; }
+
+/* Value i of an esize-byte array. */
+static inline uint32_t ld(const void *p, size_t i, uint32_t esize)
+{
+    if (esize == 1)
+        return ((const uint8_t *)p)[i];
+    if (esize == 2)
+        return ((const uint16_t *)p)[i];
+    return ((const uint32_t *)p)[i];
+}
+
+/* Values at .. at + count of an esize-byte array as uint32: the array itself when esize is 4,
+ * else widened into buf. */
+static const uint32_t *widen(uint32_t *restrict buf, const void *src, size_t at, size_t count, uint32_t esize)
+{
+    size_t i;
+    if (esize == 4)
+        return (const uint32_t *)src + at;
+    if (esize == 1)
+        for (i = 0; i < count; i++)
+            buf[i] = ((const uint8_t *)src)[at + i];
+    else
+        for (i = 0; i < count; i++)
+            buf[i] = ((const uint16_t *)src)[at + i];
+    return buf;
+}
+
+/* count uint32 values (each below 2^(8 esize)) stored at .. at + count of an esize-byte array */
+static void narrow(void *dst, size_t at, const uint32_t *restrict src, size_t count, uint32_t esize)
+{
+    size_t i;
+    if (esize == 1)
+        for (i = 0; i < count; i++)
+            ((uint8_t *)dst)[at + i] = (uint8_t)src[i];
+    else if (esize == 2)
+        for (i = 0; i < count; i++)
+            ((uint16_t *)dst)[at + i] = (uint16_t)src[i];
+    else
+        memcpy((uint32_t *)dst + at, src, count * sizeof(uint32_t));
+}
+
+/* Row r of every slot (and row r - 1 when r > 0) as uint32: cur[s][c], with cur[s] - width the
+ * row above. buf: 2 * width uint32 per slot (unused when esize is 4). */
+static void slot_rows(const void *planes, uint32_t esize, uint32_t nslots, uint32_t width, size_t plane, uint32_t r,
+                      uint32_t *buf, const uint32_t **cur)
+{
+    for (uint32_t s = 0; s < nslots; s++) {
+        size_t at = s * plane + (size_t)r * width;
+        if (esize == 4) {
+            cur[s] = (const uint32_t *)planes + at;
+            continue;
+        }
+        uint32_t *b = buf + (size_t)s * 2 * width;
+        if (r)
+            widen(b, planes, at - width, width, esize);
+        widen(b + width, planes, at, width, esize);
+        cur[s] = b + width;
+    }
+}
+
+/* Do the values of depths[0..nslots) fit esize bytes? */
+static int depths_fit(const uint32_t *depths, uint32_t nslots, uint32_t esize)
+{
+    for (uint32_t s = 0; s < nslots; s++)
+        if (depths[s] > 8 * esize)
+            return 0;
+    return 1;
+}
+
 /* sext_n of an n-bit value d (n >= 1), as int64 */
 static inline int64_t sx(uint32_t d, uint32_t n)
 {
@@ -236,15 +307,14 @@ static inline void pred_chunk_ref(uint32_t p, const chunk_nb *g, const chunk_nb 
 }
 
 IMIJ_CLONES
-static void costs_fast(const uint32_t *planes, const uint32_t *refs, uint32_t nslots, uint32_t width, uint32_t height,
-                       uint32_t lanes, const uint32_t *depths, uint32_t decor, uint32_t pred_mask, uint32_t mode_mask,
-                       uint32_t row_step, uint32_t col_step, int64_t *costs)
+static void costs_fast(const void *planes, uint32_t esize, const uint32_t *refs, uint32_t nslots, uint32_t width,
+                       uint32_t height, uint32_t lanes, const uint32_t *depths, uint32_t decor, uint32_t pred_mask,
+                       uint32_t mode_mask, uint32_t row_step, uint32_t col_step, uint32_t *rows, int64_t *costs)
 {
+    const uint32_t *cur[8];
     size_t plane = (size_t)width * height;
     uint32_t lw = (width + lanes - 1) / lanes;
     uint32_t nc = decor ? 3 : 0;
-    static const int32_t zero_pad[1] = {0};
-    (void)zero_pad;
     int inter = refs != NULL;
     chunk_nb g[8], gr[8]; /* gr: the reference's R (x), RW (w), RN (n) */
     int32_t d[8][CHUNK], t[CHUNK];
@@ -258,11 +328,12 @@ static void costs_fast(const uint32_t *planes, const uint32_t *refs, uint32_t ns
     for (uint32_t r = 0; r < height; r += row_step) {
         int64_t acc[4][IMIJ_ENC_PREDICTORS];
         memset(acc, 0, sizeof acc);
+        slot_rows(planes, esize, nslots, width, plane, r, rows, cur);
         for (uint32_t c_first = 0; c_first < width; c_first += (uint32_t)CHUNK * col_step) {
             uint32_t rest = (width - c_first + col_step - 1) / col_step;
             int count = rest < CHUNK ? (int)rest : CHUNK;
             for (uint32_t s = 0; s < nslots; s++) {
-                const uint32_t *row = planes + s * plane + (size_t)r * width;
+                const uint32_t *row = cur[s];
                 const uint32_t *rrow = inter ? refs + s * plane + (size_t)r * width : NULL;
                 if (r) {
                     gather(row, row - width, c_first, col_step, count, lw, width, &g[s]);
@@ -342,10 +413,11 @@ static inline void ref_of(const uint32_t *ref, uint32_t width, uint32_t r, uint3
     *rw = first ? *rn : row[c - 1];
 }
 
-static void costs_generic(const uint32_t *planes, const uint32_t *refs, uint32_t nslots, uint32_t width, uint32_t height,
-                          uint32_t lanes, const uint32_t *depths, uint32_t decor, uint32_t pred_mask, uint32_t mode_mask,
-                          uint32_t row_step, uint32_t col_step, int64_t *costs)
+static void costs_generic(const void *planes, uint32_t esize, const uint32_t *refs, uint32_t nslots, uint32_t width,
+                          uint32_t height, uint32_t lanes, const uint32_t *depths, uint32_t decor, uint32_t pred_mask,
+                          uint32_t mode_mask, uint32_t row_step, uint32_t col_step, uint32_t *rows, int64_t *costs)
 {
+    const uint32_t *cur[8];
     int inter = refs != NULL;
     size_t plane = (size_t)width * height;
     uint32_t lw = (width + lanes - 1) / lanes;
@@ -354,6 +426,7 @@ static void costs_generic(const uint32_t *planes, const uint32_t *refs, uint32_t
         masks[s] = mask_of(depths[s]);
     uint32_t nc = decor ? 3 : 0; /* slots handled as the colour triple */
     for (uint32_t r = 0; r < height; r += row_step) {
+        slot_rows(planes, esize, nslots, width, plane, r, rows, cur);
         for (uint32_t p = 0; p < IMIJ_ENC_PREDICTORS; p++) {
             if (!pred_tried(p, r, pred_mask, inter))
                 continue;
@@ -365,7 +438,7 @@ static void costs_generic(const uint32_t *planes, const uint32_t *refs, uint32_t
                 int first = x == 0, last = x + 1 == lane_w;
                 uint32_t d[8];
                 for (uint32_t s = 0; s < nslots; s++) {
-                    const uint32_t *row = planes + s * plane + (size_t)r * width;
+                    const uint32_t *row = cur[s];
                     uint32_t pr;
                     if (p >= 7) {
                         const uint32_t *ref = refs + s * plane;
@@ -410,11 +483,12 @@ static void costs_generic(const uint32_t *planes, const uint32_t *refs, uint32_t
     }
 }
 
-int imij_enc_costs(const uint32_t *planes, const uint32_t *refs, uint32_t nslots, uint32_t width, uint32_t height,
-                   uint32_t lanes, const uint32_t *depths, uint32_t decor, uint32_t pred_mask, uint32_t mode_mask,
-                   uint32_t row_step, uint32_t col_step, int64_t *costs)
+int imij_enc_costs(const void *planes, uint32_t esize, const uint32_t *refs, uint32_t nslots, uint32_t width,
+                   uint32_t height, uint32_t lanes, const uint32_t *depths, uint32_t decor, uint32_t pred_mask,
+                   uint32_t mode_mask, uint32_t row_step, uint32_t col_step, uint32_t *rows, int64_t *costs)
 {
-    if (!width || !height || lanes < 1 || lanes > 16 || nslots < 1 || nslots > 8 || !row_step || !col_step)
+    if (!width || !height || lanes < 1 || lanes > 16 || nslots < 1 || nslots > 8 || !row_step || !col_step ||
+        !esize_ok(esize))
         return -1;
     if (decor && (nslots < 3 || depths[0] != depths[1] || depths[0] != depths[2]))
         return -1;
@@ -425,138 +499,130 @@ int imij_enc_costs(const uint32_t *planes, const uint32_t *refs, uint32_t nslots
         if (depths[s] < 1 || depths[s] > 16)
             fast = 0;
     if (fast)
-        costs_fast(planes, refs, nslots, width, height, lanes, depths, decor, pred_mask, mode_mask, row_step, col_step,
-                   costs);
+        costs_fast(planes, esize, refs, nslots, width, height, lanes, depths, decor, pred_mask, mode_mask, row_step,
+                   col_step, rows, costs);
     else
-        costs_generic(planes, refs, nslots, width, height, lanes, depths, decor, pred_mask, mode_mask, row_step,
-                      col_step, costs);
+        costs_generic(planes, esize, refs, nslots, width, height, lanes, depths, decor, pred_mask, mode_mask, row_step,
+                      col_step, rows, costs);
     return 0;
 }
 
-static void residuals_generic(const uint32_t *planes, const uint32_t *refs, uint32_t nslots, uint32_t width,
-                              uint32_t height, uint32_t lanes, const uint32_t *depths, const uint8_t *preds, uint32_t mode,
-                              uint32_t *u)
+/* One row of residuals of every slot (depths above 16), section 4 run forward, into d (nslots
+ * rows of width): prediction, the mode's decorrelation, zigzag. */
+static void residual_row_generic(const uint32_t *const *cur, const uint32_t *refs, uint32_t nslots, uint32_t width,
+                                 size_t plane, uint32_t r, uint32_t lanes, const uint32_t *depths, uint32_t p,
+                                 uint32_t mode, uint32_t *d)
 {
-    size_t plane = (size_t)width * height;
     uint32_t lw = (width + lanes - 1) / lanes;
-    for (uint32_t r = 0; r < height; r++) {
-        uint32_t p = preds[r];
-        for (uint32_t s = 0; s < nslots; s++) {
-            const uint32_t *row = planes + s * plane + (size_t)r * width;
-            uint32_t *out = u + s * plane + (size_t)r * width;
-            uint32_t mask = mask_of(depths[s]);
-            for (uint32_t l = 0, c0 = 0; c0 < width; l++, c0 += lw) {
-                uint32_t lane_w = c0 + lw <= width ? lw : width - c0;
-                if (p >= 7) {
-                    const uint32_t *ref = refs + s * plane;
-                    for (uint32_t x = 0; x < lane_w; x++) {
-                        uint32_t c = c0 + x, rr, rw, rn;
-                        ref_of(ref, width, r, c, x == 0, &rr, &rw, &rn);
-                        uint32_t pn = r ? (row - width)[c] : 0;
-                        out[c] = (row[c] - pred_ref(p, x ? row[c - 1] : pn, pn, rr, rw, rn, mask)) & mask;
-                    }
-                    continue;
-                }
-                if (r == 0) {
-                    out[c0] = row[c0] & mask;
-                    for (uint32_t x = 1; x < lane_w; x++)
-                        out[c0 + x] = (row[c0 + x] - row[c0 + x - 1]) & mask;
-                    continue;
-                }
-                const uint32_t *prev = row - width;
+    for (uint32_t s = 0; s < nslots; s++) {
+        const uint32_t *row = cur[s];
+        uint32_t *out = d + (size_t)s * width;
+        uint32_t mask = mask_of(depths[s]);
+        for (uint32_t c0 = 0; c0 < width; c0 += lw) {
+            uint32_t lane_w = c0 + lw <= width ? lw : width - c0;
+            if (p >= 7) {
+                const uint32_t *ref = refs + s * plane;
                 for (uint32_t x = 0; x < lane_w; x++) {
-                    uint32_t c = c0 + x;
-                    nbrs q = nb_of(row, prev, c, x == 0, x + 1 == lane_w);
-                    out[c] = (row[c] - intra_predict(p, q.w, q.n, q.nw, q.ne, mask)) & mask;
+                    uint32_t c = c0 + x, rr, rw, rn;
+                    ref_of(ref, width, r, c, x == 0, &rr, &rw, &rn);
+                    uint32_t pn = r ? (row - width)[c] : 0;
+                    out[c] = (row[c] - pred_ref(p, x ? row[c - 1] : pn, pn, rr, rw, rn, mask)) & mask;
                 }
+                continue;
+            }
+            if (r == 0) {
+                out[c0] = row[c0] & mask;
+                for (uint32_t x = 1; x < lane_w; x++)
+                    out[c0 + x] = (row[c0 + x] - row[c0 + x - 1]) & mask;
+                continue;
+            }
+            const uint32_t *prev = row - width;
+            for (uint32_t x = 0; x < lane_w; x++) {
+                uint32_t c = c0 + x;
+                nbrs q = nb_of(row, prev, c, x == 0, x + 1 == lane_w);
+                out[c] = (row[c] - intra_predict(p, q.w, q.n, q.nw, q.ne, mask)) & mask;
             }
         }
     }
-    if (mode) {
-        uint32_t n = depths[0];
-        uint32_t *g = u, *rr = u + plane, *b = u + 2 * plane;
-        for (size_t i = 0; i < plane; i++)
-            decor_fwd(mode, g[i], rr[i], b[i], n, &rr[i], &b[i]);
-    }
-    for (uint32_t s = 0; s < nslots; s++) {
-        uint32_t n = depths[s];
-        uint32_t *o = u + s * plane;
-        for (size_t i = 0; i < plane; i++)
-            o[i] = zz(o[i], n);
-    }
+    if (mode)
+        for (uint32_t c = 0; c < width; c++)
+            decor_fwd(mode, d[c], d[width + c], d[2 * (size_t)width + c], depths[0], &d[width + c],
+                      &d[2 * (size_t)width + c]);
+    for (uint32_t s = 0; s < nslots; s++)
+        for (uint32_t c = 0; c < width; c++)
+            d[(size_t)s * width + c] = zz(d[(size_t)s * width + c], depths[s]);
 }
 
+/* One row of residuals of every slot (depths 1..16) with int32 chunks, into out as residual_row_generic. */
 IMIJ_CLONES
-static void residuals_fast(const uint32_t *planes, const uint32_t *refs, uint32_t nslots, uint32_t width,
-                           uint32_t height, uint32_t lanes, const uint32_t *depths, const uint8_t *preds, uint32_t mode,
-                           uint32_t *u)
+static void residual_row_fast(const uint32_t *const *cur, const uint32_t *refs, uint32_t nslots, uint32_t width,
+                              size_t plane, uint32_t r, uint32_t lanes, const uint32_t *depths, uint32_t p,
+                              uint32_t mode, uint32_t *out)
 {
-    size_t plane = (size_t)width * height;
     uint32_t lw = (width + lanes - 1) / lanes;
     chunk_nb g, gr;
     int32_t d[8][CHUNK], t[CHUNK];
-    for (uint32_t r = 0; r < height; r++) {
-        uint32_t p = preds[r];
-        for (uint32_t c_first = 0; c_first < width; c_first += CHUNK) {
-            int count = width - c_first < CHUNK ? (int)(width - c_first) : CHUNK;
-            for (uint32_t s = 0; s < nslots; s++) {
-                const uint32_t *row = planes + s * plane + (size_t)r * width;
-                int32_t mk = (int32_t)mask_of(depths[s]);
-                if (p >= 7) {
-                    const uint32_t *rrow = refs + s * plane + (size_t)r * width;
-                    if (r) {
-                        gather(row, row - width, c_first, 1, count, lw, width, &g);
-                        gather(rrow, rrow - width, c_first, 1, count, lw, width, &gr);
-                    } else
-                        for (int i = 0; i < count; i++) {
-                            g.x[i] = (int32_t)row[c_first + (uint32_t)i];
-                            gr.x[i] = (int32_t)rrow[c_first + (uint32_t)i];
-                        }
-                    pred_chunk_ref(p, &g, &gr, mk, t, count);
-                    for (int i = 0; i < count; i++)
-                        d[s][i] = (g.x[i] - t[i]) & mk;
-                } else if (r) {
+    for (uint32_t c_first = 0; c_first < width; c_first += CHUNK) {
+        int count = width - c_first < CHUNK ? (int)(width - c_first) : CHUNK;
+        for (uint32_t s = 0; s < nslots; s++) {
+            const uint32_t *row = cur[s];
+            int32_t mk = (int32_t)mask_of(depths[s]);
+            if (p >= 7) {
+                const uint32_t *rrow = refs + s * plane + (size_t)r * width;
+                if (r) {
                     gather(row, row - width, c_first, 1, count, lw, width, &g);
-                    pred_chunk(p, g.w, g.n, g.nw, g.ne, mk, t, count);
-                    for (int i = 0; i < count; i++)
-                        d[s][i] = (g.x[i] - t[i]) & mk;
-                } else {
+                    gather(rrow, rrow - width, c_first, 1, count, lw, width, &gr);
+                } else
                     for (int i = 0; i < count; i++) {
-                        uint32_t c = c_first + (uint32_t)i;
-                        d[s][i] = (int32_t)((row[c] - (c % lw ? row[c - 1] : 0u)) & (uint32_t)mk);
+                        g.x[i] = (int32_t)row[c_first + (uint32_t)i];
+                        gr.x[i] = (int32_t)rrow[c_first + (uint32_t)i];
                     }
+                pred_chunk_ref(p, &g, &gr, mk, t, count);
+                for (int i = 0; i < count; i++)
+                    d[s][i] = (g.x[i] - t[i]) & mk;
+            } else if (r) {
+                gather(row, row - width, c_first, 1, count, lw, width, &g);
+                pred_chunk(p, g.w, g.n, g.nw, g.ne, mk, t, count);
+                for (int i = 0; i < count; i++)
+                    d[s][i] = (g.x[i] - t[i]) & mk;
+            } else {
+                for (int i = 0; i < count; i++) {
+                    uint32_t c = c_first + (uint32_t)i;
+                    d[s][i] = (int32_t)((row[c] - (c % lw ? row[c - 1] : 0u)) & (uint32_t)mk);
                 }
             }
-            if (mode) {
-                uint32_t sh = 32u - depths[0];
-                int32_t mk = (int32_t)mask_of(depths[0]);
-                for (int i = 0; i < count; i++) {
-                    int32_t g0 = d[0][i], r0 = d[1][i], b0 = d[2][i];
-                    d[1][i] = (r0 - g0) & mk;
-                    if (mode == 1)
-                        d[2][i] = (b0 - g0) & mk;
-                    else if (mode == 2)
-                        d[2][i] = (b0 - r0) & mk;
-                    else
-                        d[2][i] = (b0 - ((sx16(r0, sh) + sx16(g0, sh)) >> 1)) & mk;
-                }
+        }
+        if (mode) {
+            uint32_t sh = 32u - depths[0];
+            int32_t mk = (int32_t)mask_of(depths[0]);
+            for (int i = 0; i < count; i++) {
+                int32_t g0 = d[0][i], r0 = d[1][i], b0 = d[2][i];
+                d[1][i] = (r0 - g0) & mk;
+                if (mode == 1)
+                    d[2][i] = (b0 - g0) & mk;
+                else if (mode == 2)
+                    d[2][i] = (b0 - r0) & mk;
+                else
+                    d[2][i] = (b0 - ((sx16(r0, sh) + sx16(g0, sh)) >> 1)) & mk;
             }
-            for (uint32_t s = 0; s < nslots; s++) {
-                uint32_t sh = 32u - depths[s];
-                uint32_t *o = u + s * plane + (size_t)r * width + c_first;
-                for (int i = 0; i < count; i++) {
-                    int32_t v = sx16(d[s][i], sh);
-                    o[i] = ((uint32_t)v << 1) ^ (uint32_t)(v >> 31);
-                }
+        }
+        for (uint32_t s = 0; s < nslots; s++) {
+            uint32_t sh = 32u - depths[s];
+            uint32_t *o = out + (size_t)s * width + c_first;
+            for (int i = 0; i < count; i++) {
+                int32_t v = sx16(d[s][i], sh);
+                o[i] = ((uint32_t)v << 1) ^ (uint32_t)(v >> 31);
             }
         }
     }
 }
 
-int imij_enc_residuals(const uint32_t *planes, const uint32_t *refs, uint32_t nslots, uint32_t width, uint32_t height,
-                       uint32_t lanes, const uint32_t *depths, const uint8_t *preds, uint32_t mode, uint32_t *u)
+int imij_enc_residuals(const void *planes, uint32_t esize, const uint32_t *refs, uint32_t nslots, uint32_t width,
+                       uint32_t height, uint32_t lanes, const uint32_t *depths, const uint8_t *preds, uint32_t mode,
+                       uint32_t *rows, void *u, uint32_t u_esize)
 {
-    if (!width || !height || lanes < 1 || lanes > 16 || nslots < 1 || nslots > 8 || mode > 3)
+    if (!width || !height || lanes < 1 || lanes > 16 || nslots < 1 || nslots > 8 || mode > 3 || !esize_ok(esize) ||
+        !esize_ok(u_esize) || !depths_fit(depths, nslots, u_esize))
         return -1;
     if (mode && (nslots < 3 || depths[0] != depths[1] || depths[0] != depths[2]))
         return -1;
@@ -567,10 +633,18 @@ int imij_enc_residuals(const uint32_t *planes, const uint32_t *refs, uint32_t ns
     for (uint32_t s = 0; s < nslots; s++)
         if (depths[s] < 1 || depths[s] > 16)
             fast = 0;
-    if (fast)
-        residuals_fast(planes, refs, nslots, width, height, lanes, depths, preds, mode, u);
-    else
-        residuals_generic(planes, refs, nslots, width, height, lanes, depths, preds, mode, u);
+    size_t plane = (size_t)width * height;
+    const uint32_t *cur[8];
+    uint32_t *d = rows + 2 * (size_t)nslots * width;
+    for (uint32_t r = 0; r < height; r++) {
+        slot_rows(planes, esize, nslots, width, plane, r, rows, cur);
+        if (fast)
+            residual_row_fast(cur, refs, nslots, width, plane, r, lanes, depths, preds[r], mode, d);
+        else
+            residual_row_generic(cur, refs, nslots, width, plane, r, lanes, depths, preds[r], mode, d);
+        for (uint32_t s = 0; s < nslots; s++)
+            narrow(u, s * plane + (size_t)r * width, d + (size_t)s * width, width, u_esize);
+    }
     return 0;
 }
 
@@ -727,24 +801,6 @@ static inline uint32_t tval(uint32_t v, uint32_t shift)
     return t > 65536u ? 65536u : t;
 }
 
-static inline uint32_t class_at(const uint32_t *u, const uint32_t *u0, uint32_t width, size_t at, uint32_t r,
-                                uint32_t x, uint32_t shift)
-{
-    uint64_t s;
-    if (x > 0 && r > 0)
-        s = (uint64_t)tval(u[at - 1], shift) + tval(u[at - width], shift);
-    else if (x > 0)
-        s = 2 * (uint64_t)tval(u[at - 1], shift);
-    else if (r > 0)
-        s = 2 * (uint64_t)tval(u[at - width], shift);
-    else
-        s = 0;
-    if (u0)
-        s += tval(u0[at], shift);
-    uint32_t cls = bl64(s);
-    return cls > 15 ? 15 : cls;
-}
-
 /* Whether a zero at lane column x of a row can start a run of run_min (>= 2) zeros: a nonzero
  * value among the next run_min - 1 columns of the same row says no without walking the lane. */
 static inline int may_run(const uint32_t *ur_c, uint32_t x, uint32_t lane_w, uint32_t run_min)
@@ -760,12 +816,12 @@ static inline int may_run(const uint32_t *ur_c, uint32_t x, uint32_t lane_w, uin
 
 /* Zero positions from (r, x) on in lane order within the lane (columns c0 .. c0 + lane_w), at
  * most `limit`. */
-static uint32_t zeros_ahead(const uint32_t *u, uint32_t width, uint32_t height, uint32_t c0, uint32_t lane_w,
-                            uint32_t r, uint32_t x, uint32_t limit)
+static uint32_t zeros_ahead(const void *u, uint32_t esize, uint32_t width, uint32_t height, uint32_t c0,
+                            uint32_t lane_w, uint32_t r, uint32_t x, uint32_t limit)
 {
     uint32_t count = 0;
     while (count < limit) {
-        if (u[(size_t)r * width + c0 + x])
+        if (ld(u, (size_t)r * width + c0 + x, esize))
             break;
         count++;
         if (++x == lane_w) {
@@ -840,31 +896,42 @@ static void row_classes(const uint32_t *restrict ur, const uint32_t *restrict up
     }
 }
 
-/* every value below 2^16 */
-static int below16(const uint32_t *u, size_t count)
+/* every value of an esize-byte array (NULL: none) below 2^16 */
+static int below16(const void *u, size_t count, uint32_t esize)
 {
+    if (!u || esize < 4)
+        return 1;
     uint32_t acc = 0;
     for (size_t i = 0; i < count; i++)
-        acc |= u[i];
+        acc |= ((const uint32_t *)u)[i];
     return acc < (1u << 16);
 }
 
-int imij_enc_stats(const uint32_t *u, const uint32_t *u0, uint32_t width, uint32_t height, uint32_t lanes,
-                   uint32_t ctx_shift, uint32_t run_min, uint32_t *vh, uint32_t *zr, uint32_t *rh, uint32_t *xvh,
-                   uint32_t *xzr, uint32_t *xrh)
+/* Row r of residuals u (row r - 1 before it, as slot_rows) and row r of u0 (NULL without) as
+ * uint32; buf: 3 * width uint32. */
+static void residual_rows(const void *u, const void *u0, uint32_t esize, uint32_t width, uint32_t r, uint32_t *buf,
+                          const uint32_t **ur, const uint32_t **u0r)
 {
-    if (!width || !height || lanes < 1 || lanes > 16 || ctx_shift > 31)
+    slot_rows(u, esize, 1, width, 0, r, buf, ur);
+    *u0r = u0 ? widen(buf + 2 * (size_t)width, u0, (size_t)r * width, width, esize) : NULL;
+}
+
+int imij_enc_stats(const void *u, const void *u0, uint32_t esize, uint32_t width, uint32_t height, uint32_t lanes,
+                   uint32_t ctx_shift, uint32_t run_min, uint32_t *rows, uint32_t *vh, uint32_t *zr, uint32_t *rh,
+                   uint32_t *xvh, uint32_t *xzr, uint32_t *xrh)
+{
+    if (!width || !height || lanes < 1 || lanes > 16 || ctx_shift > 31 || !esize_ok(esize))
         return -1;
     uint32_t lw = (width + lanes - 1) / lanes;
     size_t plane = (size_t)width * height;
-    int fast = ctx_shift == 0 && below16(u, plane) && (!u0 || below16(u0, plane));
+    int fast = ctx_shift == 0 && below16(u, plane, esize) && below16(u0, plane, esize);
     uint8_t cls[SEG], xcls[SEG];
     uint32_t tmp[SEG];
     uint32_t skip[16] = {0};
     for (uint32_t r = 0; r < height; r++) {
-        const uint32_t *ur = u + (size_t)r * width;
+        const uint32_t *ur, *u0r;
+        residual_rows(u, u0, esize, width, r, rows, &ur, &u0r);
         const uint32_t *up = ur - width;
-        const uint32_t *u0r = u0 ? u0 + (size_t)r * width : NULL;
         uint32_t l = 0, x = 0, c0 = 0, lane_w = lw < width ? lw : width;
         for (uint32_t c_first = 0; c_first < width; c_first += SEG) {
             uint32_t count = width - c_first < SEG ? width - c_first : SEG;
@@ -889,7 +956,7 @@ int imij_enc_stats(const uint32_t *u, const uint32_t *u0, uint32_t width, uint32
                 }
                 uint32_t v = ur[c];
                 if (v == 0 && run_min && (run_min < 2 || may_run(ur + c, xx, lane_w, run_min))) {
-                    uint32_t zeros = zeros_ahead(u, width, height, c0, lane_w, r, xx, RUN_CAP);
+                    uint32_t zeros = zeros_ahead(u, esize, width, height, c0, lane_w, r, xx, RUN_CAP);
                     if (zeros >= run_min) {
                         uint32_t b = bucket(zeros - 1);
                         rh[k * IMIJ_ENC_BUCKETS + b]++;
@@ -912,9 +979,10 @@ int imij_enc_stats(const uint32_t *u, const uint32_t *u0, uint32_t width, uint32
     return 0;
 }
 
-int imij_enc_palette(const uint32_t *planes, uint32_t nslots, size_t npix, uint32_t *entries, uint8_t *index)
+int imij_enc_palette(const void *planes, uint32_t esize, uint32_t nslots, size_t npix, uint32_t *entries,
+                     uint8_t *index)
 {
-    if (nslots < 1 || nslots > 8)
+    if (nslots < 1 || nslots > 8 || !esize_ok(esize))
         return -1;
     int16_t table[1024];
     for (int i = 0; i < 1024; i++)
@@ -924,7 +992,7 @@ int imij_enc_palette(const uint32_t *planes, uint32_t nslots, size_t npix, uint3
         uint32_t key[8];
         uint32_t h = 2166136261u;
         for (uint32_t s = 0; s < nslots; s++) {
-            key[s] = planes[s * npix + i];
+            key[s] = ld(planes, s * npix + i, esize);
             h = (h ^ key[s]) * 16777619u;
         }
         h ^= h >> 15;
@@ -968,70 +1036,115 @@ static inline void join_token(uint32_t v, uint32_t kp, uint32_t m, uint32_t *t, 
 }
 
 #define OP_BITS 0x80000000u
+#define BLOCK_SAMPLES 16384u /* positions per block of rows the stream writer codes at once */
 
-int64_t imij_enc_stream(const uint32_t *u, const uint32_t *u0, uint32_t width, uint32_t height, uint32_t lanes,
-                        const imij_enc_model *model, uint32_t *ops, uint8_t *out, size_t cap)
+/* Rows per block of the stream writer: about BLOCK_SAMPLES positions, at least one row. */
+static uint32_t block_rows(uint32_t width) { return width >= BLOCK_SAMPLES ? 1u : BLOCK_SAMPLES / width; }
+
+size_t imij_enc_stream_scratch(uint32_t width, uint32_t height)
 {
-    if (!width || !height || lanes < 1 || lanes > 16 || model->ctx_shift > 31 || model->depth > 32)
-        return -1;
-    uint32_t lw = (width + lanes - 1) / lanes;
-    uint32_t active = (width + lw - 1) / lw;
-    uint32_t n = model->depth, k = model->k, m = model->m;
-    uint32_t nvalue = k >= n ? (n >= 32 ? 0 : 1u << n) : (1u << k) + (n - k) * (1u << m);
-    uint32_t rk = k > m ? k : m;
-    uint32_t sh = model->ctx_shift, run_min = model->run_min;
-    const uint32_t *x0 = model->cross ? u0 : NULL;
-    size_t plane = (size_t)width * height;
-    int fast = sh == 0 && below16(u, plane) && (!x0 || below16(x0, plane));
-    uint32_t skip[16], lane_w[16];
-    /* per context and symbol: the packed symbol op without its lane (0: no frequency) */
-    uint32_t packed[4][256];
-    for (uint32_t c = 0; c < 4; c++)
-        for (uint32_t t = 0; t < 256; t++)
-            packed[c][t] = model->freq[c][t] ? ((uint32_t)model->freq[c][t] << 10) | model->cum[c][t] : 0;
-    /* value tokens of small values: token | nb << 8 */
-    uint16_t lut[1024];
-    for (uint32_t v = 0; v < 1024; v++) {
-        uint32_t t, nb, e;
-        join_token(v, k, m, &t, &nb, &e);
-        lut[v] = (uint16_t)((t > 255 ? 255 : t) | nb << 8);
-    }
-    for (uint32_t l = 0; l < active; l++) {
+    size_t rows = block_rows(width), blocks = (height + rows - 1) / rows;
+    return 3 * (size_t)width + 16 * blocks + 3 * (size_t)width * rows;
+}
+
+/* The stream writer's fixed state: the model's tables as ops, the token lookup, the lanes. */
+typedef struct {
+    const imij_enc_model *model;
+    uint32_t width, height, lw, active, esize, fast;
+    uint32_t k, m, rk, nvalue, run_min;
+    const void *u, *x0; /* residuals; slot 0's for the cross context, else NULL */
+    uint32_t lane_w[16];
+    uint32_t packed[4][256]; /* per context and symbol: freq << 10 | cum (0: no frequency) */
+    uint16_t lut[1024];      /* value tokens of small values: token | nb << 8 */
+} stream_ctx;
+
+/* Does the zero at lane column x of row ur start a run token? Its length, else 0 (3.2). */
+static inline uint32_t run_at(const stream_ctx *sc, const uint32_t *ur, uint32_t c, uint32_t l, uint32_t r, uint32_t x)
+{
+    uint32_t lane_w = sc->lane_w[l];
+    if (!sc->run_min || (sc->run_min >= 2 && !may_run(ur + c, x, lane_w, sc->run_min)))
+        return 0;
+    uint32_t zeros = zeros_ahead(sc->u, sc->esize, sc->width, sc->height, l * sc->lw, lane_w, r, x, RUN_CAP);
+    return zeros >= sc->run_min ? zeros : 0;
+}
+
+/* Advance every lane's run skip over row r, as block_ops codes it (the checkpoints of the blocks). */
+static void skip_row(const stream_ctx *sc, const uint32_t *ur, uint32_t r, uint32_t *skip)
+{
+    for (uint32_t l = 0; l < sc->active; l++) {
+        uint32_t lane_w = sc->lane_w[l], x = 0;
+        if (skip[l] >= lane_w) {
+            skip[l] -= lane_w;
+            continue;
+        }
+        x = skip[l];
         skip[l] = 0;
-        lane_w[l] = (l + 1) * lw <= width ? lw : width - l * lw;
+        while (x < lane_w) {
+            uint32_t c = l * sc->lw + x, zeros = ur[c] ? 0 : run_at(sc, ur, c, l, r, x);
+            if (!zeros) {
+                x++;
+                continue;
+            }
+            if (zeros > lane_w - x) {
+                skip[l] = zeros - (lane_w - x);
+                break;
+            }
+            x += zeros;
+        }
     }
+}
+
+/* 3.1: the contexts of row r into ctxr (for the step order: lane l's column x at l * stride + x
+ * - x_first), for lane columns x_first .. x_first + xn; whole: the row at once (stride lw). */
+static void row_contexts(const stream_ctx *sc, const uint32_t *ur, const uint32_t *u0r, uint32_t r, int whole,
+                         uint32_t x_first, uint32_t xn, uint8_t *ctxr, uint32_t *tmp)
+{
+    const uint8_t *map = sc->model->ctx_map;
+    const uint32_t *up = ur - sc->width;
+    if (whole) {
+        row_classes(ur, up, u0r, r, 0, sc->width, sc->lw, sc->width, sc->model->ctx_shift, sc->fast, ctxr, tmp);
+        for (uint32_t c = 0; c < sc->width; c++)
+            ctxr[c] = map[ctxr[c]];
+        return;
+    }
+    for (uint32_t l = 0; l < sc->active; l++) {
+        if (x_first >= sc->lane_w[l])
+            continue;
+        uint32_t cnt = sc->lane_w[l] - x_first < xn ? sc->lane_w[l] - x_first : xn;
+        uint8_t *cx = ctxr + l * xn;
+        row_classes(ur, up, u0r, r, l * sc->lw + x_first, cnt, sc->lw, sc->width, sc->model->ctx_shift, sc->fast, cx,
+                    tmp);
+        for (uint32_t i = 0; i < cnt; i++)
+            cx[i] = map[cx[i]];
+    }
+}
+
+/* The ops of rows r0 .. r1 in decode order (3: step, phase, lane) into ops, from the lanes' run
+ * skips at r0 (updated to r1): a symbol op (lane << 27 | freq << 10 | cum) per token, then its
+ * extra bits (OP_BITS | lane << 27 | count << 16 | bits, at most 16 bits per op). rows: 3 *
+ * width scratch. Returns the op count, or -3 when a symbol has no frequency in its table. */
+static int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32_t r1, uint32_t *skip, uint32_t *rows, uint32_t *ops)
+{
+    uint32_t width = sc->width, lw = sc->lw, active = sc->active;
     uint8_t ctxr[SEG];
     uint32_t tmp[SEG];
     size_t nops = 0;
-    for (uint32_t r = 0; r < height; r++) {
-        const uint32_t *ur = u + (size_t)r * width;
-        const uint32_t *up = ur - width;
-        const uint32_t *u0r = x0 ? x0 + (size_t)r * width : NULL;
-        /* the step order visits column l * lw + x: classes are computed for the whole row when
-         * it fits the buffer, else per block of lane columns (ctxr[l * stride + i]) */
-        int whole = width <= SEG;
-        uint32_t block = whole ? lw : SEG / 16;
-        if (whole) {
-            row_classes(ur, up, u0r, r, 0, width, lw, width, sh, fast, ctxr, tmp);
-            for (uint32_t c = 0; c < width; c++)
-                ctxr[c] = model->ctx_map[ctxr[c]];
-        }
+    int whole = width <= SEG; /* classes for the whole row when it fits, else per block of lane columns */
+    uint32_t block = whole ? lw : SEG / 16;
+    for (uint32_t r = r0; r < r1; r++) {
+        const uint32_t *ur, *u0r;
+        residual_rows(sc->u, sc->x0, sc->esize, width, r, rows, &ur, &u0r);
+        if (whole)
+            row_contexts(sc, ur, u0r, r, 1, 0, lw, ctxr, tmp);
         for (uint32_t x_first = 0; x_first < lw; x_first += block) {
             uint32_t xn = lw - x_first < block ? lw - x_first : block;
-            for (uint32_t l = 0; !whole && l < active; l++) {
-                uint32_t c_first = l * lw + x_first;
-                if (x_first >= lane_w[l])
-                    continue;
-                uint32_t cnt = lane_w[l] - x_first < xn ? lane_w[l] - x_first : xn;
-                row_classes(ur, up, u0r, r, c_first, cnt, lw, width, sh, fast, ctxr + l * xn, tmp);
-                for (uint32_t i = 0; i < cnt; i++)
-                    ctxr[l * xn + i] = model->ctx_map[ctxr[l * xn + i]];
-            }
+            if (!whole)
+                row_contexts(sc, ur, u0r, r, 0, x_first, xn, ctxr, tmp);
             uint32_t stride = whole ? lw : xn;
             for (uint32_t i = 0; i < xn; i++) {
                 uint32_t x = x_first + i;
                 uint32_t xops[16], hops[16], nx = 0, nh = 0;
-                uint32_t here = active - (x >= lane_w[active - 1]); /* only the last lane is narrower */
+                uint32_t here = active - (x >= sc->lane_w[active - 1]); /* only the last lane is narrower */
                 const uint8_t *cx = ctxr + i;
                 for (uint32_t l = 0; l < here; l++) {
                     if (skip[l]) {
@@ -1039,25 +1152,20 @@ int64_t imij_enc_stream(const uint32_t *u, const uint32_t *u0, uint32_t width, u
                         continue;
                     }
                     uint32_t c = l * lw + x;
-                    uint32_t ctx = cx[l * stride];
-                    uint32_t v = ur[c], t, nb, e;
+                    uint32_t v = ur[c], t, nb, e, zeros;
                     if (v < 1024) {
-                        if (v == 0 && run_min && (run_min < 2 || may_run(ur + c, x, lane_w[l], run_min))) {
-                            uint32_t zeros = zeros_ahead(u, width, height, l * lw, lane_w[l], r, x, RUN_CAP);
-                            if (zeros >= run_min) {
-                                join_token(zeros - 1, rk, m, &t, &nb, &e);
-                                t += nvalue;
-                                skip[l] = zeros - 1;
-                                goto emit;
-                            }
+                        if (v == 0 && (zeros = run_at(sc, ur, c, l, r, x)) != 0) {
+                            join_token(zeros - 1, sc->rk, sc->m, &t, &nb, &e);
+                            t += sc->nvalue;
+                            skip[l] = zeros - 1;
+                        } else {
+                            t = sc->lut[v] & 255u;
+                            nb = sc->lut[v] >> 8;
+                            e = v & mask_of(nb);
                         }
-                        t = lut[v] & 255u;
-                        nb = lut[v] >> 8;
-                        e = v & mask_of(nb);
                     } else
-                        join_token(v, k, m, &t, &nb, &e);
-                emit:;
-                    uint32_t op = t < 256 ? packed[ctx][t] : 0;
+                        join_token(v, sc->k, sc->m, &t, &nb, &e);
+                    uint32_t op = t < 256 ? sc->packed[cx[l * stride]][t] : 0;
                     if (!op)
                         return -3;
                     ops[nops++] = (l << 27) | op;
@@ -1075,28 +1183,51 @@ int64_t imij_enc_stream(const uint32_t *u, const uint32_t *u0, uint32_t width, u
             }
         }
     }
-    /* reverse rANS: words come out last-read first, so they are written backwards from the end.
-     * Renormalization is branchless (the word is stored either way, the pointer moves only when
-     * it is emitted), and x / f is a multiply by a 2^k / f reciprocal. */
-    uint32_t st[16];
-    for (uint32_t l = 0; l < active; l++)
-        st[l] = 1u << 16;
-    size_t head = (size_t)4 * active;
-    if (cap < head + 2 * nops + 2)
-        return -2; /* at most one word per op, plus the unconditional store's slot */
+    return (int64_t)nops;
+}
+
+/* x / f for the reverse pass: a multiply by a 2^k / f reciprocal where 128-bit products exist. */
+typedef struct {
 #if defined(__SIZEOF_INT128__)
     uint64_t rcp[1025];
     uint32_t rsh[1025];
+#else
+    int unused;
+#endif
+} divider;
+
+static void divider_init(divider *dv)
+{
+#if defined(__SIZEOF_INT128__)
     for (uint32_t f = 1; f <= 1024; f++) {
         /* q = floor(x * rcp >> k) is exact for x < f * 2^22 when 2^k >= f^2 * 2^22 */
         uint32_t c = 0;
         while ((1u << c) < f)
             c++;
-        rsh[f] = 22 + 2 * c;
-        rcp[f] = (uint64_t)((((unsigned __int128)1 << rsh[f]) + f - 1) / f);
+        dv->rsh[f] = 22 + 2 * c;
+        dv->rcp[f] = (uint64_t)((((unsigned __int128)1 << dv->rsh[f]) + f - 1) / f);
     }
+#else
+    (void)dv;
 #endif
-    uint8_t *wp = out + cap;
+}
+
+static inline uint32_t divide(const divider *dv, uint32_t x, uint32_t f)
+{
+#if defined(__SIZEOF_INT128__)
+    return (uint32_t)(((unsigned __int128)x * dv->rcp[f]) >> dv->rsh[f]);
+#else
+    (void)dv;
+    return x / f;
+#endif
+}
+
+/* Reverse rANS over ops[0..nops) last first: words come out last-read first, so they are written
+ * backwards from *wp. Renormalization is branchless (the word is stored either way, the pointer
+ * moves only when it is emitted). The caller keeps 2 * nops + 2 bytes free below *wp. */
+static void reverse_ops(const uint32_t *ops, size_t nops, const divider *dv, uint32_t *st, uint8_t **wpp)
+{
+    uint8_t *wp = *wpp;
     for (size_t i = nops; i-- > 0;) {
         uint32_t op = ops[i];
         uint32_t l = (op >> 27) & 15u;
@@ -1117,16 +1248,86 @@ int64_t imij_enc_stream(const uint32_t *u, const uint32_t *u0, uint32_t width, u
             wp[-1] = (uint8_t)(xs >> 8);
             wp -= 2 * emit;
             xs >>= 16 * emit;
-#if defined(__SIZEOF_INT128__)
-            uint32_t q = (uint32_t)(((unsigned __int128)xs * rcp[f]) >> rsh[f]);
-#else
-            uint32_t q = xs / f;
-#endif
+            uint32_t q = divide(dv, xs, f);
             xs = (q << M_BITS) + (xs - q * f) + cum;
         }
         st[l] = xs;
     }
-    for (uint32_t l = 0; l < active; l++) {
+    *wpp = wp;
+}
+
+static void stream_init(stream_ctx *sc, const void *u, const void *u0, uint32_t esize, uint32_t width,
+                        uint32_t height, uint32_t lanes, const imij_enc_model *model)
+{
+    uint32_t n = model->depth, k = model->k, m = model->m;
+    size_t plane = (size_t)width * height;
+    sc->model = model;
+    sc->u = u;
+    sc->x0 = model->cross ? u0 : NULL;
+    sc->esize = esize;
+    sc->width = width;
+    sc->height = height;
+    sc->lw = (width + lanes - 1) / lanes;
+    sc->active = (width + sc->lw - 1) / sc->lw;
+    sc->k = k;
+    sc->m = m;
+    sc->rk = k > m ? k : m;
+    sc->nvalue = k >= n ? (n >= 32 ? 0 : 1u << n) : (1u << k) + (n - k) * (1u << m);
+    sc->run_min = model->run_min;
+    sc->fast = model->ctx_shift == 0 && below16(u, plane, esize) && below16(sc->x0, plane, esize);
+    for (uint32_t l = 0; l < sc->active; l++)
+        sc->lane_w[l] = (l + 1) * sc->lw <= width ? sc->lw : width - l * sc->lw;
+    for (uint32_t c = 0; c < 4; c++)
+        for (uint32_t t = 0; t < 256; t++)
+            sc->packed[c][t] = model->freq[c][t] ? ((uint32_t)model->freq[c][t] << 10) | model->cum[c][t] : 0;
+    for (uint32_t v = 0; v < 1024; v++) {
+        uint32_t t, nb, e;
+        join_token(v, k, m, &t, &nb, &e);
+        sc->lut[v] = (uint16_t)((t > 255 ? 255 : t) | nb << 8);
+    }
+}
+
+int64_t imij_enc_stream(const void *u, const void *u0, uint32_t esize, uint32_t width, uint32_t height,
+                        uint32_t lanes, const imij_enc_model *model, uint32_t *scratch, size_t scratch_len,
+                        uint8_t *out, size_t cap)
+{
+    if (!width || !height || lanes < 1 || lanes > 16 || model->ctx_shift > 31 || model->depth > 32 ||
+        model->depth > 8 * esize || !esize_ok(esize) || (model->cross && !u0) ||
+        scratch_len < imij_enc_stream_scratch(width, height))
+        return -1;
+    stream_ctx sc;
+    divider dv;
+    stream_init(&sc, u, u0, esize, width, height, lanes, model);
+    divider_init(&dv);
+    uint32_t rows = block_rows(width), blocks = (height + rows - 1) / rows;
+    uint32_t *rowbuf = scratch, *checkpoints = scratch + 3 * (size_t)width;
+    uint32_t *ops = checkpoints + 16 * (size_t)blocks;
+    /* the lanes' run skips at the start of every block, so blocks can be coded last first */
+    uint32_t skip[16] = {0};
+    for (uint32_t b = 0; b < blocks; b++) {
+        memcpy(checkpoints + 16 * (size_t)b, skip, sizeof skip);
+        for (uint32_t r = b * rows; sc.run_min && b + 1 < blocks && r < (b + 1) * rows; r++) { /* no runs: no skips */
+            const uint32_t *ur, *u0r;
+            residual_rows(u, NULL, esize, width, r, rowbuf, &ur, &u0r);
+            skip_row(&sc, ur, r, skip);
+        }
+    }
+    uint32_t st[16];
+    for (uint32_t l = 0; l < sc.active; l++)
+        st[l] = 1u << 16;
+    size_t head = (size_t)4 * sc.active;
+    uint8_t *wp = out + cap;
+    for (uint32_t b = blocks; b-- > 0;) {
+        uint32_t r0 = b * rows, r1 = r0 + rows < height ? r0 + rows : height;
+        memcpy(skip, checkpoints + 16 * (size_t)b, sizeof skip);
+        int64_t nops = block_ops(&sc, r0, r1, skip, rowbuf, ops);
+        if (nops < 0)
+            return nops;
+        if ((size_t)(wp - out) < head + 2 * (size_t)nops + 2)
+            return -2; /* at most one word per op, plus the unconditional store's slot */
+        reverse_ops(ops, (size_t)nops, &dv, st, &wp);
+    }
+    for (uint32_t l = 0; l < sc.active; l++) {
         uint32_t v = st[l];
         out[4 * l] = (uint8_t)v;
         out[4 * l + 1] = (uint8_t)(v >> 8);

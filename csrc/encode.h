@@ -6,8 +6,10 @@
  * '#'): plain declarations only. Every kernel has a pure-Python reference in
  * imij_plugins/payload/entropy/costs.py that agrees bit for bit.
  *
- * Planes are row-major uint32 coded values (2.1's s), nslots planes of width * height back to
- * back. None of these functions allocates or keeps state; all may run on many threads.
+ * Planes are row-major coded values (2.1's s), nslots planes of width * height back to back, in
+ * their narrowest type: esize 1, 2 or 4 bytes per value (uint8, uint16, uint32); residual planes
+ * likewise. Kernels widen a few rows at a time into caller scratch (`rows`), so no plane is ever
+ * copied whole. None of these functions allocates or keeps state; all may run on many threads.
  */
 #ifndef IMIJ_ENCODE_H
 #define IMIJ_ENCODE_H
@@ -25,19 +27,22 @@ enum { IMIJ_ENC_BUCKETS = 640, IMIJ_ENC_CLASSES = 16, IMIJ_ENC_UNTRIED = -1, IMI
  * costs[(mode * height + r) * 10 + p] = the sum over the columns c with c % col_step == 0 and
  * over the slots of bit_length(zigzag(sext_n(d))), d the slot's residual mod 2^n after the
  * mode's forward decorrelation (slots 1 and 2). refs: NULL, or the reference R of an inter frame
- * (section 4), nslots planes of coded values laid out like planes. Everything else is left as
- * it is (the caller fills it with a sentinel). Returns 0, or -1 for bad arguments. */
-int imij_enc_costs(const uint32_t *planes, const uint32_t *refs, uint32_t nslots, uint32_t width,
-                   uint32_t height, uint32_t lanes, const uint32_t *depths, uint32_t decor,
-                   uint32_t pred_mask, uint32_t mode_mask, uint32_t row_step, uint32_t col_step,
-                   int64_t *costs);
+ * (section 4), nslots uint32 planes of coded values laid out like planes. Everything else is
+ * left as it is (the caller fills it with a sentinel). rows: scratch of 2 * nslots * width
+ * uint32. Returns 0, or -1 for bad arguments. */
+int imij_enc_costs(const void *planes, uint32_t esize, const uint32_t *refs, uint32_t nslots,
+                   uint32_t width, uint32_t height, uint32_t lanes, const uint32_t *depths,
+                   uint32_t decor, uint32_t pred_mask, uint32_t mode_mask, uint32_t row_step,
+                   uint32_t col_step, uint32_t *rows, int64_t *costs);
 
 /* The zigzag residuals u (3.1) of every slot for row predictors preds[height] and decorrelation
- * mode `mode` (section 4 run forward), into u (nslots planes). Predictors 7..9 (row 0: 7) need
- * refs (as in imij_enc_costs). Returns 0 or -1. */
-int imij_enc_residuals(const uint32_t *planes, const uint32_t *refs, uint32_t nslots,
+ * mode `mode` (section 4 run forward), into u (nslots planes of u_esize bytes per value, which
+ * every depth must fit). Predictors 7..9 (row 0: 7) need refs (as in imij_enc_costs). rows:
+ * scratch of 3 * nslots * width uint32. Returns 0 or -1. */
+int imij_enc_residuals(const void *planes, uint32_t esize, const uint32_t *refs, uint32_t nslots,
                        uint32_t width, uint32_t height, uint32_t lanes, const uint32_t *depths,
-                       const uint8_t *preds, uint32_t mode, uint32_t *u);
+                       const uint8_t *preds, uint32_t mode, uint32_t *rows, void *u,
+                       uint32_t u_esize);
 
 /* Near-lossless closed loop (2.6, 5). deltas[s] is slot s's bound (0 = exact). With
  * fixed != 0, preds[] and *mode are given; otherwise, for every mode in mode_mask, rows are
@@ -58,17 +63,19 @@ int imij_enc_near(const uint32_t *planes, uint32_t nslots, uint32_t width, uint3
  * positions. vh[class * 640 + bucket(u)] counts value tokens, rh[class * 640 + bucket(len - 1)]
  * run tokens (at the class of their first position), and zr[class] every position a run token
  * covers, at its own class. When u0 != NULL, xvh / xzr / xrh receive the same counts with the
- * cross context's class (slot 0's T(u0) added to the sum). Counts are added to. */
-int imij_enc_stats(const uint32_t *u, const uint32_t *u0, uint32_t width, uint32_t height,
-                   uint32_t lanes, uint32_t ctx_shift, uint32_t run_min, uint32_t *vh, uint32_t *zr,
-                   uint32_t *rh, uint32_t *xvh, uint32_t *xzr, uint32_t *xrh);
+ * cross context's class (slot 0's T(u0) added to the sum). u and u0 are esize bytes per value.
+ * rows: scratch of 3 * width uint32. Counts are added to. */
+int imij_enc_stats(const void *u, const void *u0, uint32_t esize, uint32_t width, uint32_t height,
+                   uint32_t lanes, uint32_t ctx_shift, uint32_t run_min, uint32_t *rows,
+                   uint32_t *vh, uint32_t *zr, uint32_t *rh, uint32_t *xvh, uint32_t *xzr,
+                   uint32_t *xrh);
 
 /* Palette detection (2.5): at most 256 distinct slot tuples among npix positions. Writes the
  * tuples in order of first appearance to entries[i * nslots + s] and each position's tuple
  * number to index[]. Returns the count, or -1 when there are more than 256 (index and entries
  * then hold garbage). */
-int imij_enc_palette(const uint32_t *planes, uint32_t nslots, size_t npix, uint32_t *entries,
-                     uint8_t *index);
+int imij_enc_palette(const void *planes, uint32_t esize, uint32_t nslots, size_t npix,
+                     uint32_t *entries, uint8_t *index);
 
 /* One model as the stream writer codes with it (3.2, 3.3). */
 typedef struct {
@@ -82,12 +89,18 @@ typedef struct {
     uint16_t cum[4][256];
 } imij_enc_model;
 
+/* The scratch imij_enc_stream needs, in uint32: three rows, the run state at every block of
+ * rows and one block's ops. */
+size_t imij_enc_stream_scratch(uint32_t width, uint32_t height);
+
 /* The stream of one slot (3): u as the decoder reads it, words in (step, phase, lane) order,
- * reverse-encoded. ops is scratch of 3 * width * height uint32. Writes the stream to out (cap
- * bytes, at least 64 + 6 * width * height) and returns its length, -1 for bad arguments, -2
- * when out is too small, -3 when a symbol has no frequency in its table. */
-int64_t imij_enc_stream(const uint32_t *u, const uint32_t *u0, uint32_t width, uint32_t height,
-                        uint32_t lanes, const imij_enc_model *model, uint32_t *ops, uint8_t *out,
-                        size_t cap);
+ * reverse-encoded one block of rows at a time, the last block first, so only one block's ops
+ * are held. u and u0 (slot 0's residuals, read only with model->cross) are esize bytes per
+ * value. Writes the stream to out (cap bytes; 128 + 6 * width * height always suffice) and
+ * returns its length, -1 for bad arguments, -2 when out is too small, -3 when a symbol has no
+ * frequency in its table. */
+int64_t imij_enc_stream(const void *u, const void *u0, uint32_t esize, uint32_t width,
+                        uint32_t height, uint32_t lanes, const imij_enc_model *model,
+                        uint32_t *scratch, size_t scratch_len, uint8_t *out, size_t cap);
 
 #endif /* IMIJ_ENCODE_H */

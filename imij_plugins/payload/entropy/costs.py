@@ -5,7 +5,9 @@ Each function runs the C kernel of csrc/encode.c when ``_backend.active() == "c"
 released, so units encode in parallel on threads) and otherwise its pure-Python reference here;
 both give the same result bit for bit (tests/payload/entropy/test_encoder.py).
 
-Planes are (S, h, w) arrays of coded values (2.1's s, below 2^n_s), one per slot of a unit.
+Planes are (S, h, w) arrays of coded values (2.1's s, below 2^n_s), one per slot of a unit, and
+residuals u likewise, each in its narrowest unsigned type (``value_dtype``): the C kernels read
+uint8, uint16 and uint32 arrays as they are, a few rows at a time, so no plane is widened whole.
 """
 
 from __future__ import annotations
@@ -58,6 +60,31 @@ def _ptr(ffi, ctype: str, a: np.ndarray, writable: bool = False):
 
 def _planes32(planes: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(planes, dtype=U32)
+
+
+NARROW = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(U32))
+
+
+def value_dtype(depths: list[int]) -> np.dtype:
+    """The narrowest unsigned type holding values of every depth (2.1: n <= 32)."""
+    top = max(depths, default=0)
+    return NARROW[0] if top <= 8 else NARROW[1] if top <= 16 else NARROW[2]
+
+
+def _narrow(a: np.ndarray, dtype: np.dtype | None = None) -> np.ndarray:
+    """``a`` contiguous in ``dtype`` (default: its own type when uint8, uint16 or uint32, else
+    uint32), as the C kernels read it (their esize is its itemsize)."""
+    if dtype is None:
+        dtype = a.dtype if a.dtype in NARROW else np.dtype(U32)
+    return np.ascontiguousarray(a, dtype=dtype)
+
+
+def _pair(u: np.ndarray, u0: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+    """A slot's residuals and slot 0's in one narrow type (the kernels take one esize)."""
+    if u0 is None:
+        return _narrow(u), None
+    common = max(_narrow(u[:0]).dtype, _narrow(u0[:0]).dtype, key=lambda d: d.itemsize)
+    return _narrow(u, common), _narrow(u0, common)
 
 
 # --- shared numpy helpers ----------------------------------------------------------------------
@@ -173,11 +200,12 @@ def costs(planes: np.ndarray, depths: list[int], lanes: int, decor: bool, pred_m
     out = np.full((4, h, PREDICTORS), UNTRIED, dtype=np.int64)
     if _c():
         ffi, lib = _backend.ffi, _backend.lib
-        p32 = _planes32(planes)
+        pn = _narrow(planes)
         dep = np.asarray(depths, dtype=U32)
-        code = lib.imij_enc_costs(_ptr(ffi, "uint32_t[]", p32), _refs_ptr(ffi, refs, planes.shape), S, w, h, lanes,
-                                  _ptr(ffi, "uint32_t[]", dep), int(decor), pred_mask, mode_mask, row_step, col_step,
-                                  _ptr(ffi, "int64_t[]", out, True))
+        rows = np.empty(2 * S * w, dtype=U32)
+        code = lib.imij_enc_costs(ffi.from_buffer(pn), pn.itemsize, _refs_ptr(ffi, refs, planes.shape), S, w, h,
+                                  lanes, _ptr(ffi, "uint32_t[]", dep), int(decor), pred_mask, mode_mask, row_step,
+                                  col_step, _ptr(ffi, "uint32_t[]", rows, True), _ptr(ffi, "int64_t[]", out, True))
         if code:
             raise ValueError(f"imij_enc_costs: bad arguments ({code})")
         return out
@@ -285,16 +313,20 @@ def choose(cost: np.ndarray, mode_mask: int) -> tuple[int, list[int], int]:
 
 def residuals(planes: np.ndarray, depths: list[int], lanes: int, preds: list[int], mode: int,
               refs: np.ndarray | None = None) -> np.ndarray:
-    """encode.h imij_enc_residuals: (S, h, w) uint32 zigzag residuals u (``refs`` as in costs)."""
+    """encode.h imij_enc_residuals: (S, h, w) zigzag residuals u in value_dtype(depths) (``refs``
+    as in costs)."""
     S, h, w = planes.shape
+    dtype = value_dtype(depths)
     if _c():
         ffi, lib = _backend.ffi, _backend.lib
-        p32 = _planes32(planes)
-        u = np.empty((S, h, w), dtype=U32)
+        pn = _narrow(planes)
+        u = np.empty((S, h, w), dtype=dtype)
         pr = np.asarray(preds, dtype=np.uint8)
-        code = lib.imij_enc_residuals(_ptr(ffi, "uint32_t[]", p32), _refs_ptr(ffi, refs, planes.shape), S, w, h, lanes,
-                                      _ptr(ffi, "uint32_t[]", np.asarray(depths, dtype=U32)),
-                                      _ptr(ffi, "uint8_t[]", pr), mode, _ptr(ffi, "uint32_t[]", u, True))
+        rows = np.empty(3 * S * w, dtype=U32)
+        code = lib.imij_enc_residuals(ffi.from_buffer(pn), pn.itemsize, _refs_ptr(ffi, refs, planes.shape), S, w, h,
+                                      lanes, _ptr(ffi, "uint32_t[]", np.asarray(depths, dtype=U32)),
+                                      _ptr(ffi, "uint8_t[]", pr), mode, _ptr(ffi, "uint32_t[]", rows, True),
+                                      ffi.from_buffer(u, require_writable=True), u.itemsize)
         if code:
             raise ValueError("imij_enc_residuals: bad arguments")
         return u
@@ -321,7 +353,7 @@ def residuals(planes: np.ndarray, depths: list[int], lanes: int, preds: list[int
         ds.append((V[s] - pred) & mask)
     if mode:
         ds[1], ds[2] = decor_forward(ds[0], ds[1], ds[2], mode, depths[0])
-    return np.stack([zigzag(d, n) for d, n in zip(ds, depths)]).astype(U32)
+    return np.stack([zigzag(d, n) for d, n in zip(ds, depths)]).astype(dtype)
 
 
 # --- near-lossless closed loop -------------------------------------------------------------------
@@ -491,23 +523,50 @@ def _near_ref(planes, depths, deltas, lanes, decor, pred_mask, mode_mask, preds,
 def stats(u: np.ndarray, u0: np.ndarray | None, lanes: int, ctx_shift: int, run_min: int):
     """encode.h imij_enc_stats on one slot plane: (vh (16, 640), zr (16,), rh (16, 640)) int64
     without the cross context, and with u0 given a second triple with it (else None)."""
+    plain = new_counts(np.int64)
+    cross = new_counts(np.int64) if u0 is not None else None
+    add_stats(plain, cross, u, u0, lanes, ctx_shift, run_min)
+    return plain, cross
+
+
+Counts = tuple[np.ndarray, np.ndarray, np.ndarray]  # vh (16, 640), zr (16,), rh (16, 640)
+
+
+def new_counts(dtype=U32) -> Counts:
+    """Zeroed statistics arrays (vh, zr, rh) in ``dtype`` (uint32: the kernel adds to them in place)."""
+    return (np.zeros((CLASSES, BUCKETS), dtype=dtype), np.zeros(CLASSES, dtype=dtype),
+            np.zeros((CLASSES, BUCKETS), dtype=dtype))
+
+
+def add_stats(plain: Counts, cross: Counts | None, u: np.ndarray, u0: np.ndarray | None, lanes: int, ctx_shift: int,
+              run_min: int) -> None:
+    """encode.h imij_enc_stats: add one slot plane's counts to ``plain`` and, with u0 given, the
+    cross context's to ``cross``; the kernel adds in place to uint32 arrays."""
     h, w = u.shape
-    if _c():
+    if cross is None:
+        u0 = None
+    if _c() and all(a.dtype == U32 and a.flags.c_contiguous for a in plain + (cross or ())):
         ffi, lib = _backend.ffi, _backend.lib
-        arrs = [np.zeros(n, dtype=U32) for n in (CLASSES * BUCKETS, CLASSES, CLASSES * BUCKETS) * 2]
-        ptrs = [_ptr(ffi, "uint32_t[]", a, True) for a in arrs]
-        uu = _planes32(u)
-        p0 = _ptr(ffi, "uint32_t[]", _planes32(u0)) if u0 is not None else ffi.NULL
-        code = lib.imij_enc_stats(_ptr(ffi, "uint32_t[]", uu), p0, w, h, lanes, ctx_shift, run_min, *ptrs)
+        uu, u00 = _pair(u, u0)
+        rows = np.empty(3 * w, dtype=U32)
+        ptrs = [_ptr(ffi, "uint32_t[]", a, True) for a in plain + (cross if cross is not None else plain)]
+        p0 = ffi.from_buffer(u00) if u00 is not None else ffi.NULL
+        code = lib.imij_enc_stats(ffi.from_buffer(uu), p0, uu.itemsize, w, h, lanes, ctx_shift, run_min,
+                                  _ptr(ffi, "uint32_t[]", rows, True), *ptrs)
         if code:
             raise ValueError("imij_enc_stats: bad arguments")
-        vh, zr, rh, xvh, xzr, xrh = (a.astype(np.int64) for a in arrs)
-        plain = (vh.reshape(CLASSES, BUCKETS), zr, rh.reshape(CLASSES, BUCKETS))
-        cross = (xvh.reshape(CLASSES, BUCKETS), xzr, xrh.reshape(CLASSES, BUCKETS)) if u0 is not None else None
-        return plain, cross
-    plain = _stats_ref(u, None, lanes, ctx_shift, run_min)
-    cross = _stats_ref(u, u0, lanes, ctx_shift, run_min) if u0 is not None else None
-    return plain, cross
+        return
+    if _c():  # wider accumulators: count in uint32, then add
+        tmp = new_counts()
+        xtmp = new_counts() if cross is not None else None
+        add_stats(tmp, xtmp, u, u0, lanes, ctx_shift, run_min)
+    else:
+        tmp = _stats_ref(u, None, lanes, ctx_shift, run_min)
+        xtmp = _stats_ref(u, u0, lanes, ctx_shift, run_min) if u0 is not None else None
+    for acc, add in ((plain, tmp), (cross, xtmp)):
+        if acc is not None and add is not None:
+            for a, b in zip(acc, add):
+                a += b.astype(a.dtype)
 
 
 def _classes_ref(u: np.ndarray, u0: np.ndarray | None, lanes: int, shift: int) -> np.ndarray:
@@ -572,10 +631,10 @@ def palette(planes: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray] | No
     S, h, w = planes.shape
     if _c():
         ffi, lib = _backend.ffi, _backend.lib
-        p32 = _planes32(planes)
+        pn = _narrow(planes)
         entries = np.empty(256 * S, dtype=U32)
         index = np.empty(h * w, dtype=np.uint8)
-        n = lib.imij_enc_palette(_ptr(ffi, "uint32_t[]", p32), S, h * w, _ptr(ffi, "uint32_t[]", entries, True),
+        n = lib.imij_enc_palette(ffi.from_buffer(pn), pn.itemsize, S, h * w, _ptr(ffi, "uint32_t[]", entries, True),
                                  _ptr(ffi, "uint8_t[]", index, True))
         if n < 0:
             return None
@@ -627,13 +686,17 @@ def stream(u: np.ndarray, u0: np.ndarray | None, lanes: int, model: EncModel, cm
     h, w = u.shape
     if _c():
         ffi, lib = _backend.ffi, _backend.lib
-        uu = _planes32(u)
-        p0 = _ptr(ffi, "uint32_t[]", _planes32(u0)) if (u0 is not None and model.cross) else ffi.NULL
-        ops = _scratch("ops", 3 * h * w + 16, U32)
-        cap = 64 + 6 * h * w + 16
-        out = _scratch("out", cap, np.uint8)
-        n = lib.imij_enc_stream(_ptr(ffi, "uint32_t[]", uu), p0, w, h, lanes, cmodel if cmodel is not None else model.cdata(),
-                                _ptr(ffi, "uint32_t[]", ops, True), _ptr(ffi, "uint8_t[]", out, True), cap)
+        uu, u00 = _pair(u, u0 if model.cross else None)
+        scratch = _scratch("ops", lib.imij_enc_stream_scratch(w, h), U32)
+        cm = cmodel if cmodel is not None else model.cdata()
+        p0 = ffi.from_buffer(u00) if u00 is not None else ffi.NULL
+        for cap in _stream_caps(h * w, uu.itemsize):
+            out = _scratch("out", cap, np.uint8)
+            n = lib.imij_enc_stream(ffi.from_buffer(uu), p0, uu.itemsize, w, h, lanes, cm,
+                                    _ptr(ffi, "uint32_t[]", scratch, True), scratch.size,
+                                    _ptr(ffi, "uint8_t[]", out, True), cap)
+            if n != -2:
+                break
         if n < 0:
             raise ValueError(f"imij_enc_stream failed ({n})")
         return out[:n].tobytes()
@@ -645,5 +708,11 @@ def stream(u: np.ndarray, u0: np.ndarray | None, lanes: int, model: EncModel, cm
     return encode_stream(steps, list(model.freqs), list(model.cums), ln.active)
 
 
-__all__ = ["BUCKETS", "CLASSES", "EncModel", "M", "bucket_of", "choose", "costs", "near", "palette", "residuals",
-           "stats", "stream"]
+def _stream_caps(positions: int, esize: int) -> tuple[int, int]:
+    """Output buffers for a stream: about the raw plane's size (enough unless the data does not
+    compress), then encode.h's bound for any input."""
+    return 4096 + (esize + 1) * positions, 128 + 6 * positions
+
+
+__all__ = ["BUCKETS", "CLASSES", "EncModel", "M", "add_stats", "bucket_of", "choose", "costs", "near", "new_counts",
+           "palette", "residuals", "stats", "stream", "value_dtype"]

@@ -12,11 +12,15 @@ entropy-coded lossless (or near-lossless) DATA payload:
 3. Analysis per unit, in parallel (C kernels, GIL released): the decorrelation mode and per-row
    predictors minimizing the bit-length proxy (or the near-lossless closed loop), the
    residuals' context statistics, and a palette stripe where its estimate is smaller (2.5).
+   A unit keeps only its choices; its statistics go straight into the payload's sums.
 4. Models (3.2, 3.3, modeling.py): per slot runs, cross context, k and m, greedy context
    merging, table precision, from every unit's statistics.
-5. Coding per unit, in parallel: tokens and reverse rANS (C) from the residuals kept by the
-   analysis (in the narrowest dtype); then section 5's bilevel / template palette chooser
-   (level_writer) over units of at most 256 tuples, and the head and unit records (2, 2.7).
+5. Coding per unit, in parallel: the residuals again from the unit's choices, then tokens and
+   reverse rANS (C); then section 5's bilevel / template palette chooser (level_writer) over
+   units of at most 256 tuples, and the head and unit records (2, 2.7).
+
+Planes and residuals are held one unit at a time in their narrowest type (costs.value_dtype),
+so encoding needs little memory beyond the input and the output.
 
 Everything is deterministic: the bytes do not depend on ``threads`` or on the backend.
 """
@@ -179,31 +183,32 @@ class _Plan:
         return self.refs[:, y : y + h, x : x + w]
 
     def planes(self, index: int) -> np.ndarray:
+        """The coded values of unit ``index``, (S, h, w) in the narrowest type of the depths."""
         x, y, w, h = self.geo.unit_rect(index)
-        out = np.empty((len(self.slot_channels), h, w), dtype=np.uint32)
+        return self.coded_planes(y, y + h, x, x + w)
+
+    def coded_planes(self, y0: int, y1: int, x0: int, x1: int) -> np.ndarray:
+        """2.1: every slot's coded values s of a window, (S, h, w) in costs.value_dtype."""
+        out = np.empty((len(self.slot_channels), y1 - y0, x1 - x0), dtype=K.value_dtype(self.depths))
         for s, ci in enumerate(self.slot_channels):
             ch = self.channels[ci]
             cmap = self.maps[ci]
             if cmap.mode == LSB and ch.kind == "u":  # the words themselves, one casting copy
-                np.copyto(out[s], ch.word[y : y + h, x : x + w], casting="unsafe")
+                np.copyto(out[s], ch.word[y0:y1, x0:x1], casting="unsafe")
             else:
-                out[s] = coded(ch.word[y : y + h, x : x + w], ch, cmap)
+                out[s] = coded(ch.word[y0:y1, x0:x1], ch, cmap)
         return out
 
 
 @dataclass
 class _Analysis:
+    """A unit's choices (5); its residuals are recomputed from them when the unit is coded."""
+
     palette: list[tuple[int, ...]] | None
     mode: int
     preds: list[int]
-    stats: list[dict[bool, SlotStats]]  # per slot (or [index plane]) and cross variant
-    u: np.ndarray  # the zigzag residuals, kept in the narrowest dtype (about the input's size)
+    stats: list[dict[bool, SlotStats]]  # per slot (or [index plane]) and cross variant, until summed
     few: bool = False  # at most 256 slot tuples (or one 1-bit slot): a bilevel / template candidate
-
-
-def _compact(u: np.ndarray, depths: list[int]) -> np.ndarray:
-    top = max(depths) if depths else 0
-    return u.astype(np.uint8) if top <= 8 else u.astype(np.uint16) if top <= 16 else u
 
 
 def _search(plan: _Plan, planes: np.ndarray, depths: list[int], decor: bool,
@@ -225,48 +230,78 @@ def _search(plan: _Plan, planes: np.ndarray, depths: list[int], decor: bool,
 
 
 def _slot_stats(plan: _Plan, u: np.ndarray, cross_slots: Sequence[int], shifts: list[int]) -> list[dict[bool, SlotStats]]:
+    """3.1 / 3.2: every slot's counts (uint32, the kernel's), plain and with the cross context."""
     out = []
     for s in range(u.shape[0]):
-        plain, cross = K.stats(u[s], u[0] if s in cross_slots else None, plan.lanes, shifts[s], RUN_MIN)
-        variants = {False: SlotStats(*plain)}
-        if cross is not None:
-            variants[True] = SlotStats(*cross)
+        variants = {False: SlotStats(*K.new_counts())}
+        if s in cross_slots:
+            variants[True] = SlotStats(*K.new_counts())
+        _count(plan, u, s, variants, shifts[s])
         out.append(variants)
     return out
 
 
-def _analyze(plan: _Plan, index: int) -> _Analysis:
+def _count(plan: _Plan, u: np.ndarray, s: int, variants: dict[bool, SlotStats], shift: int) -> None:
+    """Add slot s's counts of residuals u to ``variants`` (the cross variant with slot 0's)."""
+    cross = variants.get(True)
+    K.add_stats((variants[False].vh, variants[False].zr, variants[False].rh),
+                (cross.vh, cross.zr, cross.rh) if cross is not None else None,
+                u[s], u[0] if cross is not None else None, plan.lanes, shift, RUN_MIN)
+
+
+def _mode_mask(plan: _Plan) -> int:
+    """The decorrelation modes searched (4: 0 only without decorrelation)."""
+    return 0xF if plan.decor else 1
+
+
+def _analyze(plan: _Plan, index: int, totals: "_Totals") -> _Analysis:
+    """5: unit ``index``'s mode, predictors and layout; its statistics are added to ``totals``."""
     planes = plan.planes(index)
+    pal = K.palette(planes) if plan.palette_ok else None
     if plan.near:
         preds, mode, u, _ = K.near(planes, plan.depths, plan.deltas, plan.lanes, plan.decor, plan.eff.preds,
-                                   0xF if plan.decor else 1)
+                                   _mode_mask(plan))
     else:
         refs = plan.ref_planes(index)
         mode, preds = _search(plan, planes, plan.depths, plan.decor, refs)
         u = K.residuals(planes, plan.depths, plan.lanes, preds, mode, refs)
+    if pal is None:  # no palette stripe to weigh: the counts go straight into the sums
+        totals.count(plan, u)
+        return _Analysis(None, mode, preds, [], plan.depths == [1])
     stats = _slot_stats(plan, u, plan.cross_slots, plan.shifts)
-    result = _Analysis(None, mode, preds, stats, _compact(u, plan.depths), plan.depths == [1])
-    if plan.palette_ok:
-        pal = K.palette(planes)
-        if pal is not None:
-            entries, index_plane = pal
-            ip = index_plane[None].astype(np.uint32)
-            pmode, ppreds = _search(plan, ip, [PALETTE_DEPTH], False)
-            pu = K.residuals(ip, [PALETTE_DEPTH], plan.lanes, ppreds, 0)
-            pstats = _slot_stats(plan, pu, (), [0])
-            entry_bits = 8 * len(entries) * sum(1 if d <= 8 else 2 for d in plan.depths) + 8
-            pal_bits = estimate_bits(pstats[0][False]) + entry_bits
-            slot_bits = sum(estimate_bits(v[False]) for v in stats)
-            # bilevel / template candidates (their chooser is costly): few tuples, or content
-            # the predictors barely help (text, drawings), not photos of few levels
-            counts = np.bincount(index_plane.ravel()).astype(np.float64)
-            counts = counts[counts > 0]
-            order0 = float((counts * np.log2(counts.sum() / counts)).sum())
-            few = len(entries) <= LEVEL_TUPLES or slot_bits >= LEVEL_RATIO * order0 or plan.eff.every_level
-            if pal_bits < slot_bits:
-                return _Analysis(entries, 0, ppreds, pstats, _compact(pu, [PALETTE_DEPTH]), few)
-            result.few = result.few or few
-    return result
+    del u
+    result = _Analysis(None, mode, preds, stats, plan.depths == [1])
+    entries, index_plane = pal
+    ip = index_plane[None]
+    pmode, ppreds = _search(plan, ip, [PALETTE_DEPTH], False)
+    pu = K.residuals(ip, [PALETTE_DEPTH], plan.lanes, ppreds, 0)
+    pstats = _slot_stats(plan, pu, (), [0])
+    entry_bits = 8 * len(entries) * sum(1 if d <= 8 else 2 for d in plan.depths) + 8
+    pal_bits = estimate_bits(pstats[0][False]) + entry_bits
+    slot_bits = sum(estimate_bits(v[False]) for v in stats)
+    # bilevel / template candidates (their chooser is costly): few tuples, or content
+    # the predictors barely help (text, drawings), not photos of few levels
+    counts = np.bincount(index_plane.ravel()).astype(np.float64)
+    counts = counts[counts > 0]
+    order0 = float((counts * np.log2(counts.sum() / counts)).sum())
+    few = len(entries) <= LEVEL_TUPLES or slot_bits >= LEVEL_RATIO * order0 or plan.eff.every_level
+    if pal_bits < slot_bits:
+        return totals.take(_Analysis(entries, 0, ppreds, pstats, few))
+    result.few = result.few or few
+    return totals.take(result)
+
+
+def _unit_residuals(plan: _Plan, index: int, a: _Analysis) -> np.ndarray:
+    """The zigzag residuals of unit ``index`` under its analysis' choices (the same kernels, so
+    the same values the statistics counted)."""
+    planes = plan.planes(index)
+    if a.palette is not None:
+        index_plane = K.palette(planes)[1]  # type: ignore[index]  # the analysis found at most 256 tuples
+        return K.residuals(index_plane[None], [PALETTE_DEPTH], plan.lanes, a.preds, 0)
+    if plan.near:
+        return K.near(planes, plan.depths, plan.deltas, plan.lanes, plan.decor, plan.eff.preds, _mode_mask(plan),
+                      a.preds, a.mode)[2]
+    return K.residuals(planes, plan.depths, plan.lanes, a.preds, a.mode, plan.ref_planes(index))
 
 
 def _predictor_bytes(preds: list[int]) -> bytes:
@@ -277,8 +312,7 @@ def _predictor_bytes(preds: list[int]) -> bytes:
 
 
 def _code_unit(plan: _Plan, index: int, a: _Analysis, models: list[ModelPlan], pmodel: ModelPlan | None, cms) -> bytes:
-    u = a.u.astype(np.uint32)
-    a.u = None  # type: ignore[assignment]  # free as the units are coded
+    u = _unit_residuals(plan, index, a)
     if a.palette is not None:
         assert pmodel is not None
         prefix = bytearray([LAYOUT_PALETTE, len(a.palette) - 1])
@@ -431,25 +465,16 @@ def encode_tuned(image: np.ndarray, *, effort: int = DEFAULT_EFFORT, max_error: 
 
 def _encode(plan: _Plan, workers: int, unit_table: str, ordinals: bool) -> EncodedEntropy:
     """The payload of one plan: analysis, models, units, level stripes, head (2, 3, 5)."""
-    effort = plan.effort
     count = plan.geo.unit_count
 
-    totals = _Totals(len(plan.depths))
-    analyses = _map(lambda i: totals.take(_analyze(plan, i)), count, workers)
+    totals = _Totals(len(plan.depths), plan.geo.width * plan.geo.height)
+    analyses = _map(lambda i: _analyze(plan, i, totals), count, workers)
 
-    # 3.3: models from every unit's statistics
-    eff = effort_of(effort)
-    models: list[ModelPlan] = []
-    for s, n in enumerate(plan.depths):
-        # every unit a palette stripe: the slot models code nothing
-        variants = totals.slots[s] or {False: _empty_stats()}
-        models.append(choose_model(variants, n, plan.shifts[s], eff, RUN_MIN))
-    pal = totals.palette
-    pmodel = choose_model(pal, PALETTE_DEPTH, 0, eff, RUN_MIN) if pal else None
+    models, pmodel = _choose_models(plan, totals)
+    del totals
 
     from imij_plugins import _backend
 
-    cms = None
     if _backend.active() == "c":
         cms = [m.enc.cdata() for m in models] + [pmodel.enc.cdata() if pmodel else None]
     else:
@@ -467,6 +492,19 @@ def _encode(plan: _Plan, workers: int, unit_table: str, ordinals: bool) -> Encod
     near_used = plan.bounds is not None and any(a.palette is None for a in analyses)
     return _assemble(plan, model_stream, bodies, pmodel is not None, plan.bounds if near_used else None,
                      unit_table, ordinals, level_records, level_features)
+
+
+def _choose_models(plan: _Plan, totals: "_Totals") -> tuple[list[ModelPlan], ModelPlan | None]:
+    """3.3: every slot's model and the palette index plane's (None without palette stripes) from
+    the units' summed statistics, one sum widened at a time."""
+    eff = effort_of(plan.effort)
+    models = []
+    for s, n in enumerate(plan.depths):
+        # every unit a palette stripe: the slot models code nothing
+        variants = _Totals.stats(totals.slots[s]) or {False: _empty_stats()}
+        models.append(choose_model(variants, n, plan.shifts[s], eff, RUN_MIN))
+    pal = totals.palette
+    return models, choose_model(_Totals.stats(pal), PALETTE_DEPTH, 0, eff, RUN_MIN) if pal else None
 
 
 @dataclass(frozen=True)
@@ -491,7 +529,7 @@ def _levels(plan: _Plan, analyses: list[_Analysis], bodies: list[bytes]):
     from imij_plugins.payload.entropy.rans import Lanes
     from imij_plugins.payload.entropy.writer import UnitChoice
 
-    image = [coded(plan.channels[ci].word, plan.channels[ci], plan.maps[ci]) for ci in plan.slot_channels]
+    image = list(plan.coded_planes(0, plan.geo.height, 0, plan.geo.width))
     levels = LevelCoder(LevelOptions(), plan.slots, image, False)
     choice = UnitChoice()
     for i in candidates:
@@ -502,28 +540,48 @@ def _levels(plan: _Plan, analyses: list[_Analysis], bodies: list[bytes]):
 
 
 class _Totals:
-    """The units' statistics summed as each analysis finishes (3.3: the models see only sums),
-    so no unit keeps its own; integer sums do not depend on the order threads finish in."""
+    """The units' statistics summed in place as each analysis finishes (3.3: the models see only
+    sums), in uint32 below 2^32 positions; integer sums do not depend on the order threads
+    finish in. Each sum becomes an int64 SlotStats only when its model is chosen."""
 
-    def __init__(self, slots: int):
-        self.slots: list[dict[bool, SlotStats]] = [{} for _ in range(slots)]  # per slot and cross variant
-        self.palette: dict[bool, SlotStats] = {}  # the palette index plane's
+    def __init__(self, slots: int, positions: int):
+        self.dtype = np.uint32 if positions < 1 << 32 else np.int64
+        self.slots: list[dict[bool, K.Counts]] = [{} for _ in range(slots)]  # per slot and cross variant
+        self.palette: dict[bool, K.Counts] = {}  # the palette index plane's
         self._lock = threading.Lock()
 
+    def count(self, plan: _Plan, u: np.ndarray) -> None:
+        """Add every slot's counts of a unit's residuals u to the sums in place (uint32 sums; the
+        kernel adds under the lock, the other threads' analyses go on meanwhile)."""
+        with self._lock:
+            for s, total in enumerate(self.slots):
+                for cross in (False, True) if s in plan.cross_slots else (False,):
+                    if cross not in total:
+                        total[cross] = K.new_counts(self.dtype)
+                _count(plan, u, s, {c: SlotStats(*counts) for c, counts in total.items()}, plan.shifts[s])
+
     def take(self, a: _Analysis) -> _Analysis:
+        """Add an analysis' own statistics (units that weighed a palette stripe) to the sums."""
         with self._lock:
             if a.palette is None:
                 for total, variants in zip(self.slots, a.stats):
-                    _add(total, variants)
+                    self._add(total, variants)
             else:
-                _add(self.palette, {False: a.stats[0][False]})
+                self._add(self.palette, {False: a.stats[0][False]})
         a.stats = []
         return a
 
+    def _add(self, total: dict[bool, K.Counts], variants: dict[bool, SlotStats]) -> None:
+        for cross, st in variants.items():
+            if cross not in total:
+                total[cross] = K.new_counts(self.dtype)
+            for acc, add in zip(total[cross], (st.vh, st.zr, st.rh)):
+                np.add(acc, add, out=acc, casting="unsafe")
 
-def _add(total: dict[bool, SlotStats], variants: dict[bool, SlotStats]) -> None:
-    for cross, stats in variants.items():
-        total[cross] = total[cross] + stats if cross in total else stats
+    @staticmethod
+    def stats(total: dict[bool, K.Counts]) -> dict[bool, SlotStats]:
+        """One sum's variants as the models read them (int64)."""
+        return {cross: SlotStats(*(a.astype(np.int64) for a in counts)) for cross, counts in total.items()}
 
 
 def _empty_stats() -> SlotStats:
@@ -534,16 +592,13 @@ def _empty_stats() -> SlotStats:
 
 def _assemble(plan: _Plan, models: bytes, bodies: list[bytes], palette: bool, bounds: list[int] | None,
               unit_table: str, ordinals: bool, level_records=(), level_features=frozenset()) -> EncodedEntropy:
-    """2 / 2.7: the head, the unit records and the unit table; the features used (0.1)."""
+    """2 / 2.7: the head, the unit records and the unit table; the features used (0.1). The
+    payload is built in one buffer, each body dropped from ``bodies`` once copied."""
     features: set[int] = set(level_features)
-    records = []
-    for index, body in enumerate(bodies):
-        if ordinals:
-            body = encode_varint(index) + body
-        records.append(encode_varint(UNIT_STRIPE) + encode_varint(len(body)) + body)
-    spans = [len(r) for r in records]
+    prefixes = [_record_prefix(index, len(body), ordinals) for index, body in enumerate(bodies)]
+    spans = [len(p) + len(body) for p, body in zip(prefixes, bodies)]
     head_records: list[Record] = []
-    if unit_table == "hint" and len(records) >= 2:  # 2.7: the hint for two or more units
+    if unit_table == "hint" and len(spans) >= 2:  # 2.7: the hint for two or more units
         head_records.append(Record(REC_UNIT_TABLE, b"".join(encode_varint(s) for s in spans)))
     elif unit_table == "filled":
         width = max(1, (max(spans).bit_length() + 7) // 8)
@@ -560,7 +615,18 @@ def _assemble(plan: _Plan, models: bytes, bodies: list[bytes], palette: bool, bo
         head_records.append(Record(REC_ORDINALS, b""))
         features.add(FeatureId.UNIT_ORDINALS)
     head = lossless_head(plan.header, palette, plan.lanes, plan.geo, plan.maps, models, head_records, features)
-    return EncodedEntropy(head + b"".join(records), len(head), frozenset(features), len(records))
+    payload = bytearray(head)
+    for index, prefix in enumerate(prefixes):
+        payload += prefix
+        payload += bodies[index]
+        bodies[index] = b""
+    return EncodedEntropy(bytes(payload), len(head), frozenset(features), len(spans))
+
+
+def _record_prefix(index: int, body_len: int, ordinals: bool) -> bytes:
+    """2.7: a unit record's id and length (the length counts the ordinal when there is one)."""
+    ordinal = encode_varint(index) if ordinals else b""
+    return encode_varint(UNIT_STRIPE) + encode_varint(len(ordinal) + body_len) + ordinal
 
 
 __all__ = ["DEFAULT_EFFORT", "EFFORTS", "Effort", "choose_geometry", "encode_tuned", "lanes_for"]

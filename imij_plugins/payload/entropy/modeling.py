@@ -178,33 +178,42 @@ def _stacked(n: int, kms: tuple[tuple[int, int], ...]) -> tuple[np.ndarray, np.n
     return v, r, vn, rn
 
 
+COST_BATCH = 4  # (k, m) candidates whose token counts _multi_cost builds at once (16 x 256 each)
+
+
 def _multi_cost(items: list[tuple["SlotStats", int, int, bool]], n: int) -> np.ndarray:
     """Estimated bits (16 classes: coded size + rough tables + extra bits) of each (stats, k, m,
-    runs) item; items sharing one stats object are costed in one pass."""
+    runs) item; items sharing one stats object are costed a few candidates per pass (small
+    temporaries)."""
     out = np.zeros(len(items))
     groups: dict[tuple[int, bool], list[int]] = {}
     for j, (st, k, m, runs) in enumerate(items):
         groups.setdefault((id(st), runs), []).append(j)
-    for (_, runs), js in groups.items():
-        st = items[js[0]][0]
-        kms = tuple((items[j][1], items[j][2]) for j in js)
-        v, r, vn, rn = _stacked(n, kms)
-        J = len(kms)
-        idx = [v[:, st.nz_v].ravel()]
-        wts = [np.tile(st.vw, J)]
-        extra = vn @ st.vcol.astype(np.float64)
-        if runs:
-            idx.append(r[:, st.nz_r].ravel())
-            wts.append(np.tile(st.rw, J))
-            extra = extra + rn @ st.rcol.astype(np.float64)
-        else:
-            zc = np.flatnonzero(st.zr)
-            idx.append((np.arange(J)[:, None] * CLASSES * 256 + zc[None, :] * 256).ravel())
-            wts.append(np.tile(st.zr[zc].astype(np.float64), J))
-        dense = np.bincount(np.concatenate(idx), weights=np.concatenate(wts), minlength=J * CLASSES * 256)
-        per = _sparse_cost_rows(dense.reshape(-1, 256)).reshape(J, CLASSES).sum(axis=1)
-        out[js] = per + extra
+    for (_, runs), group in groups.items():
+        st = items[group[0]][0]
+        for at in range(0, len(group), COST_BATCH):
+            js = group[at : at + COST_BATCH]
+            out[js] = _batch_cost(st, tuple((items[j][1], items[j][2]) for j in js), n, runs)
     return out
+
+
+def _batch_cost(st: "SlotStats", kms: tuple[tuple[int, int], ...], n: int, runs: bool) -> np.ndarray:
+    """_multi_cost of one stats object under candidates kms, in one pass."""
+    v, r, vn, rn = _stacked(n, kms)
+    J = len(kms)
+    idx = [v[:, st.nz_v].ravel()]
+    wts = [np.tile(st.vw, J)]
+    extra = vn @ st.vcol.astype(np.float64)
+    if runs:
+        idx.append(r[:, st.nz_r].ravel())
+        wts.append(np.tile(st.rw, J))
+        extra = extra + rn @ st.rcol.astype(np.float64)
+    else:
+        zc = np.flatnonzero(st.zr)
+        idx.append((np.arange(J)[:, None] * CLASSES * 256 + zc[None, :] * 256).ravel())
+        wts.append(np.tile(st.zr[zc].astype(np.float64), J))
+    dense = np.bincount(np.concatenate(idx), weights=np.concatenate(wts), minlength=J * CLASSES * 256)
+    return _sparse_cost_rows(dense.reshape(-1, 256)).reshape(J, CLASSES).sum(axis=1) + extra
 
 
 def _cost_rows(h: np.ndarray) -> np.ndarray:

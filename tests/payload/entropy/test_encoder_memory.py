@@ -1,0 +1,120 @@
+"""The encoder's narrow planes and block-wise stream writer (costs.py, csrc/encode.c): kernels on
+uint8 / uint16 / uint32 inputs agree with each other and with the Python references, streams of
+many row blocks (runs crossing blocks) match the writer's coder, and one encode stays within a
+small multiple of its input (5)."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from imij_plugins import _backend
+from imij_plugins.payload.entropy import costs as K
+from imij_plugins.payload.entropy.encoder import encode_tuned
+from imij_plugins.payload.entropy.modeling import SlotStats, choose_model, effort_of
+
+NEEDS_C = pytest.mark.skipif("c" not in _backend.available(), reason="C kernels not built")
+
+
+def _both(fn, *args, **kw):
+    """The C kernel's and the Python reference's result."""
+    with _backend.use("c"):
+        a = fn(*args, **kw)
+    with _backend.use("python"):
+        b = fn(*args, **kw)
+    return a, b
+
+
+def _smooth(rng: np.random.Generator, S: int, h: int, w: int, n: int) -> np.ndarray:
+    """S planes of n-bit coded values: a gradient, noise and a flat band (zero runs)."""
+    y, x = np.mgrid[0:h, 0:w]
+    planes = (x[None] * np.arange(1, S + 1)[:, None, None] + 3 * y[None] + rng.integers(0, 4, (S, h, w)))
+    planes[:, h // 3 : h // 2] = 7
+    return (planes % (1 << n)).astype(K.value_dtype([n]))
+
+
+@NEEDS_C
+@pytest.mark.parametrize("n", [8, 12, 16, 24])
+def test_kernels_read_every_width_alike(n):
+    rng = np.random.default_rng(n)
+    planes = _smooth(rng, 3, 9, 300, n)
+    depths = [n] * 3
+    with _backend.use("c"):
+        wide = K.costs(planes.astype(np.uint32), depths, 16, True, 0x7F, 0xF, 1, 1)
+        narrow = K.costs(planes, depths, 16, True, 0x7F, 0xF, 1, 1)
+        assert np.array_equal(wide, narrow)
+        mode, preds, _ = K.choose(narrow, 0xF)
+        u = K.residuals(planes, depths, 16, preds, mode)
+        assert u.dtype == K.value_dtype(depths)
+        assert np.array_equal(u, K.residuals(planes.astype(np.uint32), depths, 16, preds, mode))
+        x = K.stats(u[1], u[0], 16, 0, 4)
+        y = K.stats(u[1].astype(np.uint32), u[0].astype(np.uint32), 16, 0, 4)
+        assert all(np.array_equal(p, q) for xa, ya in zip(x, y) for p, q in zip(xa, ya))
+        assert K.palette(planes) is None or K.palette(planes)[0] == K.palette(planes.astype(np.uint32))[0]
+    ub = _both(K.residuals, planes, depths, 16, preds, mode)[1]
+    assert np.array_equal(u, ub)
+
+
+@NEEDS_C
+@pytest.mark.parametrize("seed", range(3))
+def test_streams_of_many_blocks_match_the_writers_coder(seed):
+    """Units of several 16384-position blocks, with zero runs crossing the blocks' rows."""
+    rng = np.random.default_rng(300 + seed)
+    h, w = int(rng.integers(40, 70)), int(rng.integers(700, 1100))
+    lanes = int(rng.integers(1, 17))
+    u = rng.integers(0, 40, (h, w)).astype(np.uint8)
+    u[rng.random((h, w)) < 0.3] = 0
+    u[10:30] = 0  # long runs across rows and blocks
+    u[35:, : w // 2] = 0
+    u0 = rng.integers(0, 20, (h, w)).astype(np.uint8)
+    with _backend.use("c"):
+        plain, cross = K.stats(u, u0, lanes, 0, 4)
+    model = choose_model({False: SlotStats(*plain), True: SlotStats(*cross)}, 8, 0, effort_of(9))
+    a, b = _both(K.stream, u, u0, lanes, model.enc)
+    assert a == b
+    with _backend.use("c"):
+        assert K.stream(u.astype(np.uint32), u0.astype(np.uint16), lanes, model.enc) == a
+
+
+@NEEDS_C
+def test_stream_output_grows_past_the_first_buffer():
+    """Noise that does not compress needs the second, worst-case output buffer."""
+    rng = np.random.default_rng(5)
+    u = rng.integers(0, 1 << 16, (64, 512)).astype(np.uint16)
+    with _backend.use("c"):
+        plain, _ = K.stats(u, None, 16, 0, 4)
+    model = choose_model({False: SlotStats(*plain)}, 16, 0, effort_of(1))
+    a, b = _both(K.stream, u[:8], None, 16, model.enc)
+    assert a == b
+
+
+@NEEDS_C
+def test_stream_of_three_ops_per_position_fits_the_bound():
+    """32-bit residuals of 17 or more extra bits everywhere, 16 lanes: 3 ops per position."""
+    rng = np.random.default_rng(6)
+    u = (rng.integers(1 << 30, 1 << 31, (4, 256)) | 1).astype(np.uint32)
+    with _backend.use("c"):
+        plain, _ = K.stats(u, None, 16, 16, 4)
+    model = choose_model({False: SlotStats(*plain)}, 32, 16, effort_of(1))
+    a, b = _both(K.stream, u, None, 16, model.enc)
+    assert a == b
+
+
+@NEEDS_C
+def test_encode_memory_stays_near_the_input():
+    """5: one encode of a mid-size photo-like image peaks below twice its size (tracemalloc)."""
+    rng = np.random.default_rng(9)
+    y, x = np.mgrid[0:512, 0:768]
+    img = np.stack([(x + y) // 3, (2 * x + y) // 5, (x + 3 * y) // 7], axis=-1) + rng.integers(0, 8, (512, 768, 3))
+    img = (img % 256).astype(np.uint8)
+    with _backend.use("c"):
+        encode_tuned(img, threads=1)
+        tracemalloc.start()
+        try:
+            encode_tuned(img, threads=1)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert peak < 2 * img.nbytes
