@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import xxhash
 
@@ -102,11 +103,45 @@ def choose_piece_log2(file_len: int) -> int:
     return 20
 
 
-def make_piece_table(covered: bytes, k: int) -> bytes:
-    """The cSUM chunk (tag, length, payload) for a file whose covered bytes are ``covered``."""
-    digests = b"".join(
-        xxhash.xxh3_64_intdigest(covered[i : i + (1 << k)]).to_bytes(8, "little")
-        for i in range(0, len(covered), 1 << k)
-    )
-    payload = bytes([ALGO_XXH3_64, 8, k]) + encode_varint(len(covered)) + digests
-    return encode_chunk(CSUM, payload)
+class PieceHasher:
+    """XXH3-64 digests of 2^k-byte pieces of covered bytes fed in any slices (1.4 Coverage): only
+    the current piece's hash state and the digests are held."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self.covered = 0
+        self._digests = bytearray()
+        self._piece = xxhash.xxh3_64()
+        self._filled = 0  # bytes in the current piece
+
+    def update(self, data: bytes | bytearray | memoryview) -> None:
+        """Feed the next covered bytes, closing each full piece."""
+        view, size = memoryview(data).cast("B"), 1 << self.k
+        self.covered += len(view)
+        while len(view):
+            take = min(len(view), size - self._filled)
+            self._piece.update(view[:take])
+            self._filled += take
+            view = view[take:]
+            if self._filled == size:
+                self._close_piece()
+
+    def table(self) -> bytes:
+        """The cSUM chunk (tag, length, payload) of every byte fed so far (1.4)."""
+        self._close_piece()
+        return encode_chunk(CSUM, bytes([ALGO_XXH3_64, 8, self.k]) + encode_varint(self.covered) + bytes(self._digests))
+
+    def _close_piece(self) -> None:
+        if self._filled:  # the last piece is short (1.4); an empty one is not a piece
+            self._digests += self._piece.intdigest().to_bytes(8, "little")
+            self._piece.reset()
+            self._filled = 0
+
+
+def make_piece_table(covered: Sequence[bytes | bytearray | memoryview], k: int) -> bytes:
+    """The cSUM chunk for a file whose covered bytes are the parts ``covered`` end to end (hashed
+    in place: the file is never joined for it)."""
+    hasher = PieceHasher(k)
+    for part in covered:
+        hasher.update(part)
+    return hasher.table()

@@ -121,5 +121,10 @@ def iter_chunks(
 
 def encode_chunk(tag: bytes, payload: bytes) -> bytes:
     """A bounded chunk: tag, varint(payload length + 1), payload (1.1)."""
+    return chunk_start(tag, len(payload)) + payload
+
+
+def chunk_start(tag: bytes, payload_len: int) -> bytes:
+    """A bounded chunk's bytes before its payload: tag, varint(payload length + 1) (1.1)."""
     check_tag(tag)
-    return tag + encode_varint(len(payload) + 1) + payload
+    return tag + encode_varint(payload_len + 1)

@@ -8,10 +8,8 @@ import tempfile
 from dataclasses import replace
 from typing import BinaryIO, Callable, Sequence
 
-import xxhash
-
-from imij_plugins.container.checksum import ALGO_XXH3_64, choose_piece_log2, make_piece_table
-from imij_plugins.container.chunks import CSUM, DATA, UIDX, check_tag, encode_chunk
+from imij_plugins.container.checksum import PieceHasher, choose_piece_log2, make_piece_table
+from imij_plugins.container.chunks import DATA, UIDX, chunk_start, encode_chunk
 from imij_plugins.container.file import SIGNATURE
 from imij_plugins.container.header import RECORD_CHECKSUM, RECORD_LOCATOR, Header, encode_header
 from imij_plugins.wire.records import Record
@@ -34,9 +32,9 @@ def assemble(
     just before DATA (1.4), settling the locator first as 1.0 requires.
     """
     pre = [encode_chunk(tag, payload) for tag, payload in before]
-    data = encode_chunk(DATA, data_payload)
+    data_tag = chunk_start(DATA, len(data_payload))  # DATA's payload is joined once, into the file
     post = b"".join(encode_chunk(tag, payload) for tag, payload in after)
-    data_prefix = len(data) - len(data_payload) + data_head_len  # tag, length field and head
+    data_prefix = len(data_tag) + data_head_len  # tag, length field and head
 
     def build(k: int | None, csum_len: int) -> bytes:
         records = [r for r in header.records if r.id not in (RECORD_CHECKSUM, RECORD_LOCATOR)]
@@ -48,15 +46,15 @@ def assemble(
         return SIGNATURE + encode_varint(len(head)) + head + b"".join(pre)
 
     if not checksum:
-        return build(None, 0) + data + post
-    k, csum_len = choose_piece_log2(len(data) + len(post)), 0
+        return b"".join((build(None, 0), data_tag, data_payload, post))
+    data_len = len(data_tag) + len(data_payload)
+    k, csum_len = choose_piece_log2(data_len + len(post)), 0
     for _ in range(8):  # the sizes settle in two or three rounds
         prefix = build(k, csum_len)
-        covered = prefix + data + post
-        new_k = choose_piece_log2(len(covered))
-        csum = make_piece_table(covered, new_k)
+        new_k = choose_piece_log2(len(prefix) + data_len + len(post))
+        csum = make_piece_table((prefix, data_tag, data_payload, post), new_k)
         if new_k == k and len(csum) == csum_len:
-            return prefix + csum + data + post
+            return b"".join((prefix, csum, data_tag, data_payload, post))
         k, csum_len = new_k, len(csum)
     raise RuntimeError("cSUM size did not settle")  # unreachable for real sizes
 
@@ -122,9 +120,7 @@ class StreamWriter:
         if checksum:
             self.k = piece_log2 if piece_log2 is not None else (
                 choose_piece_log2(size_hint) if size_hint else STREAM_PIECE_LOG2)
-        self._digests = bytearray()
-        self._piece = xxhash.xxh3_64()
-        self._filled = 0  # bytes in the current piece
+        self._hasher = PieceHasher(self.k) if self.k is not None else None
         self.written = 0  # covered bytes written so far (everything but the cSUM chunk)
         self._done = False
         records = [r for r in header.records if r.id != RECORD_CHECKSUM]
@@ -144,8 +140,7 @@ class StreamWriter:
         """Write one bounded chunk (1.1): tag, varint(length + 1), payload."""
         if self._done:
             raise ValueError("the file is finished")
-        check_tag(tag)
-        self._emit(tag + encode_varint(len(payload) + 1))
+        self._emit(chunk_start(tag, len(payload)))
         self._emit(payload)
 
     def finish(self, trailer: Sequence[tuple[bytes, bytes]] = ()) -> int:
@@ -155,12 +150,10 @@ class StreamWriter:
             raise ValueError("the file is finished")
         tail = [encode_chunk(tag, payload) for tag, payload in trailer]
         table = b""
-        if self.k is not None:
+        if self._hasher is not None:
             for c in tail:
-                self._hash(c)
-            self._close_piece()
-            covered = self.written + sum(map(len, tail))
-            table = encode_chunk(CSUM, bytes([ALGO_XXH3_64, 8, self.k]) + encode_varint(covered) + bytes(self._digests))
+                self._hasher.update(c)
+            table = self._hasher.table()
             self._out.write(table)
         for c in tail:
             self._out.write(c)
@@ -171,25 +164,8 @@ class StreamWriter:
     def _emit(self, data: bytes | bytearray | memoryview) -> None:
         self._out.write(data)
         self.written += len(data)
-        if self.k is not None:
-            self._hash(data)
-
-    def _hash(self, data: bytes | bytearray | memoryview) -> None:
-        """Feed covered bytes into 2^k-byte pieces (1.4 Coverage), closing each full piece."""
-        view, size = memoryview(data).cast("B"), 1 << self.k  # type: ignore[operator]
-        while len(view):
-            take = min(len(view), size - self._filled)
-            self._piece.update(view[:take])
-            self._filled += take
-            view = view[take:]
-            if self._filled == size:
-                self._close_piece()
-
-    def _close_piece(self) -> None:
-        if self._filled:  # the last piece is short (1.4); an empty one is not a piece
-            self._digests += self._piece.intdigest().to_bytes(8, "little")
-            self._piece.reset()
-            self._filled = 0
+        if self._hasher is not None:
+            self._hasher.update(data)
 
 
 def trailing_index_payload(spans_and_data_len: bytes) -> bytes:

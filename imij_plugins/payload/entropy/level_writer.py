@@ -107,10 +107,8 @@ class _Unit:
 
 
 def _slot_planes(vals: Sequence[np.ndarray]) -> np.ndarray:
-    """The slots' planes as one (S, h, w) uint32 array (a view when there is one uint32 slot)."""
-    if len(vals) == 1:
-        return vals[0].astype(np.uint32, copy=False)[None]
-    return np.stack([v.astype(np.uint32, copy=False) for v in vals])
+    """The slots' planes as one (S, h, w) array in their own type (a view for one slot)."""
+    return vals[0][None] if len(vals) == 1 else np.stack(vals)
 
 
 def _tuples(vals: Sequence[np.ndarray], beyond: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
