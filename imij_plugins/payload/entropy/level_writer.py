@@ -106,8 +106,11 @@ class _Unit:
     own_entries: list[tuple[int, ...]] | None = None
 
 
-def _slot_planes(vals: Sequence[np.ndarray]) -> np.ndarray:
-    """The slots' planes as one (S, h, w) array in their own type (a view for one slot)."""
+def _slot_planes(vals: Sequence[np.ndarray] | np.ndarray) -> np.ndarray:
+    """The slots' planes as one (S, h, w) array in their own type (no copy when they already
+    are one, or for one slot)."""
+    if isinstance(vals, np.ndarray):
+        return vals
     return vals[0][None] if len(vals) == 1 else np.stack(vals)
 
 
@@ -199,10 +202,10 @@ def _index_plane(unit: _Unit, entries: Sequence[tuple[int, ...]], alias: bool) -
 class LevelCoder:
     """The bilevel / template palette part of one payload's writing (see the module docstring)."""
 
-    def __init__(self, options: LevelOptions, slots: Sequence[Slot], image: Sequence[np.ndarray], near: bool):
+    def __init__(self, options: LevelOptions, slots: Sequence[Slot], image: Sequence[np.ndarray] | np.ndarray, near: bool):
         self.opts = options
         self.depths = [s.depth for s in slots]
-        self.image = list(image)  # per slot, the whole image's coded values
+        self.image = image  # per slot, the whole image's coded values (a list, or one (S, h, w) array)
         self.near = near
         self.single = len(slots) == 1 and self.depths[0] == 1  # 2.10: 0x81
         self.entry_ok = bool(slots) and all(d <= MAX_ENTRY_DEPTH for d in self.depths)  # 2.5
