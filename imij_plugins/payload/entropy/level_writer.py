@@ -114,19 +114,37 @@ def _slot_planes(vals: Sequence[np.ndarray] | np.ndarray) -> np.ndarray:
     return vals[0][None] if len(vals) == 1 else np.stack(vals)
 
 
+def _distinct(planes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """An (S, h, w) array's distinct slot tuples (by count descending, then value), each pixel's
+    rank among them (one byte) and the counts; None for more than 256. The palette kernel needs
+    no sort; one slot of 0s and 1s needs no kernel at all (its values are their own ranks, or
+    their flips when 1 is the commoner)."""
+    if planes.shape[0] == 1 and int(planes.max(initial=0)) <= 1:
+        values = planes[0].ravel().astype(np.uint8)
+        ones = int(np.count_nonzero(values))
+        by_value = (values.size - ones, ones)
+        order = sorted((v for v in (0, 1) if by_value[v]), key=lambda v: (-by_value[v], v))
+        if order[0] == 1:
+            values ^= 1
+        return np.array(order, dtype=np.int64).reshape(-1, 1), values, np.array([by_value[v] for v in order], np.int64)
+    found = palette(planes)
+    if found is None:
+        return None
+    entries, index = found
+    tuples = np.array(entries, dtype=np.int64).reshape(len(entries), planes.shape[0])
+    counts = np.bincount(index.ravel(), minlength=len(entries)).astype(np.int64)
+    order = _commonest_first(tuples, counts)
+    rank = np.empty(len(order), dtype=np.uint8)  # at most 256 tuples: one byte per pixel
+    rank[order] = np.arange(len(order))
+    return tuples[order], rank[index.ravel()], counts[order]
+
+
 def _tuples(vals: Sequence[np.ndarray], beyond: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """Distinct slot tuples (ordered by count descending, then value), each pixel's row among
-    them (one byte each), and the counts. Units of at most 256 tuples (every level stripe's) go
-    through the palette kernel, which needs no sort; for more, None unless ``beyond``."""
-    found = palette(_slot_planes(vals))
+    """``_distinct`` of a unit's slot planes; for more than 256 tuples, None unless ``beyond``
+    (then sorted, for a forced layout's checks)."""
+    found = _distinct(_slot_planes(vals))
     if found is not None:
-        entries, index = found
-        tuples = np.array(entries, dtype=np.int64).reshape(len(entries), len(vals))
-        counts = np.bincount(index.ravel(), minlength=len(entries)).astype(np.int64)
-        order = _commonest_first(tuples, counts)
-        rank = np.empty(len(order), dtype=np.uint8)  # at most 256 tuples: one byte per pixel
-        rank[order] = np.arange(len(order))
-        return tuples[order], rank[index.ravel()], counts[order]
+        return found
     if not beyond:
         return None
     cols = [v.reshape(-1).astype(np.int64) for v in vals]
@@ -220,15 +238,8 @@ class LevelCoder:
         more than 256 (section 5 wants them only for two tuples or shared entries). The palette
         kernel finds that out without sorting the image."""
         if self._image_tuples is None:
-            found = palette(_slot_planes(self.image))
-            if found is None:
-                self._image_tuples = False
-            else:
-                entries, index = found
-                tuples = np.array(entries, dtype=np.int64).reshape(len(entries), len(self.image))
-                counts = np.bincount(index.ravel(), minlength=len(entries)).astype(np.int64)
-                order = _commonest_first(tuples, counts)
-                self._image_tuples = (tuples[order], counts[order])
+            found = _distinct(_slot_planes(self.image))
+            self._image_tuples = False if found is None else (found[0], found[2])
         return self._image_tuples or None
 
     def force(self, index: int, uc, vals: list[np.ndarray], lanes: Lanes) -> bool:
