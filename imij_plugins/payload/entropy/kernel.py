@@ -19,7 +19,8 @@ from imij_plugins.payload.entropy.models import M, PALETTE_DEPTH, Model
 from imij_plugins.payload.entropy.stripe import UnitPlan, assemble, decode_coded, new_output, reference_planes
 
 EXPLAIN_PIXELS = 1 << 14  # a failing unit this small is re-read by the reference for its message
-SCRATCH_BYTES = 1 << 16  # a row block's scratch (csrc/imij_kernels.h imij_entropy_rows), at least one row
+SCRATCH_BYTES = 1 << 16  # a row block's scratch (csrc/imij_kernels.h imij_entropy_rows) for narrow units
+MIN_BLOCK_ROWS = 8  # wide units: rows per block that keep the per-block Python work small
 CARRIED_ROWS = 2  # scratch rows 0 and 1: the residuals and coded values of the row above the block
 
 # csrc/imij_kernels.h IMIJ_ENT_E_* -> the Corrupt message
@@ -87,9 +88,9 @@ class CModels:
 
 
 def block_rows(planes: int, width: int, height: int) -> int:
-    """Rows per block: as many as keep the scratch within SCRATCH_BYTES (at least one, at most the unit)."""
+    """Rows per block: as many as keep the scratch within SCRATCH_BYTES, at least MIN_BLOCK_ROWS, at most the unit."""
     fit = SCRATCH_BYTES // (4 * planes * width) - CARRIED_ROWS
-    return max(1, min(height, fit))
+    return min(height, max(MIN_BLOCK_ROWS, fit))
 
 
 def decode_unit_c(plan: UnitPlan, models: CModels, body: bytes | memoryview, width: int, height: int,
