@@ -5,13 +5,16 @@
  * (2.6, section 4). The output is the coded value of every slot (before the channel maps of
  * 2.1, which the caller applies vectorized).
  *
- * Plain C99, no allocation: the caller passes the planes, which hold the residuals and then, in
- * place, the coded values. Every read of
- * `body` is bounds-checked; every plane index is below width * height. The one global is the
- * path choice of entropy_dispatch.h: on x86 with GCC/Clang, streams decode with an AVX2 step
- * (3.1 over the 16 lanes at once) where the CPU has AVX2, falling back to the scalar step
- * wherever that one is needed (row and column 0, zero runs, run tokens, the last 64 bytes);
- * both give identical output and errors (tests/payload/entropy/test_kernel_paths.py).
+ * Plain C99, no allocation. A unit decodes in row blocks: imij_entropy_begin reads the layout
+ * and opens every stream, and each imij_entropy_rows call resumes the streams (lane states, read
+ * position, zero runs: imij_stream_state) for the next rows into the caller's scratch of a few rows
+ * per slot, which hold the residuals and then, in place, the coded values; the row above the block
+ * is carried in the scratch (its residuals for the contexts of 3.1, its coded values for the
+ * predictors of 4). Every read of `body` is bounds-checked; every scratch index is below its
+ * plane. The one global is the path choice of entropy_dispatch.h: on x86 with GCC/Clang, streams
+ * decode with an AVX2 step (3.1 over the 16 lanes at once) where the CPU has AVX2, falling back to
+ * the scalar step wherever that one is needed (row and column 0, zero runs, run tokens, the last
+ * 64 bytes); both give identical output and errors (tests/payload/entropy/test_kernel_paths.py).
  */
 #include <stdlib.h>
 #include <string.h>
