@@ -156,45 +156,50 @@ static inline int64_t floor_half(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1)
 #include <immintrin.h>
 #define AVX2_FN __attribute__((target("avx2,popcnt")))
 
-/* The SIMD step's per-call constants: each lane's first column and the value scheme of 3.2
- * (kp = min(kv, 8): every symbol is below 256, so kv >= 8 makes every value token direct). */
+/* The SIMD step's per-call constants. tok[ctx][slot] is 3.2's token of the symbol at
+ * dec[ctx][slot], so the token gathers in parallel with the table entry instead of after it:
+ * base | nb << 24, or bit 31 when the scalar path must finish the step (a run token, more than 16
+ * extra bits, a value of 24 bits or more, a slot of frequency 0, which no valid table has). */
 typedef struct {
-    uint32_t offs[16]; /* l * lw */
-    uint32_t kp, m, nvalue;
+    uint32_t offs[16];        /* l * lw: each lane's first column */
+    uint32_t tok[4][M_SLOTS]; /* only the contexts ctx_map names are filled */
 } simd_consts;
 
-static void simd_prepare(simd_consts *k, const imij_slot_model *m, uint32_t lw)
+/* Whether the SIMD path pays for its table in this call: about one symbol per byte left, and a
+ * table of M entries per context to fill first. */
+static int simd_worth(const imij_slot_model *m, size_t left)
 {
-    for (uint32_t l = 0; l < 16; l++)
-        k->offs[l] = l * lw;
-    k->kp = m->k < 8 ? m->k : 8;
-    k->m = m->m;
-    k->nvalue = m->nvalue;
+    uint32_t nctx = 0;
+    for (int c = 0; c < 16; c++)
+        nctx = m->ctx_map[c] + 1u > nctx ? m->ctx_map[c] + 1u : nctx;
+    return left >= (size_t)64 * nctx;
 }
 
-/* 3.2 on 8 table entries e (sym | freq << 8 | ...): the symbol's value token as base | nb << 24,
- * or bit 31 when the scalar path must finish the step: a run token, more than 16 extra bits, a
- * value of 24 bits or more (msb >= 24: base >= 2^msb and base + 2^nb - 1 < 2^(msb + 1)), or a
- * slot of frequency 0 (no valid table has one; the scalar path renormalizes it as always). */
-static inline AVX2_FN __m256i simd_token(__m256i e, const simd_consts *k)
+/* Filled per call (a block of rows) on the stack: eight entries per gather, about a microsecond. */
+static AVX2_FN void simd_prepare(simd_consts *k, const imij_slot_model *m, uint32_t lw)
 {
-    const __m256i t = _mm256_and_si256(e, _mm256_set1_epi32(0xff));
-    const __m256i m = _mm256_set1_epi32((int)k->m);
-    __m256i direct = _mm256_cmpgt_epi32(_mm256_set1_epi32(1 << k->kp), t); /* t < 2^k': base t, nb 0 */
-    __m256i q = _mm256_sub_epi32(t, _mm256_set1_epi32(1 << k->kp));
-    __m256i msb = _mm256_add_epi32(_mm256_set1_epi32((int)k->kp), _mm256_srlv_epi32(q, m));
-    __m256i nb = _mm256_andnot_si256(direct, _mm256_sub_epi32(msb, m));
-    __m256i mant = _mm256_and_si256(q, _mm256_set1_epi32((1 << k->m) - 1));
-    __m256i base = _mm256_sllv_epi32(_mm256_or_si256(_mm256_set1_epi32(1 << k->m), mant), nb);
-    base = _mm256_blendv_epi8(base, t, direct);
-    __m256i scalar = _mm256_or_si256(_mm256_cmpgt_epi32(t, _mm256_set1_epi32((int)k->nvalue - 1)),
-                                     _mm256_cmpgt_epi32(nb, _mm256_set1_epi32(16)));
-    scalar = _mm256_or_si256(scalar, _mm256_andnot_si256(direct, _mm256_cmpgt_epi32(msb, _mm256_set1_epi32(23))));
-    scalar = _mm256_or_si256(scalar, _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_srli_epi32(e, 8),
-                                                                          _mm256_set1_epi32(0x7ff)),
-                                                         _mm256_setzero_si256()));
-    return _mm256_or_si256(_mm256_or_si256(base, _mm256_slli_epi32(nb, 24)),
-                           _mm256_and_si256(scalar, _mm256_set1_epi32((int)0x80000000u)));
+    uint32_t tok[256], used = 0;
+    for (uint32_t l = 0; l < 16; l++)
+        k->offs[l] = l * lw;
+    for (uint32_t t = 0; t < 256; t++) {
+        int scalar = t >= m->nvalue || m->nb[t] > 16 ||
+                     (uint64_t)m->base[t] + (1u << m->nb[t]) - 1 >= (1u << 24); /* its largest value */
+        tok[t] = scalar ? 0x80000000u : m->base[t] | (uint32_t)m->nb[t] << 24;
+    }
+    for (int c = 0; c < 16; c++)
+        used |= 1u << (m->ctx_map[c] & 3);
+    for (uint32_t c = 0; c < 4; c++) {
+        if (!(used >> c & 1))
+            continue;
+        for (uint32_t i = 0; i < M_SLOTS; i += 8) {
+            __m256i e = _mm256_loadu_si256((const __m256i *)(m->dec[c] + i));
+            __m256i t = _mm256_i32gather_epi32((const int *)tok, _mm256_and_si256(e, _mm256_set1_epi32(0xff)), 4);
+            __m256i no_freq = _mm256_cmpeq_epi32(_mm256_and_si256(e, _mm256_set1_epi32(0x7ff << 8)),
+                                                 _mm256_setzero_si256());
+            t = _mm256_blendv_epi8(t, _mm256_set1_epi32((int)0x80000000u), no_freq);
+            _mm256_storeu_si256((__m256i *)(k->tok[c] + i), t);
+        }
+    }
 }
 
 /* 3.1 T(v) = min(v >> ctx_shift, 2^16) (v itself when narrow). */
@@ -272,7 +277,7 @@ static inline AVX2_FN int simd_step(const simd_consts *k, const imij_slot_model 
         __m256i at = _mm256_or_si256(_mm256_slli_epi32(simd_context(sum, ctx_map), M_BITS),
                                      _mm256_and_si256(s0, _mm256_set1_epi32(M_SLOTS - 1)));
         __m256i e = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)m->dec[0], at, live[h], 4);
-        tok[h] = _mm256_and_si256(simd_token(e, k), live[h]);
+        tok[h] = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)k->tok[0], at, live[h], 4);
         __m256i freq = _mm256_and_si256(_mm256_srli_epi32(e, 8), _mm256_set1_epi32(0x7ff));
         __m256i x1 = _mm256_add_epi32(_mm256_mullo_epi32(freq, _mm256_srli_epi32(s0, M_BITS)),
                                       _mm256_srli_epi32(e, 19));
@@ -333,7 +338,8 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
     simd_consts k;
     uint32_t w_prev[16];
     int w_valid = 0; /* w_prev holds the previous step's values (it was a complete SIMD step) */
-    if (simd)
+    int use_simd = simd && simd_worth(m, slen - wpos);
+    if (use_simd)
         simd_prepare(&k, m, lw);
 #else
     (void)simd;
@@ -348,7 +354,7 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
             uint32_t sym_of[16], e_of[16], lane_of[16], n = 0;
             int tokens_done = 0;
 #if IMIJ_ENT_AVX2
-            if (simd) {
+            if (use_simd) {
                 int taken = -1;
                 if (r && x && slen - wpos >= 64 && simd_no_runs(run)) {
                     const uint8_t *wp = s + wpos;

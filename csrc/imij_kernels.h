@@ -69,7 +69,6 @@ typedef struct {
     uint32_t ctx_shift;    /* 3.1: T(v) = min(v >> ctx_shift, 2^16) */
     uint32_t delta;        /* 2.6: near-lossless bound, 0 = exact */
     uint32_t high;         /* some symbol has more than 16 extra bits (the high phase runs) */
-    uint32_t k, m;         /* 3.2: the value scheme's kv and m */
     uint8_t ctx_map[16];
     uint32_t dec[4][1024];
     uint32_t base[256];

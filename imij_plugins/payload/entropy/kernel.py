@@ -64,7 +64,6 @@ class CModels:
     def _fill(s, model: Model, depth: int, delta: int) -> None:
         scheme = model.scheme
         s.depth, s.nvalue, s.cross, s.ctx_shift, s.delta = depth, scheme.value_tokens, model.cross, model.ctx_shift, delta
-        s.k, s.m = scheme.k, scheme.m
         s.ctx_map = list(model.ctx_map)
         dec = np.zeros((4, M), np.uint32)
         slots = np.arange(M, dtype=np.uint32)
@@ -102,34 +101,45 @@ def decode_unit_c(plan: UnitPlan, models: CModels, body: bytes | memoryview, wid
         return assemble(plan, decode_level_c(plan, models.levels, body, width, height), height, width, out)
     ffi, lib = _backend.ffi, _backend.lib
     out = new_output(plan, height, width) if out is None else out
-    state = ffi.new("imij_entropy_state *")
-    pred_ids = np.empty(height, dtype=np.uint8)
-    code = lib.imij_entropy_begin(
-        ffi.from_buffer("uint8_t[]", body),  # the record in place, not a copy; kept alive by `body`
-        len(body),
-        models.unit_of(width, height),
-        reference is not None,
-        state,
-        ffi.from_buffer("uint8_t[]", pred_ids, require_writable=True),
-    )
-    _check(code, plan, body, width, height, reference)
+    pred_ids = np.empty(height, dtype=np.uint8)  # 2.4: read by every block
+    state = _begin(plan, models, body, width, height, reference, pred_ids)
     nplanes = max(len(plan.slots), 1)  # a palette stripe's index plane needs one
     rows = block_rows(nplanes, width, height)
     planes = np.empty((nplanes, rows + CARRIED_ROWS, width), dtype=np.uint32)
     refs = None if reference is None else np.empty((len(plan.slots), rows + CARRIED_ROWS, width), dtype=np.uint32)
     planes_c = ffi.from_buffer("uint32_t[]", planes, require_writable=True)
     refs_c = ffi.NULL if refs is None else ffi.from_buffer("uint32_t[]", refs)
+    coded_at = [slot.coded.index for slot in plan.slots]
     for r0 in range(0, height, rows):
         n = min(rows, height - r0)
         if refs is not None:
             _load_reference(plan, reference, refs, r0, n)  # type: ignore[arg-type]
-        _check(lib.imij_entropy_rows(state, n, rows, planes_c, refs_c), plan, body, width, height, reference)
-        block = planes[:, CARRIED_ROWS : CARRIED_ROWS + n]
+        code = lib.imij_entropy_rows(state, n, rows, planes_c, refs_c)
+        if code:
+            _fail(code, plan, body, width, height, reference)
         coded: list[np.ndarray | None] = [None] * len(plan.chans)
-        for i, slot in enumerate(plan.slots):
-            coded[slot.coded.index] = block[i]  # uint32: assemble widens only what a map needs
+        for i, at in enumerate(coded_at):
+            coded[at] = planes[i, CARRIED_ROWS : CARRIED_ROWS + n]  # uint32: assemble widens only what a map needs
         assemble(plan, coded, n, width, out[r0 : r0 + n])
     return out
+
+
+def _begin(plan: UnitPlan, models: CModels, body: bytes | memoryview, width: int, height: int,
+           reference: np.ndarray | None, pred_ids: np.ndarray):
+    """The kernel's ``imij_entropy_state`` after the unit's layout (2.4, 2.5) and stream openings (3)."""
+    ffi = _backend.ffi
+    state = ffi.new("imij_entropy_state *")
+    code = _backend.lib.imij_entropy_begin(
+        ffi.from_buffer("uint8_t[]", body),  # the record in place, not a copy; `body` outlives the decode
+        len(body),
+        models.unit_of(width, height),
+        reference is not None,
+        state,
+        ffi.from_buffer("uint8_t[]", pred_ids, require_writable=True),
+    )
+    if code:
+        _fail(code, plan, body, width, height, reference)
+    return state
 
 
 def _load_reference(plan: UnitPlan, reference: np.ndarray, refs: np.ndarray, r0: int, n: int) -> None:
@@ -141,11 +151,9 @@ def _load_reference(plan: UnitPlan, reference: np.ndarray, refs: np.ndarray, r0:
         refs[i, CARRIED_ROWS : CARRIED_ROWS + n] = plane  # reduced values are below 2^n <= 2^32
 
 
-def _check(code: int, plan: UnitPlan, body: bytes | memoryview, width: int, height: int,
-           reference: np.ndarray | None) -> None:
+def _fail(code: int, plan: UnitPlan, body: bytes | memoryview, width: int, height: int,
+          reference: np.ndarray | None) -> None:
     """Raise the kernel's error as Corrupt; a small unit is re-read by the reference, which names the exact rule."""
-    if not code:
-        return
     if width * height <= EXPLAIN_PIXELS:
         refs = None if reference is None else reference_planes(plan, reference, height, width)
         decode_coded(plan, body, width, height, refs)
