@@ -5,13 +5,16 @@
  * (2.6, section 4). The output is the coded value of every slot (before the channel maps of
  * 2.1, which the caller applies vectorized).
  *
- * Plain C99, no allocation: the caller passes the planes, which hold the residuals and then, in
- * place, the coded values. Every read of
- * `body` is bounds-checked; every plane index is below width * height. The one global is the
- * path choice of entropy_dispatch.h: on x86 with GCC/Clang, streams decode with an AVX2 step
- * (3.1 over the 16 lanes at once) where the CPU has AVX2, falling back to the scalar step
- * wherever that one is needed (row and column 0, zero runs, run tokens, the last 64 bytes);
- * both give identical output and errors (tests/payload/entropy/test_kernel_paths.py).
+ * Plain C99, no allocation. A unit decodes in row blocks: imij_entropy_begin reads the layout
+ * and opens every stream, and each imij_entropy_rows call resumes the streams (lane states, read
+ * position, zero runs: imij_stream_state) for the next rows into the caller's scratch of a few rows
+ * per slot, which hold the residuals and then, in place, the coded values; the row above the block
+ * is carried in the scratch (its residuals for the contexts of 3.1, its coded values for the
+ * predictors of 4). Every read of `body` is bounds-checked; every scratch index is below its
+ * plane. The one global is the path choice of entropy_dispatch.h: on x86 with GCC/Clang, streams
+ * decode with an AVX2 step (3.1 over the 16 lanes at once) where the CPU has AVX2, falling back to
+ * the scalar step wherever that one is needed (row and column 0, zero runs, run tokens, the last
+ * 64 bytes); both give identical output and errors (tests/payload/entropy/test_kernel_paths.py).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -153,26 +156,27 @@ static inline int64_t floor_half(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1)
 #include <immintrin.h>
 #define AVX2_FN __attribute__((target("avx2,popcnt")))
 
-/* The SIMD step's per-stream constants (plain data: the scalar instantiations hold one too).
- * tok[ctx][slot] is 3.2's token of the symbol at dec[ctx][slot], so the token gathers in parallel
- * with the table entry instead of after it: base | nb << 24, or bit 31 when the scalar path must
- * finish the step (a run token, more than 16 extra bits, a value of 24 bits or more). */
+/* The SIMD step's per-call constants. tok[ctx][slot] is 3.2's token of the symbol at
+ * dec[ctx][slot], so the token gathers in parallel with the table entry instead of after it:
+ * base | nb << 24, or bit 31 when the scalar path must finish the step (a run token, more than 16
+ * extra bits, a value of 24 bits or more, a slot of frequency 0, which no valid table has). */
 typedef struct {
-    uint32_t offs[16];          /* l * lw: each lane's first column */
-    uint32_t tok[4][M_SLOTS];   /* only the contexts ctx_map names are filled */
+    uint32_t offs[16];        /* l * lw: each lane's first column */
+    uint32_t tok[4][M_SLOTS]; /* only the contexts ctx_map names are filled */
 } simd_consts;
 
-/* Whether the SIMD path pays for its table here: about one symbol per byte, and a table of
- * M entries per context to fill first. */
-static int simd_worth(const imij_slot_model *m, size_t slen)
+/* Whether the SIMD path pays for its table in this call: about one symbol per byte left, and a
+ * table of M entries per context to fill first. */
+static int simd_worth(const imij_slot_model *m, size_t left)
 {
     uint32_t nctx = 0;
     for (int c = 0; c < 16; c++)
         nctx = m->ctx_map[c] + 1u > nctx ? m->ctx_map[c] + 1u : nctx;
-    return slen >= (size_t)64 * nctx;
+    return left >= (size_t)64 * nctx;
 }
 
-static void simd_prepare(simd_consts *k, const imij_slot_model *m, uint32_t lw)
+/* Filled per call (a block of rows) on the stack: eight entries per gather, about a microsecond. */
+static AVX2_FN void simd_prepare(simd_consts *k, const imij_slot_model *m, uint32_t lw)
 {
     uint32_t tok[256], used = 0;
     for (uint32_t l = 0; l < 16; l++)
@@ -187,10 +191,13 @@ static void simd_prepare(simd_consts *k, const imij_slot_model *m, uint32_t lw)
     for (uint32_t c = 0; c < 4; c++) {
         if (!(used >> c & 1))
             continue;
-        for (uint32_t i = 0; i < M_SLOTS; i++) { /* freq 0 (no valid table has it): scalar, so a
-                                                   * state left below 2^16 renormalizes as there */
-            uint32_t e = m->dec[c][i];
-            k->tok[c][i] = e >> 8 & 0x7ffu ? tok[e & 0xffu] : 0x80000000u;
+        for (uint32_t i = 0; i < M_SLOTS; i += 8) {
+            __m256i e = _mm256_loadu_si256((const __m256i *)(m->dec[c] + i));
+            __m256i t = _mm256_i32gather_epi32((const int *)tok, _mm256_and_si256(e, _mm256_set1_epi32(0xff)), 4);
+            __m256i no_freq = _mm256_cmpeq_epi32(_mm256_and_si256(e, _mm256_set1_epi32(0x7ff << 8)),
+                                                 _mm256_setzero_si256());
+            t = _mm256_blendv_epi8(t, _mm256_set1_epi32((int)0x80000000u), no_freq);
+            _mm256_storeu_si256((__m256i *)(k->tok[c] + i), t);
         }
     }
 }
@@ -302,29 +309,26 @@ static inline AVX2_FN int simd_step(const simd_consts *k, const imij_slot_model 
 }
 #endif
 
-/* 3.1: one slot's stream of a unit: lanes decode in (step, phase, lane) order into u. `narrow`
- * (a constant at each call) says ctx_shift is 0 and this slot's residuals are below 2^16 (its
- * value tokens end below 2^n, 3.2), so T(v) = min(v >> ctx_shift, 2^16) is v itself for them;
- * `cross` adds slot 0's term. Every term is at most 2^16, so sums stay below 2^18. */
-static ALWAYS_INLINE int decode_stream_as(const uint8_t *s, size_t slen, const imij_slot_model *m, uint32_t width,
-                                          uint32_t height, uint32_t lanes, uint32_t *u, const uint32_t *u0,
-                                          const int narrow, const int cross, const int simd)
+/* 3.1: rows [r0, r0 + rows) of one slot's stream, resumed from `ss` and saved back to it: lanes
+ * decode in (step, phase, lane) order into u, the block's rows (contiguous). `up0` holds the
+ * residuals of row r0 - 1 (read when r0 > 0), `u0` slot 0's residuals of the block's rows (the
+ * cross context). A zero run's counter carries over row and block ends (3.1: "continuing across
+ * rows"). `narrow` (a constant at each call) says ctx_shift is 0 and this slot's residuals are
+ * below 2^16 (its value tokens end below 2^n, 3.2), so T(v) = min(v >> ctx_shift, 2^16) is v
+ * itself for them; `cross` adds slot 0's term. Every term is at most 2^16, so sums stay below 2^18. */
+static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *body, const imij_slot_model *m,
+                                        uint32_t width, uint32_t height, uint32_t lanes, uint32_t r0,
+                                        uint32_t rows, uint32_t *u, const uint32_t *up0, const uint32_t *u0,
+                                        const int narrow, const int cross, const int simd)
 {
     uint32_t lw = (width + lanes - 1) / lanes; /* 2.3: lane width */
     uint32_t active = (width + lw - 1) / lw;   /* the non-empty prefix */
     uint32_t last_w = width - (active - 1) * lw; /* every lane but the last is lw wide */
-    uint32_t st[16] = {0}, run[16] = {0};
-    size_t wpos = (size_t)4 * active;
-    if (slen < wpos)
-        return IMIJ_ENT_E_TRUNCATED;
-    if ((slen - wpos) & 1)
-        return IMIJ_ENT_E_WORDS; /* 3: after the states, a sequence of u16 words */
-    for (uint32_t l = 0; l < active; l++) {
-        st[l] = (uint32_t)s[4 * l] | (uint32_t)s[4 * l + 1] << 8 | (uint32_t)s[4 * l + 2] << 16 |
-                (uint32_t)s[4 * l + 3] << 24;
-        if (st[l] < STATE_LOW) /* 3: each initial state >= 2^16 */
-            return IMIJ_ENT_E_STATE;
-    }
+    const uint8_t *s = body + ss->start;
+    size_t slen = ss->len, wpos = ss->pos;
+    uint32_t st[16], run[16];
+    memcpy(st, ss->st, sizeof st);
+    memcpy(run, ss->run, sizeof run);
     const uint32_t shift = m->ctx_shift, nvalue = m->nvalue;
     const uint8_t *nbits = m->nb;
     const uint32_t *table_of[33]; /* the table of each context sum's bit length (any 32-bit sum) */
@@ -334,16 +338,17 @@ static ALWAYS_INLINE int decode_stream_as(const uint8_t *s, size_t slen, const i
     simd_consts k;
     uint32_t w_prev[16];
     int w_valid = 0; /* w_prev holds the previous step's values (it was a complete SIMD step) */
-    int use_simd = simd && simd_worth(m, slen);
+    int use_simd = simd && simd_worth(m, slen - wpos);
     if (use_simd)
         simd_prepare(&k, m, lw);
 #else
     (void)simd;
 #endif
-    for (uint32_t r = 0; r < height; r++) {
-        uint32_t *row = u + (size_t)r * width;
-        const uint32_t *up = r ? row - width : row;
-        const uint32_t *c0 = cross ? u0 + (size_t)r * width : row;
+    for (uint32_t i = 0; i < rows; i++) {
+        uint32_t r = r0 + i; /* the stripe row */
+        uint32_t *row = u + (size_t)i * width;
+        const uint32_t *up = i ? row - width : up0;
+        const uint32_t *c0 = cross ? u0 + (size_t)i * width : row;
         for (uint32_t x = 0; x < lw; x++) {
             uint32_t nl = x < last_w ? active : active - 1; /* lanes with a position at x */
             uint32_t sym_of[16], e_of[16], lane_of[16], n = 0;
@@ -419,32 +424,32 @@ static ALWAYS_INLINE int decode_stream_as(const uint8_t *s, size_t slen, const i
                 PUT_VALUE(i);
         }
     }
+    memcpy(ss->st, st, sizeof st);
+    memcpy(ss->run, run, sizeof run);
+    ss->pos = wpos;
     return 0;
 }
 
-/* The four specializations of decode_stream_as on one path (SIMD or not). */
-#define DECODE_STREAM_AS(SIMD)                                                                     \
+/* The arguments of decode_rows_as after its three constant flags. */
+#define ROWS_ARGS ss, body, m, width, height, lanes, r0, rows, u, up0, u0
+
+/* The four specializations of decode_rows_as on one path (SIMD or not). */
+#define DECODE_ROWS_AS(SIMD)                                                                       \
     do {                                                                                           \
         int narrow_ = m->ctx_shift == 0 && m->depth <= 16; /* residuals of n <= 16 bits: < 2^16 */ \
         if (narrow_)                                                                               \
-            return m->cross ? decode_stream_as(s, slen, m, width, height, lanes, u, u0, 1, 1, SIMD)     \
-                            : decode_stream_as(s, slen, m, width, height, lanes, u, u0, 1, 0, SIMD);    \
-        return m->cross ? decode_stream_as(s, slen, m, width, height, lanes, u, u0, 0, 1, SIMD)         \
-                        : decode_stream_as(s, slen, m, width, height, lanes, u, u0, 0, 0, SIMD);        \
+            return m->cross ? decode_rows_as(ROWS_ARGS, 1, 1, SIMD) : decode_rows_as(ROWS_ARGS, 1, 0, SIMD); \
+        return m->cross ? decode_rows_as(ROWS_ARGS, 0, 1, SIMD) : decode_rows_as(ROWS_ARGS, 0, 0, SIMD);     \
     } while (0)
 
-static int decode_stream_scalar(const uint8_t *s, size_t slen, const imij_slot_model *m, uint32_t width,
-                                uint32_t height, uint32_t lanes, uint32_t *u, const uint32_t *u0)
-{
-    DECODE_STREAM_AS(0);
-}
+#define ROWS_PARAMS                                                                                \
+    imij_stream_state *ss, const uint8_t *body, const imij_slot_model *m, uint32_t width, uint32_t height, \
+        uint32_t lanes, uint32_t r0, uint32_t rows, uint32_t *u, const uint32_t *up0, const uint32_t *u0
+
+static int decode_rows_scalar(ROWS_PARAMS) { DECODE_ROWS_AS(0); }
 
 #if IMIJ_ENT_AVX2
-static AVX2_FN int decode_stream_avx2(const uint8_t *s, size_t slen, const imij_slot_model *m, uint32_t width,
-                                      uint32_t height, uint32_t lanes, uint32_t *u, const uint32_t *u0)
-{
-    DECODE_STREAM_AS(1);
-}
+static AVX2_FN int decode_rows_avx2(ROWS_PARAMS) { DECODE_ROWS_AS(1); }
 #endif
 
 /* The path in use (entropy_dispatch.h): -1 until chosen, then 0 scalar or 1 AVX2. */
@@ -471,15 +476,15 @@ int imij_entropy_simd(int mode)
     return simd_path;
 }
 
-static int decode_stream(const uint8_t *s, size_t slen, const imij_slot_model *m, uint32_t width,
-                         uint32_t height, uint32_t lanes, uint32_t *u, const uint32_t *u0)
+/* decode_rows_as on the path in use. */
+static int decode_rows(ROWS_PARAMS)
 {
 #if IMIJ_ENT_AVX2
     int path = simd_path < 0 ? imij_entropy_simd(-1) : simd_path;
     if (path == 1 && width < (1u << 30))
-        return decode_stream_avx2(s, slen, m, width, height, lanes, u, u0);
+        return decode_rows_avx2(ROWS_ARGS);
 #endif
-    return decode_stream_scalar(s, slen, m, width, height, lanes, u, u0);
+    return decode_rows_scalar(ROWS_ARGS);
 }
 
 /* Section 4: the predictor of a position from lane-local neighbours of reconstructed values. */
@@ -553,9 +558,10 @@ static void intra_lane(uint32_t id, uint32_t *cur, const uint32_t *up, uint32_t 
     }
 }
 
-/* Reconstruct row r of one slot plane v in place (section 4 step 3): on entry row r holds the
- * residuals d and the rows above are reconstructed. Each v is written right after its own d is
- * read, and the predictors read only positions before it (W, NW, N, NE), so one plane serves. */
+/* Reconstruct stripe row r of one slot in place (section 4 step 3): `v` points at the row, which
+ * holds the residuals d on entry, with the row above (reconstructed) right before it; `ref`
+ * likewise at the reference row (inter frames) or NULL. Each v is written right after its own d is
+ * read, and the predictors read only positions before it (W, NW, N, NE), so one row serves. */
 static void reconstruct(uint32_t *v, const uint8_t *pred_ids, const uint32_t *ref, uint32_t width, uint32_t r,
                         uint32_t lanes, uint32_t depth, uint32_t delta)
 {
@@ -565,13 +571,12 @@ static void reconstruct(uint32_t *v, const uint8_t *pred_ids, const uint32_t *re
     uint32_t id = pred_ids[r];
     for (uint32_t c0 = 0; c0 < width; c0 += lw) {
         uint32_t lane_w = c0 + lw <= width ? lw : width - c0;
-        size_t at0 = (size_t)r * width + c0;
         if (r > 0 && id <= 6 && !delta) { /* the common case, one predictor per lane row */
-            intra_lane(id, v + at0, v + at0 - width, lane_w, mask);
+            intra_lane(id, v + c0, v + c0 - width, lane_w, mask);
             continue;
         }
         for (uint32_t x = 0; x < lane_w; x++) {
-            size_t at = at0 + x;
+            size_t at = c0 + x;
             uint32_t p = predict(id, v, ref, at, width, r, x, lane_w, mask);
             if (delta) { /* 2.6: v = clamp(pred + sext_n(d) (2 delta + 1), 0, 2^n - 1) */
                 int64_t q = sext(v[at], depth) * step + (int64_t)p;
@@ -636,100 +641,198 @@ static void undo_decor(const uint32_t *g, uint32_t *rr, uint32_t *b, size_t coun
     }
 }
 
-int imij_entropy_unit(const uint8_t *body, size_t len, const imij_unit *unit, const uint32_t *reference,
-                      uint32_t *planes, uint8_t *pred_ids)
+/* 3: one slot stream's opening, checked before any row decodes: an initial state >= 2^16 per
+ * active lane, then whole u16 words; the stream resumes from there (`ss`). */
+static int open_stream(imij_stream_state *ss, const uint8_t *body, size_t start, size_t len, uint32_t width,
+                       uint32_t lanes)
 {
-    uint32_t width = unit->width, height = unit->height, nslots = unit->nslots;
-    size_t plane = (size_t)width * height;
-    if (width == 0 || height == 0 || unit->lanes < 1 || unit->lanes > 16 || nslots > 8)
-        return IMIJ_ENT_E_ARGS;
-    reader rd = {body, 0, len};
-    uint32_t decor;
-    int err = rd_u8(&rd, &decor);
-    if (err)
-        return err;
-    int inter = reference != NULL && unit->inter_allowed;
-    if (decor == 0x80) { /* 2.5: a palette stripe */
-        const imij_slot_model *pm = unit->palette;
-        if (!pm)
-            return IMIJ_ENT_E_PALETTE; /* needs head present bit 0 and slots of depth <= 16 */
-        uint32_t count;
-        if ((err = rd_u8(&rd, &count)))
-            return err;
-        count += 1;
-        uint16_t entries[256][8];
-        for (uint32_t e = 0; e < count; e++) {
-            for (uint32_t s = 0; s < nslots; s++) {
-                const imij_slot_model *m = &unit->slots[s];
-                uint32_t v, hi = 0;
-                if ((err = rd_u8(&rd, &v)))
-                    return err;
-                if (m->depth > 8 && (err = rd_u8(&rd, &hi)))
-                    return err;
-                v |= hi << 8;
-                if (v > mask_of(m->depth))
-                    return IMIJ_ENT_E_PALETTE; /* 2.5: each entry < 2^n_s */
-                entries[e][s] = (uint16_t)v;
-            }
-        }
-        if ((err = read_predictors(&rd, height, 0, pred_ids)))
-            return err;
-        uint64_t slen;
-        if ((err = rd_varint(&rd, &slen)))
-            return err;
-        if (slen != rd.end - rd.pos)
-            return IMIJ_ENT_E_LENGTHS;
-        uint32_t *idx = planes; /* the index plane: residuals, then indices, in plane 0 */
-        if ((err = decode_stream(body + rd.pos, (size_t)slen, pm, width, height, unit->lanes, idx, NULL)))
-            return err;
-        for (size_t i = 0; i < plane; i++)
-            idx[i] = unzigzag(idx[i], 0xffu);
-        for (uint32_t r = 0; r < height; r++)
-            reconstruct(idx, pred_ids, NULL, width, r, unit->lanes, 8, 0);
-        for (size_t i = 0; i < plane; i++) { /* each index is read before plane 0 takes its entry */
-            const uint16_t *entry = entries[idx[i] < count ? idx[i] : 0]; /* entry 0 when i >= n */
-            for (uint32_t s = 0; s < nslots; s++)
-                planes[s * plane + i] = entry[s];
-        }
-        return 0;
+    uint32_t lw = (width + lanes - 1) / lanes, active = (width + lw - 1) / lw;
+    const uint8_t *s = body + start;
+    memset(ss, 0, sizeof *ss);
+    ss->start = start;
+    ss->len = len;
+    ss->pos = (size_t)4 * active;
+    if (len < ss->pos)
+        return IMIJ_ENT_E_TRUNCATED;
+    if ((len - ss->pos) & 1)
+        return IMIJ_ENT_E_WORDS; /* 3: after the states, a sequence of u16 words */
+    for (uint32_t l = 0; l < active; l++) {
+        ss->st[l] = (uint32_t)s[4 * l] | (uint32_t)s[4 * l + 1] << 8 | (uint32_t)s[4 * l + 2] << 16 |
+                    (uint32_t)s[4 * l + 3] << 24;
+        if (ss->st[l] < STATE_LOW) /* 3: each initial state >= 2^16 */
+            return IMIJ_ENT_E_STATE;
     }
-    if (decor >= 0x81 && decor <= 0x84)
-        return IMIJ_ENT_E_GATED; /* 2.10, 2.14: bilevel and template stripes need their features */
-    if (decor > 3 || (decor && !unit->decor_allowed))
-        return IMIJ_ENT_E_DECOR; /* 2.4 */
-    if ((err = read_predictors(&rd, height, inter, pred_ids)))
+    return 0;
+}
+
+/* 2.5: a palette stripe's count, entries (each < 2^n_s), predictors and its one stream. */
+static int begin_palette(imij_entropy_state *state, reader *rd)
+{
+    const imij_unit *unit = &state->unit;
+    uint32_t count;
+    uint64_t slen;
+    int err;
+    if (!unit->palette)
+        return IMIJ_ENT_E_PALETTE; /* needs head present bit 0 and slots of depth <= 16 */
+    if ((err = rd_u8(rd, &count)))
         return err;
+    state->count = count + 1;
+    for (uint32_t e = 0; e < state->count; e++) {
+        for (uint32_t s = 0; s < unit->nslots; s++) {
+            uint32_t v, hi = 0;
+            if ((err = rd_u8(rd, &v)))
+                return err;
+            if (unit->slots[s].depth > 8 && (err = rd_u8(rd, &hi)))
+                return err;
+            v |= hi << 8;
+            if (v > mask_of(unit->slots[s].depth))
+                return IMIJ_ENT_E_PALETTE; /* 2.5: each entry < 2^n_s */
+            state->entries[e][s] = (uint16_t)v;
+        }
+    }
+    if ((err = read_predictors(rd, unit->height, 0, state->pred_ids)))
+        return err;
+    if ((err = rd_varint(rd, &slen)))
+        return err;
+    if (slen != rd->end - rd->pos)
+        return IMIJ_ENT_E_LENGTHS;
+    return open_stream(&state->streams[0], rd->p, rd->pos, (size_t)slen, unit->width, unit->lanes);
+}
+
+/* 2.4: a slot stripe's predictors, stream lengths (filling the record) and streams. */
+static int begin_slots(imij_entropy_state *state, reader *rd)
+{
+    const imij_unit *unit = &state->unit;
     uint64_t lens[8], total = 0;
-    for (uint32_t s = 0; s < nslots; s++) {
-        if ((err = rd_varint(&rd, &lens[s])))
+    int err;
+    if ((err = read_predictors(rd, unit->height, (int)state->inter, state->pred_ids)))
+        return err;
+    for (uint32_t s = 0; s < unit->nslots; s++) {
+        if ((err = rd_varint(rd, &lens[s])))
             return err;
-        if (lens[s] > rd.end)
+        if (lens[s] > rd->end)
             return IMIJ_ENT_E_LENGTHS;
         total += lens[s];
     }
-    if (total != rd.end - rd.pos)
+    if (total != rd->end - rd->pos)
         return IMIJ_ENT_E_LENGTHS; /* the streams fill the record */
-    size_t at = rd.pos;
-    for (uint32_t s = 0; s < nslots; s++) {
-        const imij_slot_model *m = &unit->slots[s];
-        if ((err = decode_stream(body + at, (size_t)lens[s], m, width, height, unit->lanes, planes + s * plane,
-                                 planes)))
+    size_t at = rd->pos;
+    for (uint32_t s = 0; s < unit->nslots; s++) {
+        if ((err = open_stream(&state->streams[s], rd->p, at, (size_t)lens[s], unit->width, unit->lanes)))
             return err;
         at += (size_t)lens[s];
     }
-    /* Every stream is decoded (the cross context of 3.1 read slot 0's residuals), so the planes now
-     * turn into coded values in place, row by row so each row's planes stay in cache: a row's
-     * residuals are only read by steps 1-3 of that same row. */
-    for (uint32_t r = 0; r < height; r++) {
-        size_t at = (size_t)r * width;
+    return 0;
+}
+
+static int begin(imij_entropy_state *state, const uint8_t *body, size_t len)
+{
+    const imij_unit *unit = &state->unit;
+    if (unit->width == 0 || unit->height == 0 || unit->lanes < 1 || unit->lanes > 16 || unit->nslots > 8)
+        return IMIJ_ENT_E_ARGS;
+    reader rd = {body, 0, len};
+    int err = rd_u8(&rd, &state->layout);
+    if (err)
+        return err;
+    if (state->layout == 0x80) /* 2.5 */
+        return begin_palette(state, &rd);
+    if (state->layout >= 0x81 && state->layout <= 0x84)
+        return IMIJ_ENT_E_GATED; /* 2.10, 2.14: bilevel and template stripes need their features */
+    if (state->layout > 3 || (state->layout && !unit->decor_allowed))
+        return IMIJ_ENT_E_DECOR; /* 2.4 */
+    return begin_slots(state, &rd);
+}
+
+int imij_entropy_begin(const uint8_t *body, size_t len, const imij_unit *unit, int has_reference,
+                       imij_entropy_state *state, uint8_t *pred_ids)
+{
+    memset(state, 0, sizeof *state);
+    state->unit = *unit;
+    state->body = body;
+    state->pred_ids = pred_ids;
+    state->inter = has_reference && unit->inter_allowed;
+    state->error = begin(state, body, len);
+    return state->error;
+}
+
+/* The next row block's first row in each plane of the scratch (imij_kernels.h): rows 0 and 1
+ * carry the residuals and the coded values of the row above the block. */
+#define CARRY_U 0
+#define CARRY_V 1
+#define FIRST_ROW 2
+
+/* 2.5: a block of the index plane (plane 0), then each index's entry in every slot plane. */
+static int palette_rows(imij_entropy_state *state, uint32_t rows, size_t stride, uint32_t *planes)
+{
+    const imij_unit *unit = &state->unit;
+    uint32_t width = unit->width, r0 = state->row;
+    size_t first = (size_t)FIRST_ROW * width, last = first + (size_t)(rows - 1) * width, count = (size_t)rows * width;
+    uint32_t *idx = planes;
+    int err = decode_rows(&state->streams[0], state->body, unit->palette, width, unit->height, unit->lanes, r0, rows,
+                          idx + first, idx + (size_t)CARRY_U * width, NULL);
+    if (err)
+        return err;
+    memcpy(idx + (size_t)CARRY_U * width, idx + last, (size_t)width * sizeof *idx);
+    for (uint32_t i = 0; i < rows; i++) { /* 4 steps 1 and 3 on the 8-bit index slot */
+        uint32_t *row = idx + first + (size_t)i * width;
+        unzigzag_run(row, width, 0xffu);
+        reconstruct(row, state->pred_ids, NULL, width, r0 + i, unit->lanes, 8, 0);
+    }
+    memcpy(idx + (size_t)CARRY_V * width, idx + last, (size_t)width * sizeof *idx);
+    for (size_t i = first; i < first + count; i++) { /* each index is read before plane 0 takes its entry */
+        const uint16_t *entry = state->entries[idx[i] < state->count ? idx[i] : 0]; /* entry 0 when i >= n */
+        for (uint32_t s = 0; s < unit->nslots; s++)
+            planes[s * stride + i] = entry[s];
+    }
+    return 0;
+}
+
+/* 2.4: a block of every slot's stream (slot 0 first: the cross context of 3.1 reads its residuals),
+ * then section 4 steps 1-3 row by row, in place. */
+static int slot_rows(imij_entropy_state *state, uint32_t rows, size_t stride, uint32_t *planes,
+                     const uint32_t *reference)
+{
+    const imij_unit *unit = &state->unit;
+    uint32_t width = unit->width, r0 = state->row, nslots = unit->nslots, decor = state->layout;
+    size_t first = (size_t)FIRST_ROW * width, last = first + (size_t)(rows - 1) * width;
+    size_t row_bytes = (size_t)width * sizeof *planes;
+    for (uint32_t s = 0; s < nslots; s++) {
+        uint32_t *p = planes + s * stride;
+        int err = decode_rows(&state->streams[s], state->body, &unit->slots[s], width, unit->height, unit->lanes,
+                              r0, rows, p + first, p + (size_t)CARRY_U * width, planes + first);
+        if (err)
+            return err;
+    }
+    for (uint32_t s = 0; s < nslots; s++) /* residuals of the next block's row above (3.1) */
+        memcpy(planes + s * stride + (size_t)CARRY_U * width, planes + s * stride + last, row_bytes);
+    for (uint32_t i = 0; i < rows; i++) {
+        size_t at = first + (size_t)i * width;
         for (uint32_t s = 0; s < nslots; s++) /* 4 step 1 */
-            unzigzag_run(planes + s * plane + at, width, mask_of(unit->slots[s].depth));
+            unzigzag_run(planes + s * stride + at, width, mask_of(unit->slots[s].depth));
         if (decor) /* 4 step 2 */
-            undo_decor(planes + at, planes + plane + at, planes + 2 * plane + at, width, unit->slots[0].depth,
+            undo_decor(planes + at, planes + stride + at, planes + 2 * stride + at, width, unit->slots[0].depth,
                        decor);
         for (uint32_t s = 0; s < nslots; s++) /* 4 step 3 */
-            reconstruct(planes + s * plane, pred_ids, inter ? reference + s * plane : NULL, width, r, unit->lanes,
-                        unit->slots[s].depth, unit->slots[s].delta);
+            reconstruct(planes + s * stride + at, state->pred_ids, state->inter ? reference + s * stride + at : NULL,
+                        width, r0 + i, unit->lanes, unit->slots[s].depth, unit->slots[s].delta);
     }
+    for (uint32_t s = 0; s < nslots; s++) /* coded values of the next block's row above (4) */
+        memcpy(planes + s * stride + (size_t)CARRY_V * width, planes + s * stride + last, row_bytes);
+    return 0;
+}
+
+int imij_entropy_rows(imij_entropy_state *state, uint32_t rows, uint32_t capacity, uint32_t *planes,
+                      const uint32_t *reference)
+{
+    if (state->error)
+        return state->error;
+    if (rows == 0 || rows > capacity || rows > state->unit.height - state->row || (state->inter && !reference))
+        return state->error = IMIJ_ENT_E_ARGS;
+    size_t stride = ((size_t)capacity + FIRST_ROW) * state->unit.width;
+    int err = state->layout == 0x80 ? palette_rows(state, rows, stride, planes)
+                                    : slot_rows(state, rows, stride, planes, reference);
+    if (err)
+        return state->error = err;
+    state->row += rows;
     return 0;
 }

@@ -84,13 +84,45 @@ typedef struct {
     const imij_slot_model *palette; /* the palette index model, or NULL when palette stripes may not occur */
 } imij_unit;
 
-/* Decode one unit record body into `planes`: max(nslots, 1) planes of width*height uint32, which
- * hold each slot's residuals and then, reconstructed in place, its coded values (2.1's s, before
- * the channel maps; plane 0 is also a palette stripe's index plane). `pred_ids` holds height
- * bytes. `reference` (inter frames) holds nslots planes of reduced reference values, else NULL.
- * Returns 0 or a negative IMIJ_ENT_E_* code; never reads or writes out of bounds. On an error
- * the planes hold partial garbage. */
-int imij_entropy_unit(const uint8_t *body, size_t len, const imij_unit *unit, const uint32_t *reference,
-                      uint32_t *planes, uint8_t *pred_ids);
+/* 3: one slot stream between row blocks: its bytes in the record, the next word's offset, and
+ * each lane's state and pending zero-run count (3.1). */
+typedef struct {
+    size_t start, len, pos;
+    uint32_t st[16];
+    uint32_t run[16];
+} imij_stream_state;
+
+/* A unit decoding in row blocks: the layout read by imij_entropy_begin and every stream's place. */
+typedef struct {
+    imij_unit unit;
+    const uint8_t *body;      /* the record, which must outlive the decode */
+    uint8_t *pred_ids;        /* 2.4: one predictor per stripe row (height bytes, the caller's) */
+    uint32_t layout;          /* 2.4: decorrelation mode 0..3, or 0x80 for a palette stripe (2.5) */
+    uint32_t inter;           /* section 4: predictors 7-9 allowed (and the reference read) */
+    uint32_t count;           /* 2.5: palette entries */
+    uint32_t row;             /* the next stripe row to decode */
+    int32_t error;            /* the first error; every later call returns it */
+    uint16_t entries[256][8]; /* 2.5: per entry, each slot's coded value */
+    imij_stream_state streams[8];
+} imij_entropy_state;
+
+/* Read one unit record body's layout (2.4, 2.5): decorrelation or palette entries, row predictors,
+ * stream lengths, and every stream's initial states, into `state`. `unit->width` and `height` are
+ * the unit's; `has_reference`: an inter frame's previous canvas is at hand (predictors 7-9 where
+ * unit->inter_allowed). Returns 0 or a negative IMIJ_ENT_E_* code. */
+int imij_entropy_begin(const uint8_t *body, size_t len, const imij_unit *unit, int has_reference,
+                       imij_entropy_state *state, uint8_t *pred_ids);
+
+/* Decode the next `rows` stripe rows (1..=capacity, not past the unit) of every slot into the row
+ * block scratch `planes`: max(nslots, 1) planes of (capacity + 2) rows of width uint32. In each
+ * plane, rows 0 and 1 carry the residuals and the coded values of the row above the block (kept by
+ * the kernel from one call to the next); rows 2..2+rows receive the block's coded values (2.1's s,
+ * before the channel maps; plane 0 is a palette stripe's index plane until its entries replace it),
+ * which the caller may then overwrite. `reference` (when begin saw an inter frame) has the same
+ * geometry: row 1 the reduced reference of the row above the block, rows 2.. the block's. Returns 0
+ * or a negative IMIJ_ENT_E_* code (the same on every later call); never reads or writes out of
+ * bounds. */
+int imij_entropy_rows(imij_entropy_state *state, uint32_t rows, uint32_t capacity, uint32_t *planes,
+                      const uint32_t *reference);
 
 #endif /* IMIJ_KERNELS_H */

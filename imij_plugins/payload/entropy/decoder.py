@@ -18,9 +18,9 @@ from imij_plugins.payload.entropy.maps import build_slots, check_maps, decorrela
 from imij_plugins.payload.entropy.models import read_models
 from imij_plugins.payload.entropy.near import read_bounds
 from imij_plugins import _backend
-from imij_plugins.payload.entropy.kernel import CModels, decode_coded_c
+from imij_plugins.payload.entropy.kernel import CModels, decode_unit_c
 from imij_plugins.payload.entropy.template import read_template_record
-from imij_plugins.payload.entropy.stripe import PALETTE_MAX_DEPTH, UnitPlan, assemble, decode_stripe, reference_planes
+from imij_plugins.payload.entropy.stripe import PALETTE_MAX_DEPTH, UnitPlan, decode_stripe
 from imij_plugins.payload.head import PRESENT_PALETTE, REC_BILEVEL, REC_NEAR, REC_TEMPLATE, LosslessHead
 from imij_plugins.registry.features import FeatureId
 
@@ -62,16 +62,15 @@ class EntropyPayload:
         ``reference`` is the previous canvas under the unit in an inter frame (predictors 7-9,
         section 4), None otherwise. ``out``: the (height, width, C) array of the header's dtype
         to decode into (any strides, e.g. the unit's rectangle of the image), else a new one;
-        returned either way. It is written only once the unit has decoded (the last step, 4
-        step 4). Raises only Corrupt / Unsupported for bad bytes.
+        returned either way. The C kernel writes it in row blocks (so a unit that fails may have
+        written its first rows), the Python reference once the unit has decoded. Raises only
+        Corrupt / Unsupported for bad bytes.
         """
         if width < 1 or height < 1:
             raise ValueError(f"unit of {width} x {height} pixels")
         if _backend.active() != "c":
             return decode_stripe(self.plan, body, width, height, reference, out)
-        refs = reference_planes(self.plan, reference, height, width) if reference is not None else None
-        coded = decode_coded_c(self.plan, self.c_models, body, width, height, refs)
-        return assemble(self.plan, coded, height, width, out)
+        return decode_unit_c(self.plan, self.c_models, body, width, height, reference, out)
 
     @cached_property
     def c_models(self) -> CModels:

@@ -1,7 +1,10 @@
-"""The C kernel of one entropy-coded unit (csrc/entropy.c) behind ``stripe.decode_coded``'s contract.
+"""The C kernel of one entropy-coded unit (csrc/entropy.c): ``stripe.decode_stripe``'s contract.
 
 ``CModels`` converts a payload's settled plan into the kernel's ``imij_slot_model`` structs once;
-``decode_coded_c`` then decodes one unit with the GIL released. Both backends must agree bit
+``decode_unit_c`` then decodes one unit in row blocks: the kernel (GIL released) keeps every
+stream's place between calls and turns a block of rows into coded values in a small scratch,
+which ``stripe.assemble`` maps into the output before the next block. So a unit's decode holds
+its output and a scratch of a few rows, never a plane per slot. Both backends must agree bit
 for bit (tests/payload/entropy run every test on both).
 """
 
@@ -13,9 +16,12 @@ from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
 from imij_plugins.payload.entropy.levels import LAYOUT_BILEVEL, LAYOUT_TEMPLATE_SHARED, LevelStructs, decode_level_c
 from imij_plugins.payload.entropy.models import M, PALETTE_DEPTH, Model
-from imij_plugins.payload.entropy.stripe import UnitPlan, decode_coded
+from imij_plugins.payload.entropy.stripe import UnitPlan, assemble, decode_coded, new_output, reference_planes
 
 EXPLAIN_PIXELS = 1 << 14  # a failing unit this small is re-read by the reference for its message
+SCRATCH_BYTES = 1 << 16  # a row block's scratch (csrc/imij_kernels.h imij_entropy_rows) for narrow units
+MIN_BLOCK_ROWS = 8  # wide units: rows per block that keep the per-block Python work small
+CARRIED_ROWS = 2  # scratch rows 0 and 1: the residuals and coded values of the row above the block
 
 # csrc/imij_kernels.h IMIJ_ENT_E_* -> the Corrupt message
 _MESSAGES = {
@@ -73,40 +79,82 @@ class CModels:
             s.high |= nb > 16
 
 
-def decode_coded_c(
-    plan: UnitPlan, models: CModels, body: bytes | memoryview, width: int, height: int, refs: list[np.ndarray] | None
-) -> list[np.ndarray | None]:
-    """``stripe.decode_coded`` on the C kernel: each slot's coded values at its coded channel's index."""
+    def unit_of(self, width: int, height: int):
+        """The kernel's ``imij_unit`` for one unit of ``width`` x ``height`` (per call: units decode on many threads)."""
+        unit = _backend.ffi.new("imij_unit *", self.unit[0])
+        unit.width, unit.height = width, height
+        return unit
+
+
+def block_rows(planes: int, width: int, height: int) -> int:
+    """Rows per block: as many as keep the scratch within SCRATCH_BYTES, at least MIN_BLOCK_ROWS, at most the unit."""
+    fit = SCRATCH_BYTES // (4 * planes * width) - CARRIED_ROWS
+    return min(height, max(MIN_BLOCK_ROWS, fit))
+
+
+def decode_unit_c(plan: UnitPlan, models: CModels, body: bytes | memoryview, width: int, height: int,
+                  reference: np.ndarray | None, out: np.ndarray | None) -> np.ndarray:
+    """``stripe.decode_stripe`` on the C kernel, in row blocks; returns ``out`` (or a new array).
+
+    Rows reach ``out`` block by block, so after an error ``out`` holds the rows decoded before it."""
     if len(body) and LAYOUT_BILEVEL <= body[0] <= LAYOUT_TEMPLATE_SHARED:  # 2.10 / 2.14: their own kernel
-        return decode_level_c(plan, models.levels, body, width, height)
+        return assemble(plan, decode_level_c(plan, models.levels, body, width, height), height, width, out)
     ffi, lib = _backend.ffi, _backend.lib
-    # one uint32 plane per slot (at least one: a palette stripe's index plane), residuals and then
-    # the coded values, reconstructed in place (section 4 step 3)
-    planes = np.empty((max(len(plan.slots), 1), height, width), dtype=np.uint32)
-    pred_ids = np.empty(height, dtype=np.uint8)
-    reference = ffi.NULL
-    if refs is not None:
-        ref = np.zeros((max(len(refs), 1), height, width), np.uint32)
-        for i, r in enumerate(refs):  # reduced values are below 2^n <= 2^32: narrowed in place
-            ref[i] = r
-        reference = ffi.from_buffer("uint32_t[]", ref)
-    unit = ffi.new("imij_unit *")
-    unit.width, unit.height = width, height
-    for name in ("lanes", "nslots", "decor_allowed", "inter_allowed", "slots", "palette"):
-        setattr(unit, name, getattr(models.unit, name))
-    code = lib.imij_entropy_unit(
-        ffi.from_buffer("uint8_t[]", body),  # the record in place, not a copy
+    out = new_output(plan, height, width) if out is None else out
+    pred_ids = np.empty(height, dtype=np.uint8)  # 2.4: read by every block
+    state = _begin(plan, models, body, width, height, reference, pred_ids)
+    nplanes = max(len(plan.slots), 1)  # a palette stripe's index plane needs one
+    rows = block_rows(nplanes, width, height)
+    planes = np.empty((nplanes, rows + CARRIED_ROWS, width), dtype=np.uint32)
+    refs = None if reference is None else np.empty((len(plan.slots), rows + CARRIED_ROWS, width), dtype=np.uint32)
+    planes_c = ffi.from_buffer("uint32_t[]", planes, require_writable=True)
+    refs_c = ffi.NULL if refs is None else ffi.from_buffer("uint32_t[]", refs)
+    coded_at = [slot.coded.index for slot in plan.slots]
+    for r0 in range(0, height, rows):
+        n = min(rows, height - r0)
+        if refs is not None:
+            _load_reference(plan, reference, refs, r0, n)  # type: ignore[arg-type]
+        code = lib.imij_entropy_rows(state, n, rows, planes_c, refs_c)
+        if code:
+            _fail(code, plan, body, width, height, reference)
+        coded: list[np.ndarray | None] = [None] * len(plan.chans)
+        for i, at in enumerate(coded_at):
+            coded[at] = planes[i, CARRIED_ROWS : CARRIED_ROWS + n]  # uint32: assemble widens only what a map needs
+        assemble(plan, coded, n, width, out[r0 : r0 + n])
+    return out
+
+
+def _begin(plan: UnitPlan, models: CModels, body: bytes | memoryview, width: int, height: int,
+           reference: np.ndarray | None, pred_ids: np.ndarray):
+    """The kernel's ``imij_entropy_state`` after the unit's layout (2.4, 2.5) and stream openings (3)."""
+    ffi = _backend.ffi
+    state = ffi.new("imij_entropy_state *")
+    code = _backend.lib.imij_entropy_begin(
+        ffi.from_buffer("uint8_t[]", body),  # the record in place, not a copy; `body` outlives the decode
         len(body),
-        unit,
-        reference,
-        ffi.from_buffer("uint32_t[]", planes, require_writable=True),
+        models.unit_of(width, height),
+        reference is not None,
+        state,
         ffi.from_buffer("uint8_t[]", pred_ids, require_writable=True),
     )
     if code:
-        if width * height <= EXPLAIN_PIXELS:  # small units: the reference names the exact rule
-            decode_coded(plan, body, width, height, refs)
-        raise Corrupt(_MESSAGES.get(code, f"stripe: kernel error {code}"))
-    coded: list[np.ndarray | None] = [None] * len(plan.chans)
-    for i, slot in enumerate(plan.slots):
-        coded[slot.coded.index] = planes[i]  # uint32: assemble widens only what a map needs
-    return coded
+        _fail(code, plan, body, width, height, reference)
+    return state
+
+
+def _load_reference(plan: UnitPlan, reference: np.ndarray, refs: np.ndarray, r0: int, n: int) -> None:
+    """4: reference rows [r0, r0 + n) reduced per slot into the block's rows of ``refs``; row 1 takes
+    the reduced row above, the previous (full) block's last row, before the canvas may have changed."""
+    if r0:
+        refs[:, CARRIED_ROWS - 1] = refs[:, -1]
+    for i, plane in enumerate(reference_planes(plan, reference[r0 : r0 + n], n, reference.shape[1])):
+        refs[i, CARRIED_ROWS : CARRIED_ROWS + n] = plane  # reduced values are below 2^n <= 2^32
+
+
+def _fail(code: int, plan: UnitPlan, body: bytes | memoryview, width: int, height: int,
+          reference: np.ndarray | None) -> None:
+    """Raise the kernel's error as Corrupt; a small unit is re-read by the reference, which names the exact rule."""
+    if width * height <= EXPLAIN_PIXELS:
+        refs = None if reference is None else reference_planes(plan, reference, height, width)
+        decode_coded(plan, body, width, height, refs)
+    raise Corrupt(_MESSAGES.get(code, f"stripe: kernel error {code}"))

@@ -243,6 +243,11 @@ def reference_planes(plan: UnitPlan, reference: np.ndarray, height: int, width: 
     return [reduce(raw[:, :, slot.coded.channel].astype(U64), slot.coded) for slot in plan.slots]
 
 
+def new_output(plan: UnitPlan, height: int, width: int) -> np.ndarray:
+    """An uninitialized (height, width, C) array of the header's dtype for a unit's samples."""
+    return np.empty((height, width, plan.channel_count), dtype=np.dtype(plan.dtype))
+
+
 def assemble(plan: UnitPlan, coded: list[np.ndarray | None], height: int, width: int,
              out: np.ndarray | None = None) -> np.ndarray:
     """4 step 4: expand each coded value through its map, order map inverse, 64-bit words joined.
@@ -253,7 +258,7 @@ def assemble(plan: UnitPlan, coded: list[np.ndarray | None], height: int, width:
     rectangle of the image); a new array when None. Returns ``out``."""
     C = plan.channel_count
     if out is None:
-        out = np.empty((height, width, C), dtype=np.dtype(plan.dtype))
+        out = new_output(plan, height, width)
     elif out.shape != (height, width, C) or out.dtype != np.dtype(plan.dtype):
         raise ValueError(f"out of shape {out.shape} {out.dtype}, expected {(height, width, C)} {plan.dtype}")
     raw = out.view(_uint_dtype(plan.sample_bits))  # the stored bits; same itemsize, so any strides
