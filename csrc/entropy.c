@@ -836,3 +836,50 @@ int imij_entropy_rows(imij_entropy_state *state, uint32_t rows, uint32_t capacit
     state->row += rows;
     return 0;
 }
+
+/* One block's rows of every slot (scratch rows FIRST_ROW..) into the samples, and the Const
+ * channels' words (4 step 4, plain maps). */
+#define STORE_ROWS(T)                                                                                     \
+    for (uint32_t i = 0; i < rows; i++) {                                                                 \
+        uint8_t *row = st->out + (int64_t)(r0 + i) * st->row_stride;                                      \
+        for (uint32_t s = 0; s < st->nslots; s++) {                                                       \
+            const uint32_t *v = planes + s * stride + (size_t)(FIRST_ROW + i) * width;                    \
+            uint8_t *at = row + (size_t)st->channel[s] * sizeof(T);                                       \
+            uint32_t sh = st->shift[s], fl = st->flip[s];                                                 \
+            for (uint32_t c = 0; c < width; c++)                                                          \
+                *(T *)(at + (int64_t)c * st->pixel_stride) = (T)((v[c] << sh) ^ fl);                      \
+        }                                                                                                 \
+        for (uint32_t k = 0; k < st->nconst; k++) {                                                       \
+            uint8_t *at = row + (size_t)st->const_channel[k] * sizeof(T);                                 \
+            for (uint32_t c = 0; c < width; c++)                                                          \
+                *(T *)(at + (int64_t)c * st->pixel_stride) = (T)st->const_word[k];                        \
+        }                                                                                                 \
+    }
+
+static void store_block(const imij_sample_store *st, const uint32_t *planes, size_t stride, uint32_t width,
+                        uint32_t r0, uint32_t rows)
+{
+    if (st->esize == 1)
+        STORE_ROWS(uint8_t)
+    else if (st->esize == 2)
+        STORE_ROWS(uint16_t)
+    else
+        STORE_ROWS(uint32_t)
+}
+#undef STORE_ROWS
+
+int imij_entropy_store(imij_entropy_state *state, uint32_t capacity, uint32_t *planes, const imij_sample_store *store)
+{
+    if (state->inter || (store->esize != 1 && store->esize != 2 && store->esize != 4) || store->nslots > 8 ||
+        store->nconst > 8)
+        return state->error ? state->error : (state->error = IMIJ_ENT_E_ARGS);
+    size_t stride = ((size_t)capacity + FIRST_ROW) * state->unit.width;
+    while (state->row < state->unit.height) {
+        uint32_t r0 = state->row, left = state->unit.height - r0, rows = left < capacity ? left : capacity;
+        int err = imij_entropy_rows(state, rows, capacity, planes, NULL);
+        if (err)
+            return err;
+        store_block(store, planes, stride, state->unit.width, r0, rows);
+    }
+    return state->error;
+}

@@ -125,4 +125,22 @@ int imij_entropy_begin(const uint8_t *body, size_t len, const imij_unit *unit, i
 int imij_entropy_rows(imij_entropy_state *state, uint32_t rows, uint32_t capacity, uint32_t *planes,
                       const uint32_t *reference);
 
+/* Section 4 step 4 for the plain channel maps, so a unit decodes without returning to Python per
+ * block: slot s's coded value v is stored as the word (v << shift[s]) ^ flip[s] (2.1: Lsb or
+ * Shift, and the order map inverse of a signed word) in out + row * row_stride + column *
+ * pixel_stride + channel[s] * esize, and each Const channel gets its word. */
+typedef struct {
+    uint8_t *out;                 /* the unit's sample (0, 0, 0) */
+    int64_t row_stride, pixel_stride;
+    uint32_t esize;               /* bytes per sample: 1, 2 or 4 */
+    uint32_t nslots, nconst;
+    uint32_t channel[8], shift[8], flip[8];
+    uint32_t const_channel[8], const_word[8];
+} imij_sample_store;
+
+/* Decode every remaining stripe row of an intra unit (imij_entropy_rows, blocks of `capacity`
+ * rows through `planes`) and store each block through `store` before the next. Returns 0 or a
+ * negative IMIJ_ENT_E_* code. */
+int imij_entropy_store(imij_entropy_state *state, uint32_t capacity, uint32_t *planes, const imij_sample_store *store);
+
 #endif /* IMIJ_KERNELS_H */

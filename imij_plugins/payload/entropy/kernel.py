@@ -16,7 +16,15 @@ from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
 from imij_plugins.payload.entropy.levels import LAYOUT_BILEVEL, LAYOUT_TEMPLATE_SHARED, LevelStructs, decode_level_c
 from imij_plugins.payload.entropy.models import M, PALETTE_DEPTH, Model
-from imij_plugins.payload.entropy.stripe import UnitPlan, assemble, decode_coded, new_output, reference_planes
+from imij_plugins.payload.entropy.stripe import (
+    PlainStore,
+    UnitPlan,
+    assemble,
+    decode_coded,
+    output_for,
+    plain_store,
+    reference_planes,
+)
 
 EXPLAIN_PIXELS = 1 << 14  # a failing unit this small is re-read by the reference for its message
 SCRATCH_BYTES = 1 << 16  # a row block's scratch (csrc/imij_kernels.h imij_entropy_rows) for narrow units
@@ -59,6 +67,7 @@ class CModels:
         self.unit.slots = self.structs
         self.unit.palette = self.palette
         self.levels = LevelStructs(plan)  # 2.10 / 2.14: layouts 0x81-0x84 (csrc/bilevel.c)
+        self.store = plain_store(plan)  # 4 step 4 in the kernel when every map is plain
 
     @staticmethod
     def _fill(s, model: Model, depth: int, delta: int) -> None:
@@ -100,7 +109,7 @@ def decode_unit_c(plan: UnitPlan, models: CModels, body: bytes | memoryview, wid
     if len(body) and LAYOUT_BILEVEL <= body[0] <= LAYOUT_TEMPLATE_SHARED:  # 2.10 / 2.14: their own kernel
         return assemble(plan, decode_level_c(plan, models.levels, body, width, height), height, width, out)
     ffi, lib = _backend.ffi, _backend.lib
-    out = new_output(plan, height, width) if out is None else out
+    out = output_for(plan, height, width, out)
     pred_ids = np.empty(height, dtype=np.uint8)  # 2.4: read by every block
     state = _begin(plan, models, body, width, height, reference, pred_ids)
     nplanes = max(len(plan.slots), 1)  # a palette stripe's index plane needs one
@@ -108,6 +117,11 @@ def decode_unit_c(plan: UnitPlan, models: CModels, body: bytes | memoryview, wid
     planes = np.empty((nplanes, rows + CARRIED_ROWS, width), dtype=np.uint32)
     refs = None if reference is None else np.empty((len(plan.slots), rows + CARRIED_ROWS, width), dtype=np.uint32)
     planes_c = ffi.from_buffer("uint32_t[]", planes, require_writable=True)
+    if models.store is not None and reference is None and out.strides[2] == out.itemsize:
+        code = lib.imij_entropy_store(state, rows, planes_c, _store_struct(models.store, out))  # no GIL per block
+        if code:
+            _fail(code, plan, body, width, height, reference)
+        return out
     refs_c = ffi.NULL if refs is None else ffi.from_buffer("uint32_t[]", refs)
     coded_at = [slot.coded.index for slot in plan.slots]
     for r0 in range(0, height, rows):
@@ -122,6 +136,20 @@ def decode_unit_c(plan: UnitPlan, models: CModels, body: bytes | memoryview, wid
             coded[at] = planes[i, CARRIED_ROWS : CARRIED_ROWS + n]  # uint32: assemble widens only what a map needs
         assemble(plan, coded, n, width, out[r0 : r0 + n])
     return out
+
+
+def _store_struct(store: PlainStore, out: np.ndarray):
+    """csrc's imij_sample_store for ``out`` (a (h, w, C) array whose channels are contiguous)."""
+    ffi = _backend.ffi
+    st = ffi.new("imij_sample_store *")
+    st.out = ffi.cast("uint8_t *", out.ctypes.data)
+    st.row_stride, st.pixel_stride, st.esize = out.strides[0], out.strides[1], out.itemsize
+    st.nslots, st.nconst = len(store.slots), len(store.consts)
+    for i, (channel, shift, flip) in enumerate(store.slots):
+        st.channel[i], st.shift[i], st.flip[i] = channel, shift, flip
+    for i, (channel, word) in enumerate(store.consts):
+        st.const_channel[i], st.const_word[i] = channel, word
+    return st
 
 
 def _begin(plan: UnitPlan, models: CModels, body: bytes | memoryview, width: int, height: int,

@@ -243,9 +243,15 @@ def reference_planes(plan: UnitPlan, reference: np.ndarray, height: int, width: 
     return [reduce(raw[:, :, slot.coded.channel].astype(U64), slot.coded) for slot in plan.slots]
 
 
-def new_output(plan: UnitPlan, height: int, width: int) -> np.ndarray:
-    """An uninitialized (height, width, C) array of the header's dtype for a unit's samples."""
-    return np.empty((height, width, plan.channel_count), dtype=np.dtype(plan.dtype))
+def output_for(plan: UnitPlan, height: int, width: int, out: np.ndarray | None) -> np.ndarray:
+    """``out`` after checking it is a (height, width, C) array of the header's dtype, or a new
+    uninitialized one for a unit's samples."""
+    shape, dtype = (height, width, plan.channel_count), np.dtype(plan.dtype)
+    if out is None:
+        return np.empty(shape, dtype=dtype)
+    if out.shape != shape or out.dtype != dtype:
+        raise ValueError(f"out of shape {out.shape} {out.dtype}, expected {shape} {dtype}")
+    return out
 
 
 def assemble(plan: UnitPlan, coded: list[np.ndarray | None], height: int, width: int,
@@ -257,10 +263,7 @@ def assemble(plan: UnitPlan, coded: list[np.ndarray | None], height: int, width:
     (height, width, C) array of the header's dtype to fill, at any strides (e.g. the unit's
     rectangle of the image); a new array when None. Returns ``out``."""
     C = plan.channel_count
-    if out is None:
-        out = new_output(plan, height, width)
-    elif out.shape != (height, width, C) or out.dtype != np.dtype(plan.dtype):
-        raise ValueError(f"out of shape {out.shape} {out.dtype}, expected {(height, width, C)} {plan.dtype}")
+    out = output_for(plan, height, width, out)
     raw = out.view(_uint_dtype(plan.sample_bits))  # the stored bits; same itemsize, so any strides
     words = [_word(plan, cc, coded[cc.index]) for cc in plan.chans]
     if plan.sample_bits == 64:  # a 64-bit sample is (hi << 32) | lo: coded channels ch and C + ch
@@ -270,6 +273,35 @@ def assemble(plan: UnitPlan, coded: list[np.ndarray | None], height: int, width:
         for cc, word in zip(plan.chans, words):
             raw[:, :, cc.channel] = word
     return out
+
+
+@dataclass(frozen=True)
+class PlainStore:
+    """4 step 4 when every map is plain: slot i's value v is the word (v << shift) ^ flip of
+    container channel ``slots[i][0]`` (Lsb or Shift, and a signed word's order map inverse);
+    ``consts`` are the Const channels' (channel, word). A kernel can store such units itself."""
+
+    slots: tuple[tuple[int, int, int], ...]  # per slot: (channel, shift, flip)
+    consts: tuple[tuple[int, int], ...]
+
+
+def plain_store(plan: UnitPlan) -> PlainStore | None:
+    """The plan's maps as a PlainStore, or None when a map needs ``assemble`` (2.1)."""
+    if plan.sample_bits not in (8, 16, 32):
+        return None
+    slotted = {slot.coded.index for slot in plan.slots}
+    slots, consts = [], []
+    for slot in plan.slots:
+        cc = slot.coded
+        if cc.map.mode not in (LSB, SHIFT) or cc.kind == "f":
+            return None
+        shift = cc.depth - cc.map.bits if cc.map.mode == SHIFT else 0  # s << (D - bits)
+        flip = 1 << (cc.depth - 1) if cc.kind == "i" else 0  # the order map inverse flips the sign bit
+        slots.append((cc.channel, shift, flip))
+    for cc in plan.chans:
+        if cc.index not in slotted:
+            consts.append((cc.channel, const_word(cc)))
+    return PlainStore(tuple(slots), tuple(consts))
 
 
 def _word(plan: UnitPlan, cc: CodedChannel, s: np.ndarray | None) -> np.ndarray | int:
