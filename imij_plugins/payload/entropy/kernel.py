@@ -77,15 +77,15 @@ class CModels:
         dec = np.zeros((4, M), np.uint32)
         slots = np.arange(M, dtype=np.uint32)
         for c, table in enumerate(model.tables):  # 3.1: sym | freq << 8 | (slot - cum) << 19
-            sym = np.frombuffer(bytes(table.lut), np.uint8).astype(np.uint32)
+            sym = np.frombuffer(table.lut, np.uint8)
             freq = np.asarray(table.freq, np.uint32)[sym]
-            cum = np.asarray(table.cum[: len(table.freq)], np.uint32)[sym]
+            cum = np.asarray(table.cum, np.uint32)[sym]
             dec[c] = sym | freq << 8 | (slots - cum) << 19
-        _backend.ffi.memmove(_backend.ffi.addressof(s, "dec"), dec.tobytes(), dec.nbytes)
-        for t in range(min(scheme.alphabet, 256)):
-            _, base, nb = scheme.token(t)
-            s.base[t], s.nb[t] = base, nb
-            s.high |= nb > 16
+        ffi = _backend.ffi
+        base, nb = scheme.token_arrays  # 3.2, per scheme
+        for name, array in (("dec", dec), ("base", base), ("nb", nb)):
+            ffi.memmove(ffi.addressof(s, name), array.tobytes(), array.nbytes)
+        s.high = bool((nb > 16).any())
 
 
     def unit_of(self, width: int, height: int):
