@@ -558,6 +558,70 @@ static void intra_lane(uint32_t id, uint32_t *cur, const uint32_t *up, uint32_t 
     }
 }
 
+/* The inner columns 1..lw-2 of `full` lanes of width lw, lanes interleaved: each lane's W chain is
+ * serial, so stepping the lanes side by side keeps several chains in flight (2.3: lanes share no
+ * neighbour, their edge columns are done per lane). */
+#define INTRA_INNER(EXPR)                                                                          \
+    do {                                                                                           \
+        for (uint32_t x = 1; x + 1 < lw; x++)                                                      \
+            for (uint32_t l = 0; l < full; l++) {                                                  \
+                size_t c = (size_t)l * lw + x;                                                     \
+                uint32_t n = up[c], w = cur[c - 1], nw = up[c - 1], ne = up[c + 1];                \
+                (void)n, (void)w, (void)nw, (void)ne;                                              \
+                cur[c] = ((EXPR) + cur[c]) & mask;                                                 \
+            }                                                                                      \
+    } while (0)
+
+static void intra_inner(uint32_t id, uint32_t *cur, const uint32_t *up, uint32_t lw, uint32_t full, uint32_t mask)
+{
+    switch (id) {
+    case 0:
+        INTRA_INNER(w);
+        break;
+    case 1:
+        INTRA_INNER(n);
+        break;
+    case 2:
+        INTRA_INNER((uint32_t)(((uint64_t)w + n) >> 1));
+        break;
+    case 3:
+        INTRA_INNER(med(w, n, nw, mask));
+        break;
+    case 4:
+        INTRA_INNER(w + n - nw);
+        break;
+    case 5:
+        INTRA_INNER(paeth(w, n, nw));
+        break;
+    default: /* 6 */
+        INTRA_INNER((uint32_t)(((uint64_t)w + ne) >> 1));
+        break;
+    }
+}
+
+/* One row of one slot with an intra predictor (r > 0, exact), every lane: lanes of full width
+ * interleaved (their first and last columns, with 2.3's edge rules, one lane at a time), a
+ * narrower last lane on its own. */
+static void intra_row(uint32_t id, uint32_t *cur, const uint32_t *up, uint32_t width, uint32_t lw, uint32_t mask)
+{
+    uint32_t full = width / lw;
+    if (full < 2 || lw < 3) {
+        for (uint32_t c0 = 0; c0 < width; c0 += lw)
+            intra_lane(id, cur + c0, up + c0, c0 + lw <= width ? lw : width - c0, mask);
+        return;
+    }
+    for (uint32_t l = 0; l < full; l++) /* column 0: W = NW = N */
+        cur[(size_t)l * lw] = (intra_predict(id, up[(size_t)l * lw], up[(size_t)l * lw], up[(size_t)l * lw],
+                                             up[(size_t)l * lw + 1], mask) + cur[(size_t)l * lw]) & mask;
+    intra_inner(id, cur, up, lw, full, mask);
+    for (uint32_t l = 0; l < full; l++) { /* the last column: NE = N */
+        size_t c = (size_t)l * lw + lw - 1;
+        cur[c] = (intra_predict(id, cur[c - 1], up[c], up[c - 1], up[c], mask) + cur[c]) & mask;
+    }
+    if ((size_t)full * lw < width)
+        intra_lane(id, cur + (size_t)full * lw, up + (size_t)full * lw, width - full * lw, mask);
+}
+
 /* Reconstruct stripe row r of one slot in place (section 4 step 3): `v` points at the row, which
  * holds the residuals d on entry, with the row above (reconstructed) right before it; `ref`
  * likewise at the reference row (inter frames) or NULL. Each v is written right after its own d is
@@ -569,12 +633,12 @@ static void reconstruct(uint32_t *v, const uint8_t *pred_ids, const uint32_t *re
     uint32_t mask = mask_of(depth);
     int64_t step = 2 * (int64_t)delta + 1, top = (int64_t)mask;
     uint32_t id = pred_ids[r];
+    if (r > 0 && id <= 6 && !delta) { /* the common case: one intra predictor for the row */
+        intra_row(id, v, v - width, width, lw, mask);
+        return;
+    }
     for (uint32_t c0 = 0; c0 < width; c0 += lw) {
         uint32_t lane_w = c0 + lw <= width ? lw : width - c0;
-        if (r > 0 && id <= 6 && !delta) { /* the common case, one predictor per lane row */
-            intra_lane(id, v + c0, v + c0 - width, lane_w, mask);
-            continue;
-        }
         for (uint32_t x = 0; x < lane_w; x++) {
             size_t at = c0 + x;
             uint32_t p = predict(id, v, ref, at, width, r, x, lane_w, mask);
