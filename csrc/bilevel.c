@@ -155,6 +155,23 @@ static int decode_binary(lvl_rans *rs, const uint16_t *prob, uint8_t *P, size_t 
 /* 2.14: the candidate order c_j = t_5, t_6, t_4, t_8, t_1 (N, NE, NW, WW, NN). */
 static const int cand_k[5] = {5, 6, 4, 8, 1};
 
+/* 2.14 candidate phase j for a pixel whose template is t: the candidate c_j, and its context
+ * 8 j + min(count of t_k equal to c_j, 7), or -1 when the phase skips it (c_j equals W or an
+ * earlier candidate). */
+static inline int candidate(const uint32_t *t, int j, uint32_t *cj)
+{
+    uint32_t c = t[cand_k[j]], hits = 0;
+    *cj = c;
+    if (c == t[9])
+        return -1;
+    for (int e = 0; e < j; e++)
+        if (c == t[cand_k[e]])
+            return -1;
+    for (int k = 0; k < 10; k++)
+        hits += t[k] == c;
+    return 8 * j + (int)(hits < 7 ? hits : 7u);
+}
+
 static int decode_template(lvl_rans *rs, const imij_template_tables *tt, uint32_t n, const uint8_t *rows,
                            uint8_t *P, size_t S, uint32_t h, const lanes_t *ln)
 {
@@ -198,14 +215,11 @@ static int decode_template(lvl_rans *rs, const imij_template_tables *tt, uint32_
             for (int j = 0; j < 5 && nopen; j++) {
                 uint32_t still = 0;
                 for (uint32_t i = 0; i < nopen; i++) {
-                    uint32_t l = open[i], *t = tk[l], cj = t[cand_k[j]], skip = cj == t[9];
-                    for (int e = 0; e < j && !skip; e++)
-                        skip = cj == t[cand_k[e]];
-                    if (!skip) {
-                        uint32_t count = 0, b;
-                        for (int k = 0; k < 10; k++)
-                            count += t[k] == cj;
-                        int err = binary(rs, l, tt->q[8u * (uint32_t)j + (count < 7 ? count : 7u)], &b);
+                    uint32_t l = open[i], cj;
+                    int cx = candidate(tk[l], j, &cj);
+                    if (cx >= 0) {
+                        uint32_t b;
+                        int err = binary(rs, l, tt->q[cx], &b);
                         if (err)
                             return err;
                         if (!b) {
@@ -423,14 +437,10 @@ static int template_step(const uint8_t *row, const uint8_t *up, const uint8_t *u
     for (int j = 0; j < 5 && nopen; j++) { /* 2. candidate phases */
         uint32_t still = 0;
         for (uint32_t i = 0; i < nopen; i++) {
-            uint32_t l = open[i], *t = tk[l], cj = t[cand_k[j]], skip = cj == t[9];
-            for (int e = 0; e < j && !skip; e++)
-                skip = cj == t[cand_k[e]];
-            if (!skip) {
-                uint32_t hits = 0;
-                for (int k = 0; k < 10; k++)
-                    hits += t[k] == cj;
-                ops[count++] = (lvl_op){1, value[l] != cj, (uint8_t)l, (uint16_t)(8u * (uint32_t)j + (hits < 7 ? hits : 7u))};
+            uint32_t l = open[i], cj;
+            int cx = candidate(tk[l], j, &cj);
+            if (cx >= 0) {
+                ops[count++] = (lvl_op){1, value[l] != cj, (uint8_t)l, (uint16_t)cx};
                 if (value[l] == cj)
                     continue;
             }

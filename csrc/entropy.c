@@ -530,32 +530,37 @@ static inline uint32_t predict(uint32_t id, const uint32_t *v, const uint32_t *r
         }                                                                                          \
     } while (0)
 
-/* One lane of one row with an intra predictor, the predictor chosen once per lane. */
+/* Predictors 0-6 (section 4) as expressions of w, n, nw, ne, each in its own copy of LOOP so the
+ * predictor is chosen once per lane or row, not per sample. */
+#define INTRA_SWITCH(LOOP)                                                                         \
+    switch (id) {                                                                                  \
+    case 0:                                                                                        \
+        LOOP(w);                                                                                   \
+        break;                                                                                     \
+    case 1:                                                                                        \
+        LOOP(n);                                                                                   \
+        break;                                                                                     \
+    case 2:                                                                                        \
+        LOOP((uint32_t)(((uint64_t)w + n) >> 1));                                                  \
+        break;                                                                                     \
+    case 3:                                                                                        \
+        LOOP(med(w, n, nw, mask));                                                                 \
+        break;                                                                                     \
+    case 4:                                                                                        \
+        LOOP(w + n - nw);                                                                          \
+        break;                                                                                     \
+    case 5:                                                                                        \
+        LOOP(paeth(w, n, nw));                                                                     \
+        break;                                                                                     \
+    default: /* 6 */                                                                               \
+        LOOP((uint32_t)(((uint64_t)w + ne) >> 1));                                                 \
+        break;                                                                                     \
+    }
+
+/* One lane of one row with an intra predictor. */
 static void intra_lane(uint32_t id, uint32_t *cur, const uint32_t *up, uint32_t lane_w, uint32_t mask)
 {
-    switch (id) {
-    case 0:
-        INTRA_LANE(w);
-        break;
-    case 1:
-        INTRA_LANE(n);
-        break;
-    case 2:
-        INTRA_LANE((uint32_t)(((uint64_t)w + n) >> 1));
-        break;
-    case 3:
-        INTRA_LANE(med(w, n, nw, mask));
-        break;
-    case 4:
-        INTRA_LANE(w + n - nw);
-        break;
-    case 5:
-        INTRA_LANE(paeth(w, n, nw));
-        break;
-    default: /* 6 */
-        INTRA_LANE((uint32_t)(((uint64_t)w + ne) >> 1));
-        break;
-    }
+    INTRA_SWITCH(INTRA_LANE)
 }
 
 /* The inner columns 1..lw-2 of `full` lanes of width lw, lanes interleaved: each lane's W chain is
@@ -574,29 +579,7 @@ static void intra_lane(uint32_t id, uint32_t *cur, const uint32_t *up, uint32_t 
 
 static void intra_inner(uint32_t id, uint32_t *cur, const uint32_t *up, uint32_t lw, uint32_t full, uint32_t mask)
 {
-    switch (id) {
-    case 0:
-        INTRA_INNER(w);
-        break;
-    case 1:
-        INTRA_INNER(n);
-        break;
-    case 2:
-        INTRA_INNER((uint32_t)(((uint64_t)w + n) >> 1));
-        break;
-    case 3:
-        INTRA_INNER(med(w, n, nw, mask));
-        break;
-    case 4:
-        INTRA_INNER(w + n - nw);
-        break;
-    case 5:
-        INTRA_INNER(paeth(w, n, nw));
-        break;
-    default: /* 6 */
-        INTRA_INNER((uint32_t)(((uint64_t)w + ne) >> 1));
-        break;
-    }
+    INTRA_SWITCH(INTRA_INNER)
 }
 
 /* One row of one slot with an intra predictor (r > 0, exact), every lane: lanes of full width
