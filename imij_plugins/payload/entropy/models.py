@@ -202,7 +202,8 @@ def read_model(br: BitReader, depth: int, cross_allowed: bool) -> Model:
     if cross and not cross_allowed:  # 3.3 / 2.2 / ruling R1
         raise Corrupt("models: cross context in a slot that may not use it")
     ctx_shift = br.read(5) if depth > 16 else 0  # 3.3: present only when n > 16
-    ctx_map = tuple(br.read(2) for _ in range(CLASSES))  # 3.3: class 0 first
+    packed = br.read(2 * CLASSES)  # 3.3: 2 bits per class, class 0 first (LSB-first: the low bits)
+    ctx_map = tuple((packed >> (2 * c)) & 3 for c in range(CLASSES))
     tables = tuple(read_table(br, scheme) for _ in range(max(ctx_map) + 1))
     return Model(scheme, bool(cross), ctx_shift, ctx_map, tables)
 
