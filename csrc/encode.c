@@ -801,17 +801,18 @@ static inline uint32_t tval(uint32_t v, uint32_t shift)
     return t > 65536u ? 65536u : t;
 }
 
-/* Whether a zero at lane column x of a row can start a run of run_min (>= 2) zeros: a nonzero
- * value among the next run_min - 1 columns of the same row says no without walking the lane. */
-static inline int may_run(const uint32_t *ur_c, uint32_t x, uint32_t lane_w, uint32_t run_min)
+/* 3.2: may the position ur_c (lane column x) start a run token of at least run_min (0: no runs)
+ * zeros, judged within its row? Its value and the next run_min - 1 are 0, or every value to the
+ * lane's end is (zeros_ahead then decides across rows). The values are ORed without branching on
+ * each, so the token loops branch only on the rare candidates. */
+static inline int run_candidate(const uint32_t *ur_c, uint32_t x, uint32_t lane_w, uint32_t run_min)
 {
-    if (x + run_min <= lane_w) {
-        uint32_t acc = 0;
-        for (uint32_t j = 1; j < run_min; j++)
-            acc |= ur_c[j];
-        return acc == 0;
-    }
-    return 1;
+    if (!run_min)
+        return 0;
+    uint32_t span = x + run_min <= lane_w ? run_min : lane_w - x, acc = 0;
+    for (uint32_t j = 0; j < span; j++)
+        acc |= ur_c[j];
+    return acc == 0;
 }
 
 /* Zero positions from (r, x) on in lane order within the lane (columns c0 .. c0 + lane_w), at
@@ -955,7 +956,7 @@ int imij_enc_stats(const void *u, const void *u0, uint32_t esize, uint32_t width
                     continue;
                 }
                 uint32_t v = ur[c];
-                if (v == 0 && run_min && (run_min < 2 || may_run(ur + c, xx, lane_w, run_min))) {
+                if (run_candidate(ur + c, xx, lane_w, run_min)) {
                     uint32_t zeros = zeros_ahead(u, esize, width, height, c0, lane_w, r, xx, RUN_CAP);
                     if (zeros >= run_min) {
                         uint32_t b = bucket(zeros - 1);
@@ -988,13 +989,21 @@ int imij_enc_palette(const void *planes, uint32_t esize, uint32_t nslots, size_t
     for (int i = 0; i < 1024; i++)
         table[i] = -1;
     int count = 0;
+    uint32_t prev[8] = {0};
     for (size_t i = 0; i < npix; i++) {
-        uint32_t key[8];
-        uint32_t h = 2166136261u;
+        uint32_t key[8], same = i > 0;
         for (uint32_t s = 0; s < nslots; s++) {
             key[s] = ld(planes, s * npix + i, esize);
-            h = (h ^ key[s]) * 16777619u;
+            same &= key[s] == prev[s];
         }
+        if (same) { /* the tuple of the position before: flat areas skip the hash */
+            index[i] = index[i - 1];
+            continue;
+        }
+        memcpy(prev, key, sizeof key);
+        uint32_t h = 2166136261u;
+        for (uint32_t s = 0; s < nslots; s++)
+            h = (h ^ key[s]) * 16777619u;
         h ^= h >> 15;
         uint32_t slot = h & 1023u;
         for (;;) {
@@ -1058,13 +1067,12 @@ typedef struct {
     uint16_t lut[1024];      /* value tokens of small values: token | nb << 8 */
 } stream_ctx;
 
-/* Does the zero at lane column x of row ur start a run token? Its length, else 0 (3.2). */
+/* Does lane l's column x (c) of row ur (row r) start a run token? Its length, else 0 (3.2). */
 static inline uint32_t run_at(const stream_ctx *sc, const uint32_t *ur, uint32_t c, uint32_t l, uint32_t r, uint32_t x)
 {
-    uint32_t lane_w = sc->lane_w[l];
-    if (!sc->run_min || (sc->run_min >= 2 && !may_run(ur + c, x, lane_w, sc->run_min)))
+    if (!run_candidate(ur + c, x, sc->lane_w[l], sc->run_min))
         return 0;
-    uint32_t zeros = zeros_ahead(sc->u, sc->esize, sc->width, sc->height, l * sc->lw, lane_w, r, x, RUN_CAP);
+    uint32_t zeros = zeros_ahead(sc->u, sc->esize, sc->width, sc->height, l * sc->lw, sc->lane_w[l], r, x, RUN_CAP);
     return zeros >= sc->run_min ? zeros : 0;
 }
 
@@ -1080,7 +1088,7 @@ static void skip_row(const stream_ctx *sc, const uint32_t *ur, uint32_t r, uint3
         x = skip[l];
         skip[l] = 0;
         while (x < lane_w) {
-            uint32_t c = l * sc->lw + x, zeros = ur[c] ? 0 : run_at(sc, ur, c, l, r, x);
+            uint32_t c = l * sc->lw + x, zeros = run_at(sc, ur, c, l, r, x);
             if (!zeros) {
                 x++;
                 continue;
@@ -1153,28 +1161,25 @@ static int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32_t r1, uint32_
                     }
                     uint32_t c = l * lw + x;
                     uint32_t v = ur[c], t, nb, e, zeros;
-                    if (v < 1024) {
-                        if (v == 0 && (zeros = run_at(sc, ur, c, l, r, x)) != 0) {
-                            join_token(zeros - 1, sc->rk, sc->m, &t, &nb, &e);
-                            t += sc->nvalue;
-                            skip[l] = zeros - 1;
-                        } else {
-                            t = sc->lut[v] & 255u;
-                            nb = sc->lut[v] >> 8;
-                            e = v & mask_of(nb);
-                        }
+                    if ((zeros = run_at(sc, ur, c, l, r, x)) != 0) {
+                        join_token(zeros - 1, sc->rk, sc->m, &t, &nb, &e);
+                        t += sc->nvalue;
+                        skip[l] = zeros - 1;
+                    } else if (v < 1024) {
+                        t = sc->lut[v] & 255u;
+                        nb = sc->lut[v] >> 8; /* at most 10 */
+                        e = v & ((1u << nb) - 1u);
                     } else
                         join_token(v, sc->k, sc->m, &t, &nb, &e);
                     uint32_t op = t < 256 ? sc->packed[cx[l * stride]][t] : 0;
                     if (!op)
                         return -3;
                     ops[nops++] = (l << 27) | op;
-                    if (nb) {
-                        uint32_t n1 = nb < 16 ? nb : 16;
-                        xops[nx++] = OP_BITS | (l << 27) | (n1 << 16) | (e & mask_of(n1));
-                        if (nb > 16)
-                            hops[nh++] = OP_BITS | (l << 27) | ((nb - 16) << 16) | (e >> 16);
-                    }
+                    uint32_t n1 = nb < 16 ? nb : 16; /* the extra bits' op, kept only when nb > 0 */
+                    xops[nx] = OP_BITS | (l << 27) | (n1 << 16) | (e & ((1u << n1) - 1u));
+                    nx += nb != 0;
+                    if (nb > 16)
+                        hops[nh++] = OP_BITS | (l << 27) | ((nb - 16) << 16) | (e >> 16);
                 }
                 for (uint32_t j = 0; j < nx; j++)
                     ops[nops++] = xops[j];
@@ -1204,8 +1209,8 @@ static void divider_init(divider *dv)
         uint32_t c = 0;
         while ((1u << c) < f)
             c++;
-        dv->rsh[f] = 22 + 2 * c;
-        dv->rcp[f] = (uint64_t)((((unsigned __int128)1 << dv->rsh[f]) + f - 1) / f);
+        dv->rsh[f] = 22 + 2 * c; /* at most 42: 2^k fits 64 bits */
+        dv->rcp[f] = (((uint64_t)1 << dv->rsh[f]) + f - 1) / f;
     }
 #else
     (void)dv;
@@ -1223,8 +1228,10 @@ static inline uint32_t divide(const divider *dv, uint32_t x, uint32_t f)
 }
 
 /* Reverse rANS over ops[0..nops) last first: words come out last-read first, so they are written
- * backwards from *wp. Renormalization is branchless (the word is stored either way, the pointer
- * moves only when it is emitted). The caller keeps 2 * nops + 2 bytes free below *wp. */
+ * backwards from *wp. One branchless step codes both kinds of op: extra bits are a symbol of
+ * frequency 1 and cum = the bits in a table of 2^count (x -> x << count | bits), a symbol op one
+ * of frequency f in M = 2^10. Renormalization stores the word either way and moves the pointer
+ * only when it is emitted. The caller keeps 2 * nops + 2 bytes free below *wp. */
 static void reverse_ops(const uint32_t *ops, size_t nops, const divider *dv, uint32_t *st, uint8_t **wpp)
 {
     uint8_t *wp = *wpp;

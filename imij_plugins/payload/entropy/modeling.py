@@ -148,7 +148,7 @@ def _sparse_cost_rows(dense: np.ndarray) -> np.ndarray:
     r = nz >> 8
     tot = np.bincount(r, weights=v, minlength=rows)
     f = np.maximum(1.0, v * (M / tot[r]))
-    starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
+    starts, ends = _row_spans(r)
     rr = r[starts]
     fsum = np.add.reduceat(f, starts)
     fmax = np.maximum.reduceat(f, starts)
@@ -157,14 +157,26 @@ def _sparse_cost_rows(dense: np.ndarray) -> np.ndarray:
     excess = np.maximum(fsum - M, 0.0)
     vmax = fmax * tot[rr] / M
     bits[rr] += vmax * (np.log2(fmax) - np.log2(np.maximum(1.0, fmax - excess)))
-    used = np.diff(np.r_[starts, nz.size])
-    last1 = (nz[np.r_[starts[1:], nz.size] - 1] & 255) + 1
+    used = ends - starts
+    last1 = (nz[ends - 1] & 255) + 1
     out = bits
     out[rr] += 11 + 6 * used + 2 * last1
     return out
 
 
 M_LOG = float(np.log2(M))
+
+
+def _row_spans(r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each run of equal values of a sorted, non-empty array starts and ends (exclusive)."""
+    change = np.empty(r.size, dtype=bool)
+    change[0] = True
+    np.not_equal(r[1:], r[:-1], out=change[1:])
+    starts = np.flatnonzero(change)
+    ends = np.empty_like(starts)
+    ends[:-1] = starts[1:]
+    ends[-1] = r.size
+    return starts, ends
 
 
 @lru_cache(maxsize=256)
@@ -197,17 +209,23 @@ def _multi_cost(items: list[tuple["SlotStats", int, int, bool]], n: int) -> np.n
     return out
 
 
+def _dot_rows(a: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """a @ counts without BLAS (whose threads spin on such small products); the values are
+    integers well below 2^53, so the sums are exact in any order."""
+    return (a * counts).sum(axis=1)
+
+
 def _batch_cost(st: "SlotStats", kms: tuple[tuple[int, int], ...], n: int, runs: bool) -> np.ndarray:
     """_multi_cost of one stats object under candidates kms, in one pass."""
     v, r, vn, rn = _stacked(n, kms)
     J = len(kms)
     idx = [v[:, st.nz_v].ravel()]
     wts = [np.tile(st.vw, J)]
-    extra = vn @ st.vcol.astype(np.float64)
+    extra = _dot_rows(vn, st.vcol)
     if runs:
         idx.append(r[:, st.nz_r].ravel())
         wts.append(np.tile(st.rw, J))
-        extra = extra + rn @ st.rcol.astype(np.float64)
+        extra = extra + _dot_rows(rn, st.rcol)
     else:
         zc = np.flatnonzero(st.zr)
         idx.append((np.arange(J)[:, None] * CLASSES * 256 + zc[None, :] * 256).ravel())
@@ -453,7 +471,7 @@ def _km_candidates(st: SlotStats, n: int, full: bool) -> list[tuple[int, int]]:
     # around the bit length of the mean value
     counts = st.vcol
     tot = counts.sum()
-    mean = float(counts @ _REPR_A / tot) if tot else 0.0
+    mean = float((counts * _REPR_A).sum() / tot) if tot else 0.0
     k0 = max(0, min(n, int(mean).bit_length() + 1))
     near = [(k, m) for k, m in cands if abs(k - k0) <= 1 and m <= 2]
     return near or cands

@@ -374,7 +374,7 @@ def test_kernels_match_their_references(seed):
         mode, preds, _ = K.choose(a, mm)
         u, ub = _both(K.residuals, planes, depths, lanes, preds, mode)
         assert np.array_equal(u, ub)
-        for run_min in (0, 1, 4):
+        for run_min in (0, 1, 2, 4):
             u0 = u[0] if S > 1 else None
             x, y = _both(K.stats, u[-1], u0, lanes, int(rng.integers(0, 4)), run_min)
             for xa, ya in zip(x, y):
@@ -389,6 +389,20 @@ def test_kernels_match_their_references(seed):
             assert (x is None) == (y is None)
             if x is not None:
                 assert x[0] == y[0] and np.array_equal(x[1], y[1])
+
+
+@NEEDS_C
+@pytest.mark.parametrize("tuples", [1, 255, 256, 257])
+def test_palette_kernel_on_flat_areas(tuples):
+    """Repeated tuples (the kernel reuses the position before's) up to and past 256 entries."""
+    rng = np.random.default_rng(tuples)
+    colors = np.arange(tuples)[:, None] * np.array([1, 3, 7]) % 512
+    flat = np.repeat(colors[rng.permutation(tuples)], rng.integers(1, 9, tuples), axis=0)
+    planes = np.ascontiguousarray(flat.T.reshape(3, 1, -1)).astype(np.uint16)
+    x, y = _both(K.palette, planes)
+    assert (x is None) == (y is None) == (tuples > 256)
+    if x is not None:
+        assert x[0] == y[0] and np.array_equal(x[1], y[1])
 
 
 @NEEDS_C
