@@ -885,34 +885,57 @@ int imij_entropy_rows(imij_entropy_state *state, uint32_t rows, uint32_t capacit
 }
 
 /* One block's rows of every slot (scratch rows FIRST_ROW..) into the samples, and the Const
- * channels' words (4 step 4, plain maps). */
-#define STORE_ROWS(T)                                                                                     \
+ * channels' words (4 step 4, plain maps): pixel by pixel, so each pixel's samples are written
+ * together; NS slots (a constant where the compiler can unroll, else st->nslots). */
+#define STORE_ROWS(T, NS)                                                                                 \
     for (uint32_t i = 0; i < rows; i++) {                                                                 \
-        uint8_t *row = st->out + (int64_t)(r0 + i) * st->row_stride;                                      \
-        for (uint32_t s = 0; s < st->nslots; s++) {                                                       \
-            const uint32_t *v = planes + s * stride + (size_t)(FIRST_ROW + i) * width;                    \
-            uint8_t *at = row + (size_t)st->channel[s] * sizeof(T);                                       \
-            uint32_t sh = st->shift[s], fl = st->flip[s];                                                 \
-            for (uint32_t c = 0; c < width; c++)                                                          \
-                *(T *)(at + (int64_t)c * st->pixel_stride) = (T)((v[c] << sh) ^ fl);                      \
+        uint8_t *row = out + (int64_t)(r0 + i) * row_stride;                                              \
+        const uint32_t *v = planes + (size_t)(FIRST_ROW + i) * width;                                     \
+        for (uint32_t c = 0; c < width; c++) {                                                            \
+            T *px = (T *)(row + (int64_t)c * pixel_stride);                                               \
+            for (uint32_t s = 0; s < (NS); s++)                                                           \
+                px[ch[s]] = (T)((v[s * stride + c] << sh[s]) ^ fl[s]);                                    \
+            for (uint32_t k = 0; k < nconst; k++)                                                         \
+                px[cch[k]] = (T)cword[k];                                                                 \
         }                                                                                                 \
-        for (uint32_t k = 0; k < st->nconst; k++) {                                                       \
-            uint8_t *at = row + (size_t)st->const_channel[k] * sizeof(T);                                 \
-            for (uint32_t c = 0; c < width; c++)                                                          \
-                *(T *)(at + (int64_t)c * st->pixel_stride) = (T)st->const_word[k];                        \
-        }                                                                                                 \
+    }
+
+#define STORE_SLOTS(T)                                                                                    \
+    switch (st->nslots) {                                                                                 \
+    case 1:                                                                                               \
+        STORE_ROWS(T, 1)                                                                                  \
+        break;                                                                                            \
+    case 3:                                                                                               \
+        STORE_ROWS(T, 3)                                                                                  \
+        break;                                                                                            \
+    case 4:                                                                                               \
+        STORE_ROWS(T, 4)                                                                                  \
+        break;                                                                                            \
+    default:                                                                                              \
+        STORE_ROWS(T, nslots)                                                                             \
+        break;                                                                                            \
     }
 
 static void store_block(const imij_sample_store *st, const uint32_t *planes, size_t stride, uint32_t width,
                         uint32_t r0, uint32_t rows)
 {
+    /* locals: the stores go through byte pointers, which may alias the struct */
+    uint8_t *out = st->out;
+    int64_t row_stride = st->row_stride, pixel_stride = st->pixel_stride;
+    uint32_t nslots = st->nslots, nconst = st->nconst, ch[8], sh[8], fl[8], cch[8], cword[8];
+    memcpy(ch, st->channel, sizeof ch);
+    memcpy(sh, st->shift, sizeof sh);
+    memcpy(fl, st->flip, sizeof fl);
+    memcpy(cch, st->const_channel, sizeof cch);
+    memcpy(cword, st->const_word, sizeof cword);
     if (st->esize == 1)
-        STORE_ROWS(uint8_t)
+        STORE_SLOTS(uint8_t)
     else if (st->esize == 2)
-        STORE_ROWS(uint16_t)
+        STORE_SLOTS(uint16_t)
     else
-        STORE_ROWS(uint32_t)
+        STORE_SLOTS(uint32_t)
 }
+#undef STORE_SLOTS
 #undef STORE_ROWS
 
 int imij_entropy_store(imij_entropy_state *state, uint32_t capacity, uint32_t *planes, const imij_sample_store *store)
