@@ -38,6 +38,7 @@ from imij_plugins.payload.head import ChannelMap
 U64 = np.uint64
 TABLE_MAX_ENTRIES = 1 << 14  # 5: value tables of up to 2^14 entries
 SAMPLE = 4096  # values a 32-bit candidate is first tried on
+CHUNK_SAMPLES = 1 << 16  # coded values made through 64-bit words per step (bounds the transient)
 
 
 @dataclass
@@ -160,15 +161,22 @@ def candidate_maps(ch: Channel, allow_features: bool = True) -> list[ChannelMap]
 
 
 def coded(word: np.ndarray, ch: Channel, cmap: ChannelMap) -> np.ndarray:
-    """The coded values s (uint32) of raw words under an exact map."""
-    if cmap.mode == LSB:
-        return native_order(word, ch.kind, ch.D).astype(np.uint32)
-    if cmap.mode == SHIFT:
-        return (native_order(word, ch.kind, ch.D) >> word.dtype.type(ch.D - cmap.bits)).astype(np.uint32)
-    if cmap.mode == TABLE:
-        o = order_map(word.astype(U64), ch.kind, ch.D)
-        return np.searchsorted(np.asarray(cmap.table, dtype=U64), o).astype(np.uint32)
-    return reduce(word.astype(U64), _cc(ch, cmap)).astype(np.uint32)
+    """The coded values s of raw words under an exact map: in the words' own unsigned type for
+    Lsb, Shift and Replicate (no wider copy of the image), else uint32."""
+    if cmap.mode in (LSB, SHIFT, REPLICATE):  # 4: the word, or its top n bits
+        s = native_order(word, ch.kind, ch.D)
+        if cmap.mode != LSB:
+            s = s >> word.dtype.type(ch.D - cmap.bits)
+        return s if s.dtype.itemsize <= 4 else s.astype(np.uint32)
+    out = np.empty(word.shape, dtype=np.uint32)
+    step = max(1, CHUNK_SAMPLES // max(1, word[:1].size))  # 64-bit work a few rows at a time
+    for r0 in range(0, word.shape[0], step):
+        part = word[r0 : r0 + step].astype(U64)
+        if cmap.mode == TABLE:
+            out[r0 : r0 + step] = np.searchsorted(np.asarray(cmap.table, dtype=U64), order_map(part, ch.kind, ch.D))
+        else:
+            out[r0 : r0 + step] = reduce(part, _cc(ch, cmap))
+    return out
 
 
 # --- near-lossless bounds (2.6, 5) -------------------------------------------------------------
