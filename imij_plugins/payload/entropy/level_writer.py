@@ -97,11 +97,9 @@ class _Unit:
     tuples: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))  # (k, nslots), by count
     inverse: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))  # pixel -> row of tuples
     # filled by finish
-    t: np.ndarray | None = None  # bilevel t plane (uint8)
     bilevel_layout: int | None = None
     bilevel_entries: list[tuple[int, ...]] | None = None
     template_layout: int | None = None
-    index_plane: np.ndarray | None = None  # uint8
     typical_rows: np.ndarray | None = None  # of the index plane
     own_entries: list[tuple[int, ...]] | None = None
 
@@ -308,9 +306,7 @@ class LevelCoder:
                 layout = LAYOUT_BILEVEL if self.single else (LAYOUT_BILEVEL_PALETTE if two is not None else None)
             if layout is None:
                 continue
-            if layout == LAYOUT_BILEVEL:
-                t = u.vals[0].astype(np.uint8) ^ inv
-            else:
+            if layout == LAYOUT_BILEVEL_PALETTE:
                 if two is not None and all(tuple(int(v) for v in tup) in two for tup in u.tuples):
                     entries = list(two)
                 else:  # a forced unit: its own tuples, commoner first
@@ -318,8 +314,6 @@ class LevelCoder:
                     if u.seed:
                         random.Random(u.seed).shuffle(entries)
                 u.bilevel_entries = entries
-                t = _index_plane(u, entries, u.alias) ^ inv
-            u.t = t
             u.bilevel_layout = layout
             units.append(u)
         forced_record = self.opts.record25
@@ -332,8 +326,7 @@ class LevelCoder:
         zeros = np.zeros(CONTEXTS, dtype=np.int64)
         ones = np.zeros(CONTEXTS, dtype=np.int64)
         for u in units:
-            assert u.t is not None
-            z, o = bilevel_counts(u.t, u.lanes)
+            z, o = bilevel_counts(self._t_plane(u, inv), u.lanes)
             zeros += z
             ones += o
         v, probs, used = fit_probabilities(zeros, ones, 11)
@@ -352,8 +345,7 @@ class LevelCoder:
     def _bilevel_body(self, u: _Unit, probs: np.ndarray, inv: int) -> bytes | None:
         """A unit as a bilevel (palette) stripe with record 25's table; None if the table gives
         one of its outcomes no probability."""
-        assert u.t is not None
-        stream = bilevel_stream(u.t, u.lanes, probs)
+        stream = bilevel_stream(self._t_plane(u, inv), u.lanes, probs)
         if stream is None:
             return None
         prefix = bytes([u.bilevel_layout])  # type: ignore[list-item]
@@ -404,9 +396,9 @@ class LevelCoder:
             u.template_layout = layout
             entries = shared if layout == LAYOUT_TEMPLATE_SHARED else own
             assert entries is not None
-            u.index_plane = _index_plane(u, entries, u.alias)
-            u.typical_rows = self._typical(u, u.index_plane)
-            p0, q, e = template_counts(u.index_plane, len(entries), u.typical_rows, u.lanes)
+            index = _index_plane(u, entries, u.alias)  # made again for coding: planes are not kept
+            u.typical_rows = self._typical(u, index)
+            p0, q, e = template_counts(index, len(entries), u.typical_rows, u.lanes)
             zeros0 += p0[:, 0]
             ones0 += p0[:, 1]
             zerosq += q[:, 0]
@@ -455,7 +447,7 @@ class LevelCoder:
         entries = shared if layout == LAYOUT_TEMPLATE_SHARED else u.own_entries
         assert entries is not None and u.own_entries is not None
         if layout == u.template_layout:
-            index, typical = u.index_plane, u.typical_rows
+            index, typical = _index_plane(u, entries, u.alias), u.typical_rows
         else:
             if layout == LAYOUT_TEMPLATE_SHARED and not {tuple(int(v) for v in t) for t in u.tuples} <= set(shared):
                 return None
@@ -470,6 +462,15 @@ class LevelCoder:
             prefix += bytes([len(entries) - 1]) + _entry_bytes(entries, self.depths)
         prefix += rows_bytes(typical.tolist())
         return prefix + stream + bytes(2 * u.slack)
+
+    @staticmethod
+    def _t_plane(u: _Unit, inv: int) -> np.ndarray:
+        """2.10: the unit's t plane (uint8): its 1-bit values, or its index among the two
+        entries, xor inv; made when needed, not kept."""
+        if u.bilevel_layout == LAYOUT_BILEVEL:
+            return u.vals[0].astype(np.uint8) ^ inv
+        assert u.bilevel_entries is not None
+        return _index_plane(u, u.bilevel_entries, u.alias) ^ inv
 
     @staticmethod
     def _typical(u: _Unit, index: np.ndarray) -> np.ndarray:
