@@ -29,9 +29,8 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Sequence, TypeVar
+from typing import Sequence
 
 import numpy as np
 
@@ -62,6 +61,7 @@ from imij_plugins.payload.entropy.near import NEAR_SAMPLES, encode_bounds
 from imij_plugins.payload.entropy.stripe import LAYOUT_PALETTE, PALETTE_MAX_DEPTH
 from imij_plugins.payload.entropy.writer import EncodedEntropy, lossless_head
 from imij_plugins.payload.geometry import Geometry
+from imij_plugins.payload.parallel import parallel_map
 from imij_plugins.payload.head import (
     REC_NEAR,
     REC_ORDINALS,
@@ -88,7 +88,6 @@ UNIT_TABLES = ("hint", "none", "filled", "empty", "tail")
 ALL_PREDICTORS = 0x7F
 GEOMETRY_TRIES = {8: (16,), 9: (32, 16, 8)}  # stripe heights also tried at these efforts
 
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -118,13 +117,6 @@ EFFORTS = {
     8: Effort(1, 1, ALL_PREDICTORS, ALL_PREDICTORS, 1, True, True, True, every_level=True),
     9: Effort(1, 1, ALL_PREDICTORS, ALL_PREDICTORS, 1, True, True, True, every_level=True),
 }
-
-
-def _map(fn: Callable[[int], T], count: int, threads: int) -> list[T]:
-    if threads > 1 and count > 1:
-        with ThreadPoolExecutor(min(threads, count)) as pool:
-            return list(pool.map(fn, range(count)))
-    return [fn(i) for i in range(count)]
 
 
 def choose_geometry(width: int, height: int, stripe_rows: int | None, group_cols: int | None) -> Geometry:
@@ -468,7 +460,7 @@ def _encode(plan: _Plan, workers: int, unit_table: str, ordinals: bool) -> Encod
     count = plan.geo.unit_count
 
     totals = _Totals(len(plan.depths), plan.geo.width * plan.geo.height)
-    analyses = _map(lambda i: _analyze(plan, i, totals), count, workers)
+    analyses = parallel_map(lambda i: _analyze(plan, i, totals), count, workers)
 
     models, pmodel = _choose_models(plan, totals)
     del totals
@@ -479,7 +471,7 @@ def _encode(plan: _Plan, workers: int, unit_table: str, ordinals: bool) -> Encod
         cms = [m.enc.cdata() for m in models] + [pmodel.enc.cdata() if pmodel else None]
     else:
         cms = [None] * (len(models) + 1)
-    bodies = _map(lambda i: _code_unit(plan, i, analyses[i], models, pmodel, cms), count, workers)
+    bodies = parallel_map(lambda i: _code_unit(plan, i, analyses[i], models, pmodel, cms), count, workers)
 
     K.release_scratch()
     # 2.10 / 2.14 / 5: units of few tuples may be smaller as bilevel or template palette stripes
