@@ -475,7 +475,7 @@ def _encode(plan: _Plan, workers: int, unit_table: str, ordinals: bool) -> Encod
 
     K.release_scratch()
     # 2.10 / 2.14 / 5: units of few tuples may be smaller as bilevel or template palette stripes
-    bodies, level_records, level_features, level_units = _levels(plan, analyses, bodies)
+    bodies, level_records, level_features, level_units = _levels(plan, analyses, bodies, workers)
     coded_models = models + ([pmodel] if pmodel else [])
     if level_units == count:  # no unit reads the models: the smallest valid ones (3.3)
         coded_models = [_MinimalModel(Scheme(m.scheme.n, 0, 0)) for m in coded_models]
@@ -510,7 +510,7 @@ class _MinimalModel:
     codes: tuple[TableCode, ...] = (table_code([1], 1),)
 
 
-def _levels(plan: _Plan, analyses: list[_Analysis], bodies: list[bytes]):
+def _levels(plan: _Plan, analyses: list[_Analysis], bodies: list[bytes], threads: int):
     """Section 5's bilevel / template palette chooser (level_writer.LevelCoder) over the units
     with at most 256 slot tuples (or a single 1-bit slot): each such unit is coded every allowed
     way and records 25 / 35 are written only where they pay. Not with near-lossless bounds."""
@@ -521,8 +521,8 @@ def _levels(plan: _Plan, analyses: list[_Analysis], bodies: list[bytes]):
     from imij_plugins.payload.entropy.rans import Lanes
     from imij_plugins.payload.entropy.writer import UnitChoice
 
-    image = list(plan.coded_planes(0, plan.geo.height, 0, plan.geo.width))
-    levels = LevelCoder(LevelOptions(), plan.slots, image, False)
+    image = plan.coded_planes(0, plan.geo.height, 0, plan.geo.width)
+    levels = LevelCoder(LevelOptions(), plan.slots, image, False, threads)
     choice = UnitChoice()
     for i in candidates:
         x, y, w, h = plan.geo.unit_rect(i)
