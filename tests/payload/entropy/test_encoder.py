@@ -33,10 +33,10 @@ from imij_plugins.payload.head import REC_NEAR, read_lossless_head
 from imij_plugins.registry.features import FeatureId as F
 from imij_plugins.wire.cursor import Cursor
 
+from .backends import NEEDS_C, both
 from .gen import SAMPLES
 
 LAYOUT_CHANNELS = {1: 1, 2: 2, 3: 3, 4: 4, 5: 4, 6: 3, 7: 4}
-NEEDS_C = pytest.mark.skipif("c" not in _backend.available(), reason="C kernels not built")
 
 
 # --- helpers ---------------------------------------------------------------------------------------
@@ -69,14 +69,6 @@ def _roundtrip(image, layout=None, **kw):
         assert np.array_equal(_uint(out), _uint(img)), f"round trip differs (decoder {backend})"
     return enc
 
-
-def _both(fn, *args, **kw):
-    """The C kernel's and the Python reference's result."""
-    with _backend.use("c"):
-        a = fn(*args, **kw)
-    with _backend.use("python"):
-        b = fn(*args, **kw)
-    return a, b
 
 
 def _image(rng: np.random.Generator, dtype, h: int, w: int, c: int) -> np.ndarray:
@@ -187,9 +179,9 @@ def test_backends_write_the_same_bytes():
     for dtype, c in ((np.uint8, 3), (np.uint16, 1), (np.float32, 2)):
         img = _image(rng, dtype, 12, 33, c)
         for effort in (1, 5, 9):
-            a, b = _both(encode_tuned, img, effort=effort, stripe_rows=5)
+            a, b = both(encode_tuned, img, effort=effort, stripe_rows=5)
             assert a.payload == b.payload
-        a, b = _both(encode_tuned, img, effort=5, max_error=2, stripe_rows=5) if dtype != np.float32 else (a, b)
+        a, b = both(encode_tuned, img, effort=5, max_error=2, stripe_rows=5) if dtype != np.float32 else (a, b)
         assert a.payload == b.payload
 
 
@@ -369,23 +361,23 @@ def test_kernels_match_their_references(seed):
         decor = S >= 3 and bool(rng.random() < 0.7)
         pm, rs, cs = int(rng.integers(1, 128)), int(rng.integers(1, 4)), int(rng.integers(1, 4))
         mm = int(rng.integers(1, 16)) if decor else 1
-        a, b = _both(K.costs, planes, depths, lanes, decor, pm, mm, rs, cs)
+        a, b = both(K.costs, planes, depths, lanes, decor, pm, mm, rs, cs)
         assert np.array_equal(a, b)
         mode, preds, _ = K.choose(a, mm)
-        u, ub = _both(K.residuals, planes, depths, lanes, preds, mode)
+        u, ub = both(K.residuals, planes, depths, lanes, preds, mode)
         assert np.array_equal(u, ub)
         for run_min in (0, 1, 2, 4):
             u0 = u[0] if S > 1 else None
-            x, y = _both(K.stats, u[-1], u0, lanes, int(rng.integers(0, 4)), run_min)
+            x, y = both(K.stats, u[-1], u0, lanes, int(rng.integers(0, 4)), run_min)
             for xa, ya in zip(x, y):
                 assert (xa is None) == (ya is None)
                 if xa is not None:
                     assert all(np.array_equal(p, q) for p, q in zip(xa, ya))
         deltas = [int(rng.integers(0, 1 << (d - 1))) if d >= 2 else 0 for d in depths]
-        x, y = _both(K.near, planes, depths, deltas, lanes, decor, pm, mm)
+        x, y = both(K.near, planes, depths, deltas, lanes, decor, pm, mm)
         assert x[:2] == y[:2] and np.array_equal(x[2], y[2]) and np.array_equal(x[3], y[3])
         if all(d <= 16 for d in depths):
-            x, y = _both(K.palette, planes)
+            x, y = both(K.palette, planes)
             assert (x is None) == (y is None)
             if x is not None:
                 assert x[0] == y[0] and np.array_equal(x[1], y[1])
@@ -399,7 +391,7 @@ def test_palette_kernel_on_flat_areas(tuples):
     colors = np.arange(tuples)[:, None] * np.array([1, 3, 7]) % 512
     flat = np.repeat(colors[rng.permutation(tuples)], rng.integers(1, 9, tuples), axis=0)
     planes = np.ascontiguousarray(flat.T.reshape(3, 1, -1)).astype(np.uint16)
-    x, y = _both(K.palette, planes)
+    x, y = both(K.palette, planes)
     assert (x is None) == (y is None) == (tuples > 256)
     if x is not None:
         assert x[0] == y[0] and np.array_equal(x[1], y[1])
@@ -410,17 +402,17 @@ def test_kernels_on_wide_rows():
     """Rows wider than the kernels' 256-column chunks and 4096-column class segments."""
     rng = np.random.default_rng(21)
     planes = _planes(rng, 3, 3, 5000, [8, 8, 8])
-    a, b = _both(K.costs, planes, [8] * 3, 16, True, 0x7F, 0xF, 1, 1)
+    a, b = both(K.costs, planes, [8] * 3, 16, True, 0x7F, 0xF, 1, 1)
     assert np.array_equal(a, b)
     mode, preds, _ = K.choose(a, 0xF)
-    u, ub = _both(K.residuals, planes, [8] * 3, 16, preds, mode)
+    u, ub = both(K.residuals, planes, [8] * 3, 16, preds, mode)
     assert np.array_equal(u, ub)
     u[1, :, 100:700] = 0
     u[1, :, 4200:4900] = 0
-    x, y = _both(K.stats, u[1], u[0], 16, 0, 4)
+    x, y = both(K.stats, u[1], u[0], 16, 0, 4)
     assert all(np.array_equal(p, q) for xa, ya in zip(x, y) for p, q in zip(xa, ya))
     model = choose_model({False: SlotStats(*x[0]), True: SlotStats(*x[1])}, 8, 0, effort_of(9))
-    s1, s2 = _both(K.stream, u[1], u[0], 16, model.enc)
+    s1, s2 = both(K.stream, u[1], u[0], 16, model.enc)
     assert s1 == s2
 
 
@@ -442,7 +434,7 @@ def test_stream_kernel_matches_the_writers_coder(seed):
             plain, cross = K.stats(u, u0, lanes, sh, 4)
         model = choose_model({False: SlotStats(*plain), True: SlotStats(*cross)}, n, sh,
                              effort_of(int(rng.choice([1, 5, 9]))))
-        a, b = _both(K.stream, u, u0, lanes, model.enc)
+        a, b = both(K.stream, u, u0, lanes, model.enc)
         assert a == b
 
 

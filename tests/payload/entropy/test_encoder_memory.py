@@ -15,16 +15,9 @@ from imij_plugins.payload.entropy import costs as K
 from imij_plugins.payload.entropy.encoder import encode_tuned
 from imij_plugins.payload.entropy.modeling import SlotStats, choose_model, effort_of
 
-NEEDS_C = pytest.mark.skipif("c" not in _backend.available(), reason="C kernels not built")
+from .backends import NEEDS_C, both
 
 
-def _both(fn, *args, **kw):
-    """The C kernel's and the Python reference's result."""
-    with _backend.use("c"):
-        a = fn(*args, **kw)
-    with _backend.use("python"):
-        b = fn(*args, **kw)
-    return a, b
 
 
 def _smooth(rng: np.random.Generator, S: int, h: int, w: int, n: int) -> np.ndarray:
@@ -53,7 +46,7 @@ def test_kernels_read_every_width_alike(n):
         y = K.stats(u[1].astype(np.uint32), u[0].astype(np.uint32), 16, 0, 4)
         assert all(np.array_equal(p, q) for xa, ya in zip(x, y) for p, q in zip(xa, ya))
         assert K.palette(planes) is None or K.palette(planes)[0] == K.palette(planes.astype(np.uint32))[0]
-    ub = _both(K.residuals, planes, depths, 16, preds, mode)[1]
+    ub = both(K.residuals, planes, depths, 16, preds, mode)[1]
     assert np.array_equal(u, ub)
 
 
@@ -72,7 +65,7 @@ def test_streams_of_many_blocks_match_the_writers_coder(seed):
     with _backend.use("c"):
         plain, cross = K.stats(u, u0, lanes, 0, 4)
     model = choose_model({False: SlotStats(*plain), True: SlotStats(*cross)}, 8, 0, effort_of(9))
-    a, b = _both(K.stream, u, u0, lanes, model.enc)
+    a, b = both(K.stream, u, u0, lanes, model.enc)
     assert a == b
     with _backend.use("c"):
         assert K.stream(u.astype(np.uint32), u0.astype(np.uint16), lanes, model.enc) == a
@@ -86,7 +79,7 @@ def test_stream_output_grows_past_the_first_buffer():
     with _backend.use("c"):
         plain, _ = K.stats(u, None, 16, 0, 4)
     model = choose_model({False: SlotStats(*plain)}, 16, 0, effort_of(1))
-    a, b = _both(K.stream, u[:8], None, 16, model.enc)
+    a, b = both(K.stream, u[:8], None, 16, model.enc)
     assert a == b
 
 
@@ -98,7 +91,7 @@ def test_stream_of_three_ops_per_position_fits_the_bound():
     with _backend.use("c"):
         plain, _ = K.stats(u, None, 16, 16, 4)
     model = choose_model({False: SlotStats(*plain)}, 32, 16, effort_of(1))
-    a, b = _both(K.stream, u, None, 16, model.enc)
+    a, b = both(K.stream, u, None, 16, model.enc)
     assert a == b
 
 

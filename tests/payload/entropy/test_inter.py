@@ -17,15 +17,9 @@ from imij_plugins.payload.head import read_lossless_head
 from imij_plugins.payload.units import walk_units
 from imij_plugins.wire.cursor import Cursor
 
-NEEDS_C = pytest.mark.skipif("c" not in _backend.available(), reason="C kernels not built")
+from .backends import NEEDS_C, both
 
 
-def _both(fn, *args, **kw):
-    with _backend.use("c"):
-        a = fn(*args, **kw)
-    with _backend.use("python"):
-        b = fn(*args, **kw)
-    return a, b
 
 
 def _pair(rng: np.random.Generator, dtype, h: int, w: int, c: int) -> tuple[np.ndarray, np.ndarray]:
@@ -88,15 +82,15 @@ def test_inter_kernels_match_their_references(seed):
         decor = S >= 3 and bool(rng.random() < 0.7)
         pm, rs, cs = int(rng.integers(1, 1024)), int(rng.integers(1, 4)), int(rng.integers(1, 4))
         mm = int(rng.integers(1, 16)) if decor else 1
-        a, b = _both(K.costs, planes, depths, lanes, decor, pm, mm, rs, cs, refs)
+        a, b = both(K.costs, planes, depths, lanes, decor, pm, mm, rs, cs, refs)
         assert np.array_equal(a, b)
         tried = bool(pm & 0x80) or (rs < h and bool(pm & K.INTER_PREDICTORS))  # row 0: only 7
         assert (a[:, :, 7:] < K.UNTRIED).any() == tried
         mode, preds, _ = K.choose(a, mm)
         assert preds[0] in (0, 7) and all(p == 0 or pm >> p & 1 for p in preds[1:])
-        u, ub = _both(K.residuals, planes, depths, lanes, preds, mode, refs)
+        u, ub = both(K.residuals, planes, depths, lanes, preds, mode, refs)
         assert np.array_equal(u, ub)
-        plain, _ = _both(K.costs, planes, depths, lanes, decor, pm, mm, rs, cs)
+        plain, _ = both(K.costs, planes, depths, lanes, decor, pm, mm, rs, cs)
         assert (plain[:, :, 7:] == K.UNTRIED).all()  # no reference: 7-9 are never tried
 
 
