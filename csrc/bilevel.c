@@ -555,7 +555,7 @@ int64_t imij_level_encode(const uint8_t *plane, uint32_t width, uint32_t height,
                 const lvl_op *o = &ops[i];
                 uint32_t f, cum;
                 if (o->kind == 2) {
-                    if (!efreq) { /* without the direct-index table an escape decodes 0, state unchanged */
+                    if (!efreq) { /* 2.14: without the direct-index table an escape decodes 0, state unchanged */
                         if (o->ctx)
                             return IMIJ_LVL_E_FREQ;
                         continue;

@@ -87,7 +87,6 @@ class CModels:
             ffi.memmove(ffi.addressof(s, name), array.tobytes(), array.nbytes)
         s.high = bool((nb > 16).any())
 
-
     def unit_of(self, width: int, height: int):
         """The kernel's ``imij_unit`` for one unit of ``width`` x ``height`` (per call: units decode on many threads)."""
         unit = _backend.ffi.new("imij_unit *", self.unit[0])
@@ -115,13 +114,13 @@ def decode_unit_c(plan: UnitPlan, models: CModels, body: bytes | memoryview, wid
     nplanes = max(len(plan.slots), 1)  # a palette stripe's index plane needs one
     rows = block_rows(nplanes, width, height)
     planes = np.empty((nplanes, rows + CARRIED_ROWS, width), dtype=np.uint32)
-    refs = None if reference is None else np.empty((len(plan.slots), rows + CARRIED_ROWS, width), dtype=np.uint32)
     planes_c = ffi.from_buffer("uint32_t[]", planes, require_writable=True)
     if models.store is not None and reference is None and out.strides[2] == out.itemsize:
         code = lib.imij_entropy_store(state, rows, planes_c, _store_struct(models.store, out))  # no GIL per block
         if code:
             _fail(code, plan, body, width, height, reference)
         return out
+    refs = None if reference is None else np.empty((len(plan.slots), rows + CARRIED_ROWS, width), dtype=np.uint32)
     refs_c = ffi.NULL if refs is None else ffi.from_buffer("uint32_t[]", refs)
     coded_at = [slot.coded.index for slot in plan.slots]
     for r0 in range(0, height, rows):
