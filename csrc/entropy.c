@@ -143,12 +143,12 @@ static inline int64_t floor_half(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1)
 
 /* ---- 3.1 with AVX2: the 16 lanes of one step as two vectors of 8 u32 ----
  *
- * Taken for a step when the lanes read only in-bounds memory without checks and the step needs
- * none of the scalar path's special cases: x > 0 and r > 0 (both neighbours exist), no lane
- * inside a zero run, and at least 64 bytes of words left (a step reads at most 16 words per
- * phase, so no bounds check can fail inside it; the last 64 bytes decode on the scalar path,
- * which reports a short stream exactly as before). Lanes l >= nl (past their width at this x)
- * are masked out of every gather, renormalization and store.
+ * Taken for a step when both neighbours exist (x > 0 and r > 0). A step reads at most 16 words
+ * per phase, 64 bytes in all: it reads the stream in place while 64 bytes are left, then from a
+ * zero-padded copy of the stream's last 64 bytes; a step that took words past the stream's end is
+ * the stream running short (3.1), as the scalar path's first missing word would be. Lanes
+ * l >= nl (past their width at this x) and lanes inside a zero run are masked out of every
+ * gather and renormalization.
  *
  * Renormalization (3.1, words in lane order within a phase): the lanes needing a word form a
  * mask; lane i takes word popcount(mask & ((1 << i) - 1)) of the next popcount(mask) words. */
@@ -165,14 +165,14 @@ typedef struct {
     uint32_t tok[4][M_SLOTS]; /* only the contexts ctx_map names are filled */
 } simd_consts;
 
-/* Whether the SIMD path pays for its table in this call: about one symbol per byte left, and a
- * table of M entries per context to fill first. */
-static int simd_worth(const imij_slot_model *m, size_t left)
+/* Whether the SIMD path pays for its table in this call: a table of M entries per context to fill
+ * first (about 128 gathers), against the call's steps. */
+static int simd_worth(const imij_slot_model *m, uint32_t rows, uint32_t lw)
 {
     uint32_t nctx = 0;
     for (int c = 0; c < 16; c++)
         nctx = m->ctx_map[c] + 1u > nctx ? m->ctx_map[c] + 1u : nctx;
-    return left >= (size_t)64 * nctx;
+    return (uint64_t)rows * lw >= (uint64_t)64 * nctx;
 }
 
 /* Filled per call (a block of rows) on the stack: eight entries per gather, about a microsecond. */
@@ -240,29 +240,25 @@ static inline AVX2_FN __m256i simd_renorm(__m256i xs, __m256i live, const uint8_
     return _mm256_blendv_epi8(xs, taken, need);
 }
 
-/* No lane inside a zero run (3.1: such a lane skips the step). */
-static inline AVX2_FN int simd_no_runs(const uint32_t *run)
-{
-    __m256i a = _mm256_loadu_si256((const __m256i *)run), b = _mm256_loadu_si256((const __m256i *)(run + 8));
-    return _mm256_testz_si256(_mm256_or_si256(a, b), _mm256_set1_epi32(-1));
-}
-
-/* One step (r > 0, x > 0, no lane in a run, >= 64 bytes of words left) of lanes 0..nl-1.
- * Returns 1 when the step is complete (values in row and w_prev), 0 when only the token phase
- * ran (st and sym_of hold its result; the scalar path finishes the step). */
-static inline AVX2_FN int simd_step(const simd_consts *k, const imij_slot_model *m, uint32_t *st, uint32_t nl,
-                                    uint32_t *row, const uint32_t *up, const uint32_t *c0, uint32_t x,
+/* One step (r > 0, x > 0) of lanes 0..nl-1, reading words at *w (>= 64 bytes there). Lanes inside
+ * a zero run (3.1) take no token and output 0. Returns 1 when the step is complete (values in row
+ * and w_prev, runs counted down), 0 when only the token phase ran (st and sym_of, by lane, hold its
+ * result for the lanes outside runs; the scalar path finishes the step). */
+static inline AVX2_FN int simd_step(const simd_consts *k, const imij_slot_model *m, uint32_t *st, uint32_t *run,
+                                    uint32_t nl, uint32_t *row, const uint32_t *up, const uint32_t *c0, uint32_t x,
                                     uint32_t *w_prev, int w_valid, const uint8_t **w, uint32_t *sym_of,
                                     const int narrow, const int cross)
 {
     const __m256i lane_no = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256i ctx_map = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)m->ctx_map));
     const __m256i shift = _mm256_set1_epi32((int)m->ctx_shift);
-    __m256i live[2], xs[2], sym[2], tok[2];
+    __m256i live[2], xs[2], sym[2], tok[2], runs[2];
     uint32_t scalar = 0;
     for (int h = 0; h < 2; h++) { /* token phase */
         __m256i off = _mm256_loadu_si256((const __m256i *)(k->offs + 8 * h));
-        live[h] = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)nl - 8 * h), lane_no);
+        __m256i in_step = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)nl - 8 * h), lane_no);
+        runs[h] = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(run + 8 * h)), in_step);
+        live[h] = _mm256_and_si256(_mm256_cmpeq_epi32(runs[h], _mm256_setzero_si256()), in_step); /* no run */
         __m256i wv = w_valid ? _mm256_loadu_si256((const __m256i *)(w_prev + 8 * h))
                              : _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)(row + x - 1),
                                                            off, live[h], 4);
@@ -300,6 +296,9 @@ static inline AVX2_FN int simd_step(const simd_consts *k, const imij_slot_model 
         __m256i some = _mm256_andnot_si256(_mm256_cmpeq_epi32(nb, _mm256_setzero_si256()), live[h]); /* nb > 0 */
         xs[h] = simd_renorm(_mm256_srlv_epi32(xs[h], nb), some, w);
         _mm256_storeu_si256((__m256i *)(st + 8 * h), xs[h]);
+        /* a lane inside a run: tok and ex are 0, so its value is 0; its run counts down */
+        __m256i counting = _mm256_xor_si256(_mm256_cmpeq_epi32(runs[h], _mm256_setzero_si256()), _mm256_set1_epi32(-1));
+        _mm256_storeu_si256((__m256i *)(run + 8 * h), _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(run + 8 * h)), counting));
         __m256i val = _mm256_add_epi32(_mm256_and_si256(tok[h], _mm256_set1_epi32(0xffffff)), ex);
         _mm256_storeu_si256((__m256i *)(w_prev + 8 * h), val);
     }
@@ -338,9 +337,13 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
     simd_consts k;
     uint32_t w_prev[16];
     int w_valid = 0; /* w_prev holds the previous step's values (it was a complete SIMD step) */
-    int use_simd = simd && simd_worth(m, slen - wpos);
-    if (use_simd)
+    int use_simd = simd && simd_worth(m, rows, lw);
+    size_t tail_at = slen > 64 ? slen - 64 : 0; /* the stream's last 64 bytes, then zeros */
+    uint8_t tail[128] = {0};
+    if (use_simd) {
         simd_prepare(&k, m, lw);
+        memcpy(tail, s + tail_at, slen - tail_at);
+    }
 #else
     (void)simd;
 #endif
@@ -356,18 +359,26 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
 #if IMIJ_ENT_AVX2
             if (use_simd) {
                 int taken = -1;
-                if (r && x && slen - wpos >= 64 && simd_no_runs(run)) {
-                    const uint8_t *wp = s + wpos;
-                    taken = simd_step(&k, m, st, nl, row, up, c0, x, w_prev, w_valid, &wp, sym_of, narrow, cross);
-                    wpos = (size_t)(wp - s);
+                if (r && x) {
+                    const uint8_t *from = slen - wpos >= 64 ? s + wpos : tail + (wpos - tail_at), *wp = from;
+                    taken = simd_step(&k, m, st, run, nl, row, up, c0, x, w_prev, w_valid, &wp, sym_of, narrow, cross);
+                    wpos += (size_t)(wp - from);
+                    if (wpos > slen)
+                        return IMIJ_ENT_E_WORDS;
                 }
                 w_valid = taken == 1;
                 if (taken == 1)
                     continue;
                 if (taken == 0) { /* the token phase ran: the scalar phases finish the step */
-                    for (n = 0; n < nl; n++) {
+                    for (uint32_t l = 0; l < nl; l++) {
+                        if (run[l]) { /* 3.1: inside a zero run */
+                            run[l]--;
+                            row[l * lw + x] = 0;
+                            continue;
+                        }
+                        sym_of[n] = sym_of[l];
                         e_of[n] = 0;
-                        lane_of[n] = n;
+                        lane_of[n++] = l;
                     }
                     tokens_done = 1;
                 }

@@ -5,9 +5,10 @@ fastest one the CPU supports (``IMIJ_ENTROPY_SIMD=0`` in the environment selects
 at start-up). Each payload decodes on both paths; the outputs, or the errors, must be identical,
 including for random-byte-mutated payloads whose errors arise deep inside the streams.
 
-The SIMD path only takes steps with x > 0, r > 0, no lane in a zero run and at least 64 bytes of
-words left, so the cases here are wide and tall enough for it to run for many steps; on a CPU
-without AVX2 both runs take the scalar path and the test still holds.
+The SIMD path takes steps with x > 0 and r > 0, lanes inside zero runs masked, and reads a
+stream's last 64 bytes from a zero-padded copy, so the cases here are wide and tall enough for it
+to run for many steps, and include nearly constant images whose streams are shorter than 64 bytes;
+on a CPU without AVX2 both runs take the scalar path and the test still holds.
 """
 
 from __future__ import annotations
@@ -103,13 +104,22 @@ def _screen(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
     return img
 
 
-@pytest.mark.parametrize("kind", ["photo", "screen", "gray16"])
+def _sparse(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
+    """A flat image with a few changed samples: streams of a few words, lanes mostly in zero runs."""
+    img = np.full((h, w, 3), 17, np.uint8)
+    img[rng.integers(0, h, 30), rng.integers(0, w, 30), rng.integers(0, 3, 30)] = rng.integers(0, 256, 30)
+    return img
+
+
+@pytest.mark.parametrize("kind", ["photo", "screen", "sparse", "gray16"])
 def test_files_and_byte_mutations(paths, kind):
     rng = np.random.default_rng(7)
     if kind == "photo":
         img = _photo(rng, 96, 400)
     elif kind == "screen":
         img = _screen(rng, 96, 400)
+    elif kind == "sparse":
+        img = _sparse(rng, 96, 400)
     else:
         img = (_photo(rng, 64, 300)[..., 0].astype(np.uint16) * 257 + rng.integers(0, 64, (64, 300))).astype(np.uint16)
     data = imij_plugins.encode(img)
