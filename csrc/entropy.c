@@ -104,6 +104,26 @@ static inline int64_t sext(uint32_t v, uint32_t n)
 /* floor(v / 2) for a signed v, without relying on the shift of a negative number. */
 static inline int64_t floor_half(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }
 
+/* 2.3: a unit's lanes, and the row of a lane-interleaved plane: lane l's column x at x * active + l
+ * (the kernel's scratch layout, so one step's lanes are adjacent; the last lane's columns past
+ * its width are padding). */
+typedef struct {
+    uint32_t lw;     /* lane width */
+    uint32_t active; /* the non-empty prefix of lanes */
+    uint32_t last_w; /* the last active lane's width; every other is lw wide */
+    size_t row;      /* lw * active */
+} lane_geo;
+
+static lane_geo geometry(uint32_t width, uint32_t lanes)
+{
+    lane_geo g;
+    g.lw = (width + lanes - 1) / lanes;
+    g.active = (width + g.lw - 1) / g.lw;
+    g.last_w = width - (g.active - 1) * g.lw;
+    g.row = (size_t)g.lw * g.active;
+    return g;
+}
+
 /* 3.1: a state below 2^16 takes the next word of the stream (at most one per lane and phase). */
 #define RENORM(x)                                                                                  \
     do {                                                                                           \
@@ -118,7 +138,8 @@ static inline int64_t floor_half(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1)
 /* 3.1 / 3.2: a token's value, or a zero run of len - 1 = base + e more positions of the lane. */
 #define PUT_VALUE(i)                                                                               \
     do {                                                                                           \
-        uint32_t l_ = lane_of[i], at_ = l_ * lw + x;                                               \
+        uint32_t l_ = lane_of[i];                                                                  \
+        size_t at_ = (size_t)x * active + l_;                                                      \
         uint64_t value_ = (uint64_t)m->base[sym_of[i]] + e_of[i];                                  \
         if (sym_of[i] >= nvalue) {                                                                 \
             /* positions past the unit's last one are never visited: the excess is ignored, as a  \
@@ -161,7 +182,6 @@ static inline int64_t floor_half(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1)
  * base | nb << 24, or bit 31 when the scalar path must finish the step (a run token, more than 16
  * extra bits, a value of 24 bits or more, a slot of frequency 0, which no valid table has). */
 typedef struct {
-    uint32_t offs[16];        /* l * lw: each lane's first column */
     uint32_t tok[4][M_SLOTS]; /* only the contexts ctx_map names are filled */
 } simd_consts;
 
@@ -176,11 +196,9 @@ static int simd_worth(const imij_slot_model *m, uint32_t rows, uint32_t lw)
 }
 
 /* Filled per call (a block of rows) on the stack: eight entries per gather, about a microsecond. */
-static AVX2_FN void simd_prepare(simd_consts *k, const imij_slot_model *m, uint32_t lw)
+static AVX2_FN void simd_prepare(simd_consts *k, const imij_slot_model *m)
 {
     uint32_t tok[256], used = 0;
-    for (uint32_t l = 0; l < 16; l++)
-        k->offs[l] = l * lw;
     for (uint32_t t = 0; t < 256; t++) {
         int scalar = t >= m->nvalue || m->nb[t] > 16 ||
                      (uint64_t)m->base[t] + (1u << m->nb[t]) - 1 >= (1u << 24); /* its largest value */
@@ -240,40 +258,37 @@ static inline AVX2_FN __m256i simd_renorm(__m256i xs, __m256i live, const uint8_
     return _mm256_blendv_epi8(xs, taken, need);
 }
 
-/* One step (r > 0, x > 0) of lanes 0..nl-1, reading words at *w (>= 64 bytes there). Lanes inside
- * a zero run (3.1) take no token and output 0. Returns 1 when the step is complete (values in row
- * and w_prev, runs counted down), 0 when only the token phase ran (st and sym_of, by lane, hold its
- * result for the lanes outside runs; the scalar path finishes the step). */
+/* One step (r > 0, x > 0) of lanes 0..nl-1, reading words at *w (>= 64 bytes there): `at`, `up`
+ * and `c0` point at column x of the step's row, the row above and slot 0's row, lane-interleaved
+ * (lane l at +l), `wat` at column x - 1. Lanes inside a zero run (3.1) take no token and output
+ * 0. `halves`: 1 when at most 8 lanes are active. Returns 1 when the step is complete (values at
+ * `at` and in w_prev, runs counted down), 0 when only the token phase ran (st and sym_of, by lane,
+ * hold its result for the lanes outside runs; the scalar path finishes the step). */
 static inline AVX2_FN int simd_step(const simd_consts *k, const imij_slot_model *m, uint32_t *st, uint32_t *run,
-                                    uint32_t nl, uint32_t *row, const uint32_t *up, const uint32_t *c0, uint32_t x,
-                                    uint32_t *w_prev, int w_valid, const uint8_t **w, uint32_t *sym_of,
-                                    const int narrow, const int cross)
+                                    uint32_t nl, int halves, uint32_t *at, const uint32_t *wat, const uint32_t *up,
+                                    const uint32_t *c0, uint32_t *w_prev, int w_valid, const uint8_t **w,
+                                    uint32_t *sym_of, const int narrow, const int cross)
 {
     const __m256i lane_no = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256i ctx_map = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)m->ctx_map));
     const __m256i shift = _mm256_set1_epi32((int)m->ctx_shift);
-    __m256i live[2], xs[2], sym[2], tok[2], runs[2];
+    __m256i in_step[2], live[2], xs[2], sym[2], tok[2], runs[2];
     uint32_t scalar = 0;
-    for (int h = 0; h < 2; h++) { /* token phase */
-        __m256i off = _mm256_loadu_si256((const __m256i *)(k->offs + 8 * h));
-        __m256i in_step = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)nl - 8 * h), lane_no);
-        runs[h] = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(run + 8 * h)), in_step);
-        live[h] = _mm256_and_si256(_mm256_cmpeq_epi32(runs[h], _mm256_setzero_si256()), in_step); /* no run */
+    for (int h = 0; h < halves; h++) { /* token phase */
+        in_step[h] = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)nl - 8 * h), lane_no);
+        runs[h] = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(run + 8 * h)), in_step[h]);
+        live[h] = _mm256_and_si256(_mm256_cmpeq_epi32(runs[h], _mm256_setzero_si256()), in_step[h]); /* no run */
         __m256i wv = w_valid ? _mm256_loadu_si256((const __m256i *)(w_prev + 8 * h))
-                             : _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)(row + x - 1),
-                                                           off, live[h], 4);
-        __m256i nv = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)(up + x), off, live[h], 4);
+                             : _mm256_maskload_epi32((const int *)(wat + 8 * h), live[h]);
+        __m256i nv = _mm256_maskload_epi32((const int *)(up + 8 * h), live[h]);
         __m256i sum = _mm256_add_epi32(simd_term(wv, shift, narrow), simd_term(nv, shift, narrow));
-        if (cross) { /* slot 0's term, always clamped */
-            __m256i cv = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)(c0 + x), off,
-                                                     live[h], 4);
-            sum = _mm256_add_epi32(sum, simd_term(cv, shift, 0));
-        }
+        if (cross) /* slot 0's term, always clamped */
+            sum = _mm256_add_epi32(sum, simd_term(_mm256_maskload_epi32((const int *)(c0 + 8 * h), live[h]), shift, 0));
         __m256i s0 = _mm256_loadu_si256((const __m256i *)(st + 8 * h));
-        __m256i at = _mm256_or_si256(_mm256_slli_epi32(simd_context(sum, ctx_map), M_BITS),
-                                     _mm256_and_si256(s0, _mm256_set1_epi32(M_SLOTS - 1)));
-        __m256i e = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)m->dec[0], at, live[h], 4);
-        tok[h] = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)k->tok[0], at, live[h], 4);
+        __m256i slot = _mm256_or_si256(_mm256_slli_epi32(simd_context(sum, ctx_map), M_BITS),
+                                       _mm256_and_si256(s0, _mm256_set1_epi32(M_SLOTS - 1)));
+        __m256i e = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)m->dec[0], slot, live[h], 4);
+        tok[h] = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)k->tok[0], slot, live[h], 4);
         __m256i freq = _mm256_and_si256(_mm256_srli_epi32(e, 8), _mm256_set1_epi32(0x7ff));
         __m256i x1 = _mm256_add_epi32(_mm256_mullo_epi32(freq, _mm256_srli_epi32(s0, M_BITS)),
                                       _mm256_srli_epi32(e, 19));
@@ -282,7 +297,7 @@ static inline AVX2_FN int simd_step(const simd_consts *k, const imij_slot_model 
         scalar |= (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(tok[h])) << 8 * h;
     }
     if (scalar) {
-        for (int h = 0; h < 2; h++) {
+        for (int h = 0; h < halves; h++) {
             _mm256_storeu_si256((__m256i *)(st + 8 * h), xs[h]);
             _mm256_storeu_si256((__m256i *)(sym_of + 8 * h), sym[h]);
         }
@@ -290,7 +305,7 @@ static inline AVX2_FN int simd_step(const simd_consts *k, const imij_slot_model 
     }
     /* extra-bits phase (lanes with nb > 0 only, as the scalar path). Every nb <= 16 here and every
      * state is >= 2^16 after it, so the high phase (n2 = 0) changes nothing and reads no word. */
-    for (int h = 0; h < 2; h++) {
+    for (int h = 0; h < halves; h++) {
         __m256i nb = _mm256_srli_epi32(tok[h], 24);
         __m256i ex = _mm256_andnot_si256(_mm256_sllv_epi32(_mm256_set1_epi32(-1), nb), xs[h]);
         __m256i some = _mm256_andnot_si256(_mm256_cmpeq_epi32(nb, _mm256_setzero_si256()), live[h]); /* nb > 0 */
@@ -301,15 +316,14 @@ static inline AVX2_FN int simd_step(const simd_consts *k, const imij_slot_model 
         _mm256_storeu_si256((__m256i *)(run + 8 * h), _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(run + 8 * h)), counting));
         __m256i val = _mm256_add_epi32(_mm256_and_si256(tok[h], _mm256_set1_epi32(0xffffff)), ex);
         _mm256_storeu_si256((__m256i *)(w_prev + 8 * h), val);
+        _mm256_maskstore_epi32((int *)(at + 8 * h), in_step[h], val);
     }
-    for (uint32_t l = 0; l < nl; l++) /* lane l's value at its column x */
-        row[k->offs[l] + x] = w_prev[l];
     return 1;
 }
 #endif
 
 /* 3.1: rows [r0, r0 + rows) of one slot's stream, resumed from `ss` and saved back to it: lanes
- * decode in (step, phase, lane) order into u, the block's rows (contiguous). `up0` holds the
+ * decode in (step, phase, lane) order into u, the block's rows (contiguous, lane-interleaved). `up0` holds the
  * residuals of row r0 - 1 (read when r0 > 0), `u0` slot 0's residuals of the block's rows (the
  * cross context). A zero run's counter carries over row and block ends (3.1: "continuing across
  * rows"). `narrow` (a constant at each call) says ctx_shift is 0 and this slot's residuals are
@@ -320,9 +334,8 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
                                         uint32_t rows, uint32_t *u, const uint32_t *up0, const uint32_t *u0,
                                         const int narrow, const int cross, const int simd)
 {
-    uint32_t lw = (width + lanes - 1) / lanes; /* 2.3: lane width */
-    uint32_t active = (width + lw - 1) / lw;   /* the non-empty prefix */
-    uint32_t last_w = width - (active - 1) * lw; /* every lane but the last is lw wide */
+    lane_geo g = geometry(width, lanes);
+    const uint32_t lw = g.lw, active = g.active, last_w = g.last_w;
     const uint8_t *s = body + ss->start;
     size_t slen = ss->len, wpos = ss->pos;
     uint32_t st[16], run[16];
@@ -341,7 +354,7 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
     size_t tail_at = slen > 64 ? slen - 64 : 0; /* the stream's last 64 bytes, then zeros */
     uint8_t tail[128] = {0};
     if (use_simd) {
-        simd_prepare(&k, m, lw);
+        simd_prepare(&k, m);
         memcpy(tail, s + tail_at, slen - tail_at);
     }
 #else
@@ -349,9 +362,9 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
 #endif
     for (uint32_t i = 0; i < rows; i++) {
         uint32_t r = r0 + i; /* the stripe row */
-        uint32_t *row = u + (size_t)i * width;
-        const uint32_t *up = i ? row - width : up0;
-        const uint32_t *c0 = cross ? u0 + (size_t)i * width : row;
+        uint32_t *row = u + (size_t)i * g.row;
+        const uint32_t *up = i ? row - g.row : up0;
+        const uint32_t *c0 = cross ? u0 + (size_t)i * g.row : row;
         for (uint32_t x = 0; x < lw; x++) {
             uint32_t nl = x < last_w ? active : active - 1; /* lanes with a position at x */
             uint32_t sym_of[16], e_of[16], lane_of[16], n = 0;
@@ -361,7 +374,9 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
                 int taken = -1;
                 if (r && x) {
                     const uint8_t *from = slen - wpos >= 64 ? s + wpos : tail + (wpos - tail_at), *wp = from;
-                    taken = simd_step(&k, m, st, run, nl, row, up, c0, x, w_prev, w_valid, &wp, sym_of, narrow, cross);
+                    size_t ax = (size_t)x * active;
+                    taken = simd_step(&k, m, st, run, nl, active > 8 ? 2 : 1, row + ax, row + ax - active, up + ax,
+                                      c0 + ax, w_prev, w_valid, &wp, sym_of, narrow, cross);
                     wpos += (size_t)(wp - from);
                     if (wpos > slen)
                         return IMIJ_ENT_E_WORDS;
@@ -373,7 +388,7 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
                     for (uint32_t l = 0; l < nl; l++) {
                         if (run[l]) { /* 3.1: inside a zero run */
                             run[l]--;
-                            row[l * lw + x] = 0;
+                            row[(size_t)x * active + l] = 0;
                             continue;
                         }
                         sym_of[n] = sym_of[l];
@@ -386,7 +401,7 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
 #endif
             /* token phase */
             for (uint32_t l = 0; l < nl && !tokens_done; l++) {
-                uint32_t at = l * lw + x;
+                size_t at = (size_t)x * active + l;
                 if (run[l]) { /* 3.1: inside a zero run: skip the step, output 0 */
                     run[l]--;
                     row[at] = 0;
@@ -395,9 +410,9 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
 #define TERM(v) (narrow ? (v) : ctx_term((v), shift))
                 uint32_t sum;
                 if (r)
-                    sum = x ? TERM(row[at - 1]) + TERM(up[at]) : 2 * TERM(up[at]);
+                    sum = x ? TERM(row[at - active]) + TERM(up[at]) : 2 * TERM(up[at]);
                 else
-                    sum = x ? 2 * TERM(row[at - 1]) : 0;
+                    sum = x ? 2 * TERM(row[at - active]) : 0;
                 if (cross) /* slot 0 may be deeper than this slot: its term is always clamped */
                     sum += ctx_term(c0[at], shift);
 #undef TERM
@@ -492,58 +507,47 @@ static int decode_rows(ROWS_PARAMS)
 {
 #if IMIJ_ENT_AVX2
     int path = simd_path < 0 ? imij_entropy_simd(-1) : simd_path;
-    if (path == 1 && width < (1u << 30))
+    if (path == 1)
         return decode_rows_avx2(ROWS_ARGS);
 #endif
     return decode_rows_scalar(ROWS_ARGS);
 }
 
-/* Section 4: the predictor of a position from lane-local neighbours of reconstructed values. */
-static inline uint32_t predict(uint32_t id, const uint32_t *v, const uint32_t *ref, size_t at, uint32_t width,
+/* Section 4: the predictor of lane l's column x (at = x * L + l in the lane-interleaved rows of
+ * `g`, L = g->active) from lane-local neighbours of reconstructed values: W at at - L, N at
+ * at - g->row. */
+static inline uint32_t predict(uint32_t id, const uint32_t *v, const uint32_t *ref, size_t at, const lane_geo *g,
                                uint32_t r, uint32_t x, uint32_t lane_w, uint32_t mask)
 {
+    size_t L = g->active, R = g->row;
     if (r == 0) { /* stripe row 0: W with W = 0 at x = 0, or 7 in inter frames */
         if (id == 7)
             return ref[at];
-        return x > 0 ? v[at - 1] : 0;
+        return x > 0 ? v[at - L] : 0;
     }
-    uint32_t n = v[at - width];
-    uint32_t w = x > 0 ? v[at - 1] : n;
-    uint32_t nw = x > 0 ? v[at - width - 1] : n;
-    uint32_t ne = x + 1 < lane_w ? v[at - width + 1] : n;
+    uint32_t n = v[at - R];
+    uint32_t w = x > 0 ? v[at - L] : n;
+    uint32_t nw = x > 0 ? v[at - R - L] : n;
+    uint32_t ne = x + 1 < lane_w ? v[at - R + L] : n;
     if (id <= 6)
         return intra_predict(id, w, n, nw, ne, mask);
     switch (id) {
     case 7:
         return ref[at];
     case 8: { /* (W + R - RW): RW with W's edge rules; at x = 0 RW = RN */
-        uint32_t rn = ref[at - width];
-        uint32_t rw = x > 0 ? ref[at - 1] : rn;
+        uint32_t rn = ref[at - R];
+        uint32_t rw = x > 0 ? ref[at - L] : rn;
         return (w + ref[at] - rw) & mask;
     }
     default: { /* 9: (N + R - RN) */
-        return (n + ref[at] - ref[at - width]) & mask;
+        return (n + ref[at] - ref[at - R]) & mask;
     }
     }
 }
 
-/* Section 4, predictors 0-6 on one lane of one row (r > 0, exact): v = (pred + d) & mask, with
- * the lane-local edges of 2.3 (W, NW = N at x = 0; NE = N at the lane's last column). In place:
- * cur[x] holds d on entry and v on exit; the predictor reads only cur[x - 1] (already v) and the
- * row above (all v). */
-#define INTRA_LANE(EXPR)                                                                           \
-    do {                                                                                           \
-        for (uint32_t x = 0; x < lane_w; x++) {                                                    \
-            uint32_t n = up[x], w = x ? cur[x - 1] : n, nw = x ? up[x - 1] : n;                    \
-            uint32_t ne = x + 1 < lane_w ? up[x + 1] : n;                                          \
-            (void)w, (void)nw, (void)ne;                                                           \
-            cur[x] = ((EXPR) + cur[x]) & mask;                                                     \
-        }                                                                                          \
-    } while (0)
-
 /* Predictors 0-6 (section 4) as expressions of w, n, nw, ne, each in its own copy of LOOP so the
- * predictor is chosen once per lane or row, not per sample. */
-#define INTRA_SWITCH(LOOP)                                                                         \
+ * predictor is chosen once per lane or column, not per sample. PAETH names the Paeth function. */
+#define INTRA_SWITCH(LOOP, PAETH)                                                                  \
     switch (id) {                                                                                  \
     case 0:                                                                                        \
         LOOP(w);                                                                                   \
@@ -552,7 +556,7 @@ static inline uint32_t predict(uint32_t id, const uint32_t *v, const uint32_t *r
         LOOP(n);                                                                                   \
         break;                                                                                     \
     case 2:                                                                                        \
-        LOOP((uint32_t)(((uint64_t)w + n) >> 1));                                                  \
+        LOOP((w & n) + ((w ^ n) >> 1)); /* floor((W + N) / 2) without overflow */                \
         break;                                                                                     \
     case 3:                                                                                        \
         LOOP(med(w, n, nw, mask));                                                                 \
@@ -561,81 +565,124 @@ static inline uint32_t predict(uint32_t id, const uint32_t *v, const uint32_t *r
         LOOP(w + n - nw);                                                                          \
         break;                                                                                     \
     case 5:                                                                                        \
-        LOOP(paeth(w, n, nw));                                                                     \
+        LOOP(PAETH(w, n, nw));                                                                     \
         break;                                                                                     \
     default: /* 6 */                                                                               \
-        LOOP((uint32_t)(((uint64_t)w + ne) >> 1));                                                 \
+        LOOP((w & ne) + ((w ^ ne) >> 1));                                                          \
         break;                                                                                     \
     }
 
-/* One lane of one row with an intra predictor. */
-static void intra_lane(uint32_t id, uint32_t *cur, const uint32_t *up, uint32_t lane_w, uint32_t mask)
-{
-    INTRA_SWITCH(INTRA_LANE)
-}
-
-/* The inner columns 1..lw-2 of `full` lanes of width lw, lanes interleaved: each lane's W chain is
- * serial, so stepping the lanes side by side keeps several chains in flight (2.3: lanes share no
- * neighbour, their edge columns are done per lane). */
-#define INTRA_INNER(EXPR)                                                                          \
+/* Section 4, predictors 0-6 on one lane of one row (r > 0, exact): v = (pred + d) & mask, with
+ * the lane-local edges of 2.3 (W, NW = N at x = 0; NE = N at the lane's last column); the lane's
+ * columns are L apart. In place: cur[x L] holds d on entry and v on exit; the predictor reads only
+ * cur[(x - 1) L] (already v) and the row above (all v). */
+#define INTRA_LANE(EXPR)                                                                           \
     do {                                                                                           \
-        for (uint32_t x = 1; x + 1 < lw; x++)                                                      \
-            for (uint32_t l = 0; l < full; l++) {                                                  \
-                size_t c = (size_t)l * lw + x;                                                     \
-                uint32_t n = up[c], w = cur[c - 1], nw = up[c - 1], ne = up[c + 1];                \
-                (void)n, (void)w, (void)nw, (void)ne;                                              \
-                cur[c] = ((EXPR) + cur[c]) & mask;                                                 \
-            }                                                                                      \
+        for (uint32_t x = 0; x < lane_w; x++) {                                                    \
+            size_t c = (size_t)x * L;                                                              \
+            uint32_t n = up[c], w = x ? cur[c - L] : n, nw = x ? up[c - L] : n;                    \
+            uint32_t ne = x + 1 < lane_w ? up[c + L] : n;                                          \
+            (void)w, (void)nw, (void)ne;                                                           \
+            cur[c] = ((EXPR) + cur[c]) & mask;                                                     \
+        }                                                                                          \
     } while (0)
 
-static void intra_inner(uint32_t id, uint32_t *cur, const uint32_t *up, uint32_t lw, uint32_t full, uint32_t mask)
+static void intra_lane(uint32_t id, uint32_t *cur, const uint32_t *up, uint32_t lane_w, size_t L, uint32_t mask)
 {
-    INTRA_SWITCH(INTRA_INNER)
+    INTRA_SWITCH(INTRA_LANE, paeth)
 }
 
-/* One row of one slot with an intra predictor (r > 0, exact), every lane: lanes of full width
- * interleaved (their first and last columns, with 2.3's edge rules, one lane at a time), a
- * narrower last lane on its own. */
-static void intra_row(uint32_t id, uint32_t *cur, const uint32_t *up, uint32_t width, uint32_t lw, uint32_t mask)
+/* Paeth (section 4) for samples below 2^16, in 32-bit arithmetic, so a column vectorizes. */
+static inline uint32_t paeth16(uint32_t w, uint32_t n, uint32_t nw)
 {
-    uint32_t full = width / lw;
-    if (full < 2 || lw < 3) {
-        for (uint32_t c0 = 0; c0 < width; c0 += lw)
-            intra_lane(id, cur + c0, up + c0, c0 + lw <= width ? lw : width - c0, mask);
+    int32_t p = (int32_t)w + (int32_t)n - (int32_t)nw;
+    int32_t pa = abs(p - (int32_t)w), pb = abs(p - (int32_t)n), pc = abs(p - (int32_t)nw);
+    uint32_t not_w = pb <= pc ? n : nw;
+    return pa <= pb && pa <= pc ? w : not_w;
+}
+
+/* One inner column (0 < x < lw - 1) of `full` lanes, adjacent in the lane-interleaved row: cur and
+ * wcur are columns x and x - 1 of the row, n, nw and ne columns x, x - 1 and x + 1 of the row
+ * above. No lane reads another's samples (2.3), so the lanes are independent vector elements. */
+#define INTRA_COLUMN(EXPR)                                                                         \
+    do {                                                                                           \
+        for (uint32_t l = 0; l < full; l++) {                                                      \
+            uint32_t n = nrow[l], w = wcur[l], nw = nwrow[l], ne = nerow[l];                       \
+            (void)n, (void)w, (void)nw, (void)ne;                                                  \
+            cur[l] = ((EXPR) + cur[l]) & mask;                                                     \
+        }                                                                                          \
+    } while (0)
+
+#define INTRA_COLUMN_FN(NAME, ATTR)                                                                \
+    static ATTR void NAME(uint32_t id, uint32_t *restrict cur, const uint32_t *restrict wcur,     \
+                          const uint32_t *restrict nrow, const uint32_t *restrict nwrow,          \
+                          const uint32_t *restrict nerow, uint32_t full, uint32_t mask)           \
+    {                                                                                              \
+        if (mask <= 0xffffu) {                                                                     \
+            INTRA_SWITCH(INTRA_COLUMN, paeth16)                                                    \
+        } else {                                                                                   \
+            INTRA_SWITCH(INTRA_COLUMN, paeth)                                                      \
+        }                                                                                          \
+    }
+
+typedef void (*intra_column_fn)(uint32_t, uint32_t *restrict, const uint32_t *restrict, const uint32_t *restrict,
+                                const uint32_t *restrict, const uint32_t *restrict, uint32_t, uint32_t);
+INTRA_COLUMN_FN(intra_column, )
+#if IMIJ_ENT_AVX2
+INTRA_COLUMN_FN(intra_column_avx2, AVX2_FN)
+#endif
+
+/* One row of one slot with an intra predictor (r > 0, exact), every lane, lane-interleaved: the
+ * lanes of full width column by column (their first and last columns with 2.3's edge rules), a
+ * narrower last lane on its own. */
+static void intra_row(uint32_t id, uint32_t *cur, const uint32_t *up, const lane_geo *g, uint32_t mask)
+{
+    size_t L = g->active;
+    uint32_t lw = g->lw, full = g->last_w == lw ? (uint32_t)L : (uint32_t)L - 1;
+    if (lw < 3 || full < 4) { /* few lanes or columns: one lane at a time */
+        for (size_t l = 0; l < L; l++)
+            intra_lane(id, cur + l, up + l, l + 1 < L ? lw : g->last_w, L, mask);
         return;
     }
+    intra_column_fn column = intra_column;
+#if IMIJ_ENT_AVX2
+    if (simd_path == 1)
+        column = intra_column_avx2;
+#endif
     for (uint32_t l = 0; l < full; l++) /* column 0: W = NW = N */
-        cur[(size_t)l * lw] = (intra_predict(id, up[(size_t)l * lw], up[(size_t)l * lw], up[(size_t)l * lw],
-                                             up[(size_t)l * lw + 1], mask) + cur[(size_t)l * lw]) & mask;
-    intra_inner(id, cur, up, lw, full, mask);
-    for (uint32_t l = 0; l < full; l++) { /* the last column: NE = N */
-        size_t c = (size_t)l * lw + lw - 1;
-        cur[c] = (intra_predict(id, cur[c - 1], up[c], up[c - 1], up[c], mask) + cur[c]) & mask;
+        cur[l] = (intra_predict(id, up[l], up[l], up[l], up[L + l], mask) + cur[l]) & mask;
+    for (uint32_t x = 1; x + 1 < lw; x++) {
+        size_t c = (size_t)x * L;
+        column(id, cur + c, cur + c - L, up + c, up + c - L, up + c + L, full, mask);
     }
-    if ((size_t)full * lw < width)
-        intra_lane(id, cur + (size_t)full * lw, up + (size_t)full * lw, width - full * lw, mask);
+    for (uint32_t l = 0; l < full; l++) { /* the last column: NE = N */
+        size_t c = (size_t)(lw - 1) * L + l;
+        cur[c] = (intra_predict(id, cur[c - L], up[c], up[c - L], up[c], mask) + cur[c]) & mask;
+    }
+    if (full < L)
+        intra_lane(id, cur + L - 1, up + L - 1, g->last_w, L, mask);
 }
 
-/* Reconstruct stripe row r of one slot in place (section 4 step 3): `v` points at the row, which
- * holds the residuals d on entry, with the row above (reconstructed) right before it; `ref`
- * likewise at the reference row (inter frames) or NULL. Each v is written right after its own d is
- * read, and the predictors read only positions before it (W, NW, N, NE), so one row serves. */
-static void reconstruct(uint32_t *v, const uint8_t *pred_ids, const uint32_t *ref, uint32_t width, uint32_t r,
-                        uint32_t lanes, uint32_t depth, uint32_t delta)
+/* Reconstruct stripe row r of one slot in place (section 4 step 3): `v` points at the row
+ * (lane-interleaved, geometry g), which holds the residuals d on entry, with the row above
+ * (reconstructed) right before it; `ref` likewise at the reference row (inter frames) or NULL.
+ * Each v is written right after its own d is read, and the predictors read only positions before
+ * it in its lane (W, NW, N, NE), so one row serves. */
+static void reconstruct(uint32_t *v, const uint8_t *pred_ids, const uint32_t *ref, const lane_geo *g, uint32_t r,
+                        uint32_t depth, uint32_t delta)
 {
-    uint32_t lw = (width + lanes - 1) / lanes;
     uint32_t mask = mask_of(depth);
     int64_t step = 2 * (int64_t)delta + 1, top = (int64_t)mask;
     uint32_t id = pred_ids[r];
     if (r > 0 && id <= 6 && !delta) { /* the common case: one intra predictor for the row */
-        intra_row(id, v, v - width, width, lw, mask);
+        intra_row(id, v, v - g->row, g, mask);
         return;
     }
-    for (uint32_t c0 = 0; c0 < width; c0 += lw) {
-        uint32_t lane_w = c0 + lw <= width ? lw : width - c0;
+    for (uint32_t l = 0; l < g->active; l++) {
+        uint32_t lane_w = l + 1 < g->active ? g->lw : g->last_w;
         for (uint32_t x = 0; x < lane_w; x++) {
-            size_t at = c0 + x;
-            uint32_t p = predict(id, v, ref, at, width, r, x, lane_w, mask);
+            size_t at = (size_t)x * g->active + l;
+            uint32_t p = predict(id, v, ref, at, g, r, x, lane_w, mask);
             if (delta) { /* 2.6: v = clamp(pred + sext_n(d) (2 delta + 1), 0, 2^n - 1) */
                 int64_t q = sext(v[at], depth) * step + (int64_t)p;
                 v[at] = (uint32_t)(q < 0 ? 0 : q > top ? top : q);
@@ -704,7 +751,7 @@ static void undo_decor(const uint32_t *g, uint32_t *rr, uint32_t *b, size_t coun
 static int open_stream(imij_stream_state *ss, const uint8_t *body, size_t start, size_t len, uint32_t width,
                        uint32_t lanes)
 {
-    uint32_t lw = (width + lanes - 1) / lanes, active = (width + lw - 1) / lw;
+    uint32_t active = geometry(width, lanes).active;
     const uint8_t *s = body + start;
     memset(ss, 0, sizeof *ss);
     ss->start = start;
@@ -815,28 +862,29 @@ int imij_entropy_begin(const uint8_t *body, size_t len, const imij_unit *unit, i
 
 /* The next row block's first row in each plane of the scratch (imij_kernels.h): rows 0 and 1
  * carry the residuals and the coded values of the row above the block. */
-#define CARRY_U 0
-#define CARRY_V 1
-#define FIRST_ROW 2
+#define CARRY_U ((size_t)0)
+#define CARRY_V ((size_t)1)
+#define FIRST_ROW ((size_t)2)
 
 /* 2.5: a block of the index plane (plane 0), then each index's entry in every slot plane. */
 static int palette_rows(imij_entropy_state *state, uint32_t rows, size_t stride, uint32_t *planes)
 {
     const imij_unit *unit = &state->unit;
-    uint32_t width = unit->width, r0 = state->row;
-    size_t first = (size_t)FIRST_ROW * width, last = first + (size_t)(rows - 1) * width, count = (size_t)rows * width;
+    lane_geo g = geometry(unit->width, unit->lanes);
+    uint32_t r0 = state->row;
+    size_t first = FIRST_ROW * g.row, last = first + (rows - 1) * g.row, count = rows * g.row;
     uint32_t *idx = planes;
-    int err = decode_rows(&state->streams[0], state->body, unit->palette, width, unit->height, unit->lanes, r0, rows,
-                          idx + first, idx + (size_t)CARRY_U * width, NULL);
+    int err = decode_rows(&state->streams[0], state->body, unit->palette, unit->width, unit->height, unit->lanes, r0,
+                          rows, idx + first, idx + CARRY_U * g.row, NULL);
     if (err)
         return err;
-    memcpy(idx + (size_t)CARRY_U * width, idx + last, (size_t)width * sizeof *idx);
+    memcpy(idx + CARRY_U * g.row, idx + last, g.row * sizeof *idx);
     for (uint32_t i = 0; i < rows; i++) { /* 4 steps 1 and 3 on the 8-bit index slot */
-        uint32_t *row = idx + first + (size_t)i * width;
-        unzigzag_run(row, width, 0xffu);
-        reconstruct(row, state->pred_ids, NULL, width, r0 + i, unit->lanes, 8, 0);
+        uint32_t *row = idx + first + i * g.row;
+        unzigzag_run(row, g.row, 0xffu);
+        reconstruct(row, state->pred_ids, NULL, &g, r0 + i, 8, 0);
     }
-    memcpy(idx + (size_t)CARRY_V * width, idx + last, (size_t)width * sizeof *idx);
+    memcpy(idx + CARRY_V * g.row, idx + last, g.row * sizeof *idx);
     for (size_t i = first; i < first + count; i++) { /* each index is read before plane 0 takes its entry */
         const uint16_t *entry = state->entries[idx[i] < state->count ? idx[i] : 0]; /* entry 0 when i >= n */
         for (uint32_t s = 0; s < unit->nslots; s++)
@@ -851,31 +899,31 @@ static int slot_rows(imij_entropy_state *state, uint32_t rows, size_t stride, ui
                      const uint32_t *reference)
 {
     const imij_unit *unit = &state->unit;
-    uint32_t width = unit->width, r0 = state->row, nslots = unit->nslots, decor = state->layout;
-    size_t first = (size_t)FIRST_ROW * width, last = first + (size_t)(rows - 1) * width;
-    size_t row_bytes = (size_t)width * sizeof *planes;
+    lane_geo g = geometry(unit->width, unit->lanes);
+    uint32_t r0 = state->row, nslots = unit->nslots, decor = state->layout;
+    size_t first = FIRST_ROW * g.row, last = first + (rows - 1) * g.row, row_bytes = g.row * sizeof *planes;
     for (uint32_t s = 0; s < nslots; s++) {
         uint32_t *p = planes + s * stride;
-        int err = decode_rows(&state->streams[s], state->body, &unit->slots[s], width, unit->height, unit->lanes,
-                              r0, rows, p + first, p + (size_t)CARRY_U * width, planes + first);
+        int err = decode_rows(&state->streams[s], state->body, &unit->slots[s], unit->width, unit->height,
+                              unit->lanes, r0, rows, p + first, p + CARRY_U * g.row, planes + first);
         if (err)
             return err;
     }
     for (uint32_t s = 0; s < nslots; s++) /* residuals of the next block's row above (3.1) */
-        memcpy(planes + s * stride + (size_t)CARRY_U * width, planes + s * stride + last, row_bytes);
+        memcpy(planes + s * stride + CARRY_U * g.row, planes + s * stride + last, row_bytes);
     for (uint32_t i = 0; i < rows; i++) {
-        size_t at = first + (size_t)i * width;
+        size_t at = first + i * g.row;
         for (uint32_t s = 0; s < nslots; s++) /* 4 step 1 */
-            unzigzag_run(planes + s * stride + at, width, mask_of(unit->slots[s].depth));
+            unzigzag_run(planes + s * stride + at, g.row, mask_of(unit->slots[s].depth));
         if (decor) /* 4 step 2 */
-            undo_decor(planes + at, planes + stride + at, planes + 2 * stride + at, width, unit->slots[0].depth,
+            undo_decor(planes + at, planes + stride + at, planes + 2 * stride + at, g.row, unit->slots[0].depth,
                        decor);
         for (uint32_t s = 0; s < nslots; s++) /* 4 step 3 */
             reconstruct(planes + s * stride + at, state->pred_ids, state->inter ? reference + s * stride + at : NULL,
-                        width, r0 + i, unit->lanes, unit->slots[s].depth, unit->slots[s].delta);
+                        &g, r0 + i, unit->slots[s].depth, unit->slots[s].delta);
     }
     for (uint32_t s = 0; s < nslots; s++) /* coded values of the next block's row above (4) */
-        memcpy(planes + s * stride + (size_t)CARRY_V * width, planes + s * stride + last, row_bytes);
+        memcpy(planes + s * stride + CARRY_V * g.row, planes + s * stride + last, row_bytes);
     return 0;
 }
 
@@ -886,7 +934,7 @@ int imij_entropy_rows(imij_entropy_state *state, uint32_t rows, uint32_t capacit
         return state->error;
     if (rows == 0 || rows > capacity || rows > state->unit.height - state->row || (state->inter && !reference))
         return state->error = IMIJ_ENT_E_ARGS;
-    size_t stride = ((size_t)capacity + FIRST_ROW) * state->unit.width;
+    size_t stride = ((size_t)capacity + FIRST_ROW) * geometry(state->unit.width, state->unit.lanes).row;
     int err = state->layout == 0x80 ? palette_rows(state, rows, stride, planes)
                                     : slot_rows(state, rows, stride, planes, reference);
     if (err)
@@ -895,19 +943,25 @@ int imij_entropy_rows(imij_entropy_state *state, uint32_t rows, uint32_t capacit
     return 0;
 }
 
-/* One block's rows of every slot (scratch rows FIRST_ROW..) into the samples, and the Const
- * channels' words (4 step 4, plain maps): pixel by pixel, so each pixel's samples are written
- * together; NS slots (a constant where the compiler can unroll, else st->nslots). */
+/* One block's rows of every slot (scratch rows FIRST_ROW.., lane-interleaved) into the samples,
+ * and the Const channels' words (4 step 4, plain maps): lane by lane, pixel by pixel, so each
+ * pixel's samples are written together; NS slots (a constant where the compiler can unroll, else
+ * st->nslots). */
 #define STORE_ROWS(T, NS)                                                                                 \
     for (uint32_t i = 0; i < rows; i++) {                                                                 \
         uint8_t *row = out + (int64_t)(r0 + i) * row_stride;                                              \
-        const uint32_t *v = planes + (size_t)(FIRST_ROW + i) * width;                                     \
-        for (uint32_t c = 0; c < width; c++) {                                                            \
-            T *px = (T *)(row + (int64_t)c * pixel_stride);                                               \
-            for (uint32_t s = 0; s < (NS); s++)                                                           \
-                px[ch[s]] = (T)((v[s * stride + c] << sh[s]) ^ fl[s]);                                    \
-            for (uint32_t k = 0; k < nconst; k++)                                                         \
-                px[cch[k]] = (T)cword[k];                                                                 \
+        for (uint32_t l = 0; l < g.active; l++) {                                                         \
+            const uint32_t *v = planes + (FIRST_ROW + i) * g.row + l;                                     \
+            uint8_t *lane = row + (int64_t)l * g.lw * pixel_stride;                                       \
+            uint32_t lane_w = l + 1 < g.active ? g.lw : g.last_w;                                         \
+            for (uint32_t x = 0; x < lane_w; x++) {                                                       \
+                T *px = (T *)(lane + (int64_t)x * pixel_stride);                                          \
+                size_t at = (size_t)x * g.active;                                                         \
+                for (uint32_t s = 0; s < (NS); s++)                                                       \
+                    px[ch[s]] = (T)((v[s * stride + at] << sh[s]) ^ fl[s]);                               \
+                for (uint32_t k = 0; k < nconst; k++)                                                     \
+                    px[cch[k]] = (T)cword[k];                                                             \
+            }                                                                                             \
         }                                                                                                 \
     }
 
@@ -927,8 +981,8 @@ int imij_entropy_rows(imij_entropy_state *state, uint32_t rows, uint32_t capacit
         break;                                                                                            \
     }
 
-static void store_block(const imij_sample_store *st, const uint32_t *planes, size_t stride, uint32_t width,
-                        uint32_t r0, uint32_t rows)
+static void store_block(const imij_sample_store *st, const uint32_t *planes, size_t stride, lane_geo g, uint32_t r0,
+                        uint32_t rows)
 {
     /* locals: the stores go through byte pointers, which may alias the struct */
     uint8_t *out = st->out;
@@ -954,13 +1008,14 @@ int imij_entropy_store(imij_entropy_state *state, uint32_t capacity, uint32_t *p
     if (state->inter || (store->esize != 1 && store->esize != 2 && store->esize != 4) || store->nslots > 8 ||
         store->nconst > 8)
         return state->error ? state->error : (state->error = IMIJ_ENT_E_ARGS);
-    size_t stride = ((size_t)capacity + FIRST_ROW) * state->unit.width;
+    lane_geo g = geometry(state->unit.width, state->unit.lanes);
+    size_t stride = ((size_t)capacity + FIRST_ROW) * g.row;
     while (state->row < state->unit.height) {
         uint32_t r0 = state->row, left = state->unit.height - r0, rows = left < capacity ? left : capacity;
         int err = imij_entropy_rows(state, rows, capacity, planes, NULL);
         if (err)
             return err;
-        store_block(store, planes, stride, state->unit.width, r0, rows);
+        store_block(store, planes, stride, g, r0, rows);
     }
     return state->error;
 }

@@ -114,8 +114,9 @@ int imij_entropy_begin(const uint8_t *body, size_t len, const imij_unit *unit, i
                        imij_entropy_state *state, uint8_t *pred_ids);
 
 /* Decode the next `rows` stripe rows (1..=capacity, not past the unit) of every slot into the row
- * block scratch `planes`: max(nslots, 1) planes of (capacity + 2) rows of width uint32. In each
- * plane, rows 0 and 1 carry the residuals and the coded values of the row above the block (kept by
+ * block scratch `planes`: max(nslots, 1) planes of (capacity + 2) rows of lw * active uint32
+ * (2.3's lane width times the non-empty lanes), each row lane-interleaved: lane l's column x at
+ * x * active + l, the last lane's columns past its width padding. In each plane, rows 0 and 1 carry the residuals and the coded values of the row above the block (kept by
  * the kernel from one call to the next); rows 2..2+rows receive the block's coded values (2.1's s,
  * before the channel maps; plane 0 is a palette stripe's index plane until its entries replace it),
  * which the caller may then overwrite. `reference` (when begin saw an inter frame) has the same

@@ -94,10 +94,33 @@ class CModels:
         return unit
 
 
-def block_rows(planes: int, width: int, height: int) -> int:
+def block_rows(planes: int, row: int, height: int) -> int:
     """Rows per block: as many as keep the scratch within SCRATCH_BYTES, at least MIN_BLOCK_ROWS, at most the unit."""
-    fit = SCRATCH_BYTES // (4 * planes * width) - CARRIED_ROWS
+    fit = SCRATCH_BYTES // (4 * planes * row) - CARRIED_ROWS
     return min(height, max(MIN_BLOCK_ROWS, fit))
+
+
+class Interleaved:
+    """The kernel's scratch rows (csrc/entropy.c lane_geo): lane l's column x at x * active + l, so
+    one step's lanes (2.3) are adjacent; the last lane's columns past its width are padding."""
+
+    def __init__(self, width: int, lanes: int):
+        self.width = width
+        self.lane_w = -(-width // lanes)
+        self.active = -(-width // self.lane_w)
+        self.row = self.lane_w * self.active
+
+    def unlace(self, rows: np.ndarray) -> np.ndarray:
+        """(n, row) interleaved -> (n, width) in column order."""
+        n = rows.shape[0]
+        return rows.reshape(n, self.lane_w, self.active).transpose(0, 2, 1).reshape(n, self.row)[:, : self.width]
+
+    def lace(self, rows: np.ndarray, into: np.ndarray) -> None:
+        """(n, width) in column order -> ``into``, (n, row) interleaved."""
+        n = rows.shape[0]
+        padded = np.zeros((n, self.row), dtype=into.dtype)
+        padded[:, : self.width] = rows
+        into.reshape(n, self.lane_w, self.active).transpose(0, 2, 1)[...] = padded.reshape(n, self.active, self.lane_w)
 
 
 def decode_unit_c(plan: UnitPlan, models: CModels, body: bytes | memoryview, width: int, height: int,
@@ -112,27 +135,28 @@ def decode_unit_c(plan: UnitPlan, models: CModels, body: bytes | memoryview, wid
     pred_ids = np.empty(height, dtype=np.uint8)  # 2.4: read by every block
     state = _begin(plan, models, body, width, height, reference, pred_ids)
     nplanes = max(len(plan.slots), 1)  # a palette stripe's index plane needs one
-    rows = block_rows(nplanes, width, height)
-    planes = np.empty((nplanes, rows + CARRIED_ROWS, width), dtype=np.uint32)
+    lanes = Interleaved(width, plan.lanes)
+    rows = block_rows(nplanes, lanes.row, height)
+    planes = np.zeros((nplanes, rows + CARRIED_ROWS, lanes.row), dtype=np.uint32)
     planes_c = ffi.from_buffer("uint32_t[]", planes, require_writable=True)
     if models.store is not None and reference is None and out.strides[2] == out.itemsize:
         code = lib.imij_entropy_store(state, rows, planes_c, _store_struct(models.store, out))  # no GIL per block
         if code:
             _fail(code, plan, body, width, height, reference)
         return out
-    refs = None if reference is None else np.empty((len(plan.slots), rows + CARRIED_ROWS, width), dtype=np.uint32)
+    refs = None if reference is None else np.zeros((len(plan.slots), rows + CARRIED_ROWS, lanes.row), np.uint32)
     refs_c = ffi.NULL if refs is None else ffi.from_buffer("uint32_t[]", refs)
     coded_at = [slot.coded.index for slot in plan.slots]
     for r0 in range(0, height, rows):
         n = min(rows, height - r0)
         if refs is not None:
-            _load_reference(plan, reference, refs, r0, n)  # type: ignore[arg-type]
+            _load_reference(plan, reference, refs, lanes, r0, n)  # type: ignore[arg-type]
         code = lib.imij_entropy_rows(state, n, rows, planes_c, refs_c)
         if code:
             _fail(code, plan, body, width, height, reference)
         coded: list[np.ndarray | None] = [None] * len(plan.chans)
         for i, at in enumerate(coded_at):
-            coded[at] = planes[i, CARRIED_ROWS : CARRIED_ROWS + n]  # uint32: assemble widens only what a map needs
+            coded[at] = lanes.unlace(planes[i, CARRIED_ROWS : CARRIED_ROWS + n])  # uint32: assemble widens only what a map needs
         assemble(plan, coded, n, width, out[r0 : r0 + n])
     return out
 
@@ -169,13 +193,15 @@ def _begin(plan: UnitPlan, models: CModels, body: bytes | memoryview, width: int
     return state
 
 
-def _load_reference(plan: UnitPlan, reference: np.ndarray, refs: np.ndarray, r0: int, n: int) -> None:
-    """4: reference rows [r0, r0 + n) reduced per slot into the block's rows of ``refs``; row 1 takes
-    the reduced row above, the previous (full) block's last row, before the canvas may have changed."""
+def _load_reference(plan: UnitPlan, reference: np.ndarray, refs: np.ndarray, lanes: Interleaved, r0: int,
+                    n: int) -> None:
+    """4: reference rows [r0, r0 + n) reduced per slot into the block's rows of ``refs`` (interleaved);
+    row 1 takes the reduced row above, the previous (full) block's last row, before the canvas may
+    have changed."""
     if r0:
         refs[:, CARRIED_ROWS - 1] = refs[:, -1]
     for i, plane in enumerate(reference_planes(plan, reference[r0 : r0 + n], n, reference.shape[1])):
-        refs[i, CARRIED_ROWS : CARRIED_ROWS + n] = plane  # reduced values are below 2^n <= 2^32
+        lanes.lace(plane, refs[i, CARRIED_ROWS : CARRIED_ROWS + n])  # reduced values are below 2^n <= 2^32
 
 
 def _fail(code: int, plan: UnitPlan, body: bytes | memoryview, width: int, height: int,
