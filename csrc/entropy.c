@@ -944,10 +944,10 @@ int imij_entropy_rows(imij_entropy_state *state, uint32_t rows, uint32_t capacit
 }
 
 /* One block's rows of every slot (scratch rows FIRST_ROW.., lane-interleaved) into the samples,
- * and the Const channels' words (4 step 4, plain maps): lane by lane, pixel by pixel, so each
- * pixel's samples are written together; NS slots (a constant where the compiler can unroll, else
- * st->nslots). */
-#define STORE_ROWS(T, NS)                                                                                 \
+ * and the Const channels' words (4 step 4): lane by lane, pixel by pixel, so each pixel's samples
+ * are written together; NS slots (a constant where the compiler can unroll, else st->nslots), each
+ * slot's word WORD(s, v). */
+#define STORE_ROWS(T, NS, WORD)                                                                           \
     for (uint32_t i = 0; i < rows; i++) {                                                                 \
         uint8_t *row = out + (int64_t)(r0 + i) * row_stride;                                              \
         for (uint32_t l = 0; l < g.active; l++) {                                                         \
@@ -958,28 +958,46 @@ int imij_entropy_rows(imij_entropy_state *state, uint32_t rows, uint32_t capacit
                 T *px = (T *)(lane + (int64_t)x * pixel_stride);                                          \
                 size_t at = (size_t)x * g.active;                                                         \
                 for (uint32_t s = 0; s < (NS); s++)                                                       \
-                    px[ch[s]] = (T)((v[s * stride + at] << sh[s]) ^ fl[s]);                               \
+                    px[ch[s]] = (T)WORD(s, v[s * stride + at]);                                           \
                 for (uint32_t k = 0; k < nconst; k++)                                                     \
                     px[cch[k]] = (T)cword[k];                                                             \
             }                                                                                             \
         }                                                                                                 \
     }
 
-#define STORE_SLOTS(T)                                                                                    \
+/* Lsb or Shift with a signed word's flip: the common case, without tables or float flips. */
+#define SHIFTED(s, v) (((v) << sh[s]) ^ fl[s])
+
+static inline uint32_t mapped(const imij_sample_store *st, uint32_t s, uint32_t v)
+{
+    uint32_t t = st->lut[s] ? st->lut[s][v] : (v << st->shift[s]) + st->add[s];
+    return t ^ st->flip[s] ^ ((t >> st->top[s] & 1u) ? st->neg_flip[s] : 0u);
+}
+#define MAPPED(s, v) mapped(st, s, v)
+
+#define STORE_SLOTS(T, WORD)                                                                              \
     switch (st->nslots) {                                                                                 \
     case 1:                                                                                               \
-        STORE_ROWS(T, 1)                                                                                  \
+        STORE_ROWS(T, 1, WORD)                                                                            \
         break;                                                                                            \
     case 3:                                                                                               \
-        STORE_ROWS(T, 3)                                                                                  \
+        STORE_ROWS(T, 3, WORD)                                                                            \
         break;                                                                                            \
     case 4:                                                                                               \
-        STORE_ROWS(T, 4)                                                                                  \
+        STORE_ROWS(T, 4, WORD)                                                                            \
         break;                                                                                            \
     default:                                                                                              \
-        STORE_ROWS(T, nslots)                                                                             \
+        STORE_ROWS(T, nslots, WORD)                                                                       \
         break;                                                                                            \
     }
+
+#define STORE_SIZES(WORD)                                                                                 \
+    if (st->esize == 1)                                                                                   \
+        STORE_SLOTS(uint8_t, WORD)                                                                        \
+    else if (st->esize == 2)                                                                              \
+        STORE_SLOTS(uint16_t, WORD)                                                                       \
+    else                                                                                                  \
+        STORE_SLOTS(uint32_t, WORD)
 
 static void store_block(const imij_sample_store *st, const uint32_t *planes, size_t stride, lane_geo g, uint32_t r0,
                         uint32_t rows)
@@ -988,25 +1006,33 @@ static void store_block(const imij_sample_store *st, const uint32_t *planes, siz
     uint8_t *out = st->out;
     int64_t row_stride = st->row_stride, pixel_stride = st->pixel_stride;
     uint32_t nslots = st->nslots, nconst = st->nconst, ch[8], sh[8], fl[8], cch[8], cword[8];
+    int simple = 1;
     memcpy(ch, st->channel, sizeof ch);
     memcpy(sh, st->shift, sizeof sh);
     memcpy(fl, st->flip, sizeof fl);
     memcpy(cch, st->const_channel, sizeof cch);
     memcpy(cword, st->const_word, sizeof cword);
-    if (st->esize == 1)
-        STORE_SLOTS(uint8_t)
-    else if (st->esize == 2)
-        STORE_SLOTS(uint16_t)
-    else
-        STORE_SLOTS(uint32_t)
+    for (uint32_t s = 0; s < nslots; s++)
+        simple &= !st->lut[s] && !st->add[s] && !st->neg_flip[s];
+    if (simple) {
+        STORE_SIZES(SHIFTED)
+    } else {
+        STORE_SIZES(MAPPED)
+    }
 }
+#undef STORE_SIZES
 #undef STORE_SLOTS
+#undef MAPPED
+#undef SHIFTED
 #undef STORE_ROWS
 
 int imij_entropy_store(imij_entropy_state *state, uint32_t capacity, uint32_t *planes, const imij_sample_store *store)
 {
+    uint32_t bad_top = 0;
+    for (uint32_t s = 0; s < store->nslots && s < 8; s++)
+        bad_top |= store->top[s] > 31;
     if (state->inter || (store->esize != 1 && store->esize != 2 && store->esize != 4) || store->nslots > 8 ||
-        store->nconst > 8)
+        store->nconst > 8 || bad_top)
         return state->error ? state->error : (state->error = IMIJ_ENT_E_ARGS);
     lane_geo g = geometry(state->unit.width, state->unit.lanes);
     size_t stride = ((size_t)capacity + FIRST_ROW) * g.row;

@@ -126,16 +126,20 @@ int imij_entropy_begin(const uint8_t *body, size_t len, const imij_unit *unit, i
 int imij_entropy_rows(imij_entropy_state *state, uint32_t rows, uint32_t capacity, uint32_t *planes,
                       const uint32_t *reference);
 
-/* Section 4 step 4 for the plain channel maps, so a unit decodes without returning to Python per
- * block: slot s's coded value v is stored as the word (v << shift[s]) ^ flip[s] (2.1: Lsb or
- * Shift, and the order map inverse of a signed word) in out + row * row_stride + column *
- * pixel_stride + channel[s] * esize, and each Const channel gets its word. */
+/* Section 4 step 4 in the kernel, so a unit of words of at most 32 bits decodes without returning
+ * to Python per block. Slot s's coded value v becomes t = lut[s][v] when lut[s] is set (any map of
+ * a narrow slot, tabulated over its 2^n values: the word itself, flips 0), else
+ * t = (v << shift[s]) + add[s] mod 2^32 (2.1: Lsb, Shift, Offset); then the word is
+ * t ^ flip[s] ^ (bit top[s] of t ? neg_flip[s] : 0) (the order map inverse: flip the sign bit of a
+ * signed word, or the other bits of a negative float), stored at out + row * row_stride + column
+ * * pixel_stride + channel[s] * esize. Each Const channel gets its word. */
 typedef struct {
     uint8_t *out;                 /* the unit's sample (0, 0, 0) */
     int64_t row_stride, pixel_stride;
     uint32_t esize;               /* bytes per sample: 1, 2 or 4 */
     uint32_t nslots, nconst;
-    uint32_t channel[8], shift[8], flip[8];
+    uint32_t channel[8], shift[8], add[8], flip[8], top[8], neg_flip[8];
+    const uint32_t *lut[8];       /* 2^n words, or NULL */
     uint32_t const_channel[8], const_word[8];
 } imij_sample_store;
 

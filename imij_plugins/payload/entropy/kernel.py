@@ -17,12 +17,12 @@ from imij_plugins.errors import Corrupt
 from imij_plugins.payload.entropy.levels import LAYOUT_BILEVEL, LAYOUT_TEMPLATE_SHARED, LevelStructs, decode_level_c
 from imij_plugins.payload.entropy.models import M, PALETTE_DEPTH, Model
 from imij_plugins.payload.entropy.stripe import (
-    PlainStore,
+    SampleStore,
     UnitPlan,
     assemble,
     decode_coded,
     output_for,
-    plain_store,
+    sample_store,
     reference_planes,
 )
 
@@ -67,7 +67,7 @@ class CModels:
         self.unit.slots = self.structs
         self.unit.palette = self.palette
         self.levels = LevelStructs(plan)  # 2.10 / 2.14: layouts 0x81-0x84 (csrc/bilevel.c)
-        self.store = plain_store(plan)  # 4 step 4 in the kernel when every map is plain
+        self.store = sample_store(plan)  # 4 step 4 in the kernel, for words of at most 32 bits
 
     @staticmethod
     def _fill(s, model: Model, depth: int, delta: int) -> None:
@@ -161,15 +161,18 @@ def decode_unit_c(plan: UnitPlan, models: CModels, body: bytes | memoryview, wid
     return out
 
 
-def _store_struct(store: PlainStore, out: np.ndarray):
-    """csrc's imij_sample_store for ``out`` (a (h, w, C) array whose channels are contiguous)."""
+def _store_struct(store: SampleStore, out: np.ndarray):
+    """csrc's imij_sample_store for ``out`` (a (h, w, C) array whose channels are contiguous); the
+    tables it points at are ``store``'s, which outlives the call."""
     ffi = _backend.ffi
     st = ffi.new("imij_sample_store *")
     st.out = ffi.cast("uint8_t *", out.ctypes.data)
     st.row_stride, st.pixel_stride, st.esize = out.strides[0], out.strides[1], out.itemsize
     st.nslots, st.nconst = len(store.slots), len(store.consts)
-    for i, (channel, shift, flip) in enumerate(store.slots):
-        st.channel[i], st.shift[i], st.flip[i] = channel, shift, flip
+    for i, w in enumerate(store.slots):
+        st.channel[i], st.shift[i], st.add[i], st.flip[i] = w.channel, w.shift, w.add, w.flip
+        st.top[i], st.neg_flip[i] = w.top, w.neg_flip
+        st.lut[i] = ffi.NULL if w.lut is None else ffi.cast("uint32_t *", w.lut.ctypes.data)
     for i, (channel, word) in enumerate(store.consts):
         st.const_channel[i], st.const_word[i] = channel, word
     return st

@@ -20,6 +20,7 @@ from imij_plugins.payload.entropy.levels import decode_level
 from imij_plugins.payload.entropy.maps import (
     CONST,
     LSB,
+    OFFSET,
     REPLICATE,
     SHIFT,
     TABLE,
@@ -275,33 +276,61 @@ def assemble(plan: UnitPlan, coded: list[np.ndarray | None], height: int, width:
     return out
 
 
-@dataclass(frozen=True)
-class PlainStore:
-    """4 step 4 when every map is plain: slot i's value v is the word (v << shift) ^ flip of
-    container channel ``slots[i][0]`` (Lsb or Shift, and a signed word's order map inverse);
-    ``consts`` are the Const channels' (channel, word). A kernel can store such units itself."""
+LUT_BITS = 12  # slots of at most this many coded bits may store through a table of their words
 
-    slots: tuple[tuple[int, int, int], ...]  # per slot: (channel, shift, flip)
+
+@dataclass(frozen=True)
+class SlotWord:
+    """How 4 step 4 makes one slot's words in a kernel (csrc/imij_kernels.h imij_sample_store):
+    t = lut[v] when ``lut`` is set, else (v << shift) + add mod 2^32; the word is t ^ flip, with
+    neg_flip also xored when bit ``top`` of t is set (the order map inverse, 2.1)."""
+
+    channel: int
+    shift: int = 0
+    add: int = 0
+    flip: int = 0
+    top: int = 0
+    neg_flip: int = 0
+    lut: np.ndarray | None = None  # uint32, one word per coded value 0 .. 2^n - 1
+
+
+@dataclass(frozen=True)
+class SampleStore:
+    """4 step 4 of a unit whose words have at most 32 bits, as data a kernel applies itself:
+    ``slots`` in slot order, ``consts`` the Const channels' (channel, word)."""
+
+    slots: tuple[SlotWord, ...]
     consts: tuple[tuple[int, int], ...]
 
 
-def plain_store(plan: UnitPlan) -> PlainStore | None:
-    """The plan's maps as a PlainStore, or None when a map needs ``assemble`` (2.1)."""
+def sample_store(plan: UnitPlan) -> SampleStore | None:
+    """The plan's maps as a SampleStore, or None when one needs ``assemble`` (64-bit samples, or
+    a map other than Lsb, Shift and Offset on a slot wider than LUT_BITS)."""
     if plan.sample_bits not in (8, 16, 32):
         return None
     slotted = {slot.coded.index for slot in plan.slots}
     slots, consts = [], []
     for slot in plan.slots:
-        cc = slot.coded
-        if cc.map.mode not in (LSB, SHIFT) or cc.kind == "f":
+        cc, mode = slot.coded, slot.coded.map.mode
+        top = cc.depth - 1
+        if mode in (LSB, SHIFT) or (mode == OFFSET and cc.depth == 32):  # 2.1, Offset mod 2^32
+            slots.append(SlotWord(
+                cc.channel,
+                shift=cc.depth - cc.map.bits if mode == SHIFT else 0,  # s << (D - bits)
+                add=cc.map.value if mode == OFFSET else 0,
+                flip=1 << top if cc.kind == "i" else 0,  # the order map inverse flips the sign bit
+                top=top,
+                neg_flip=(1 << top) - 1 if cc.kind == "f" else 0,  # or a negative float's other bits
+            ))
+        elif slot.depth <= LUT_BITS:
+            words = _word(plan, cc, np.arange(1 << slot.depth, dtype=np.uint32))
+            slots.append(SlotWord(cc.channel, top=top, lut=np.ascontiguousarray(words, dtype=np.uint32)))
+        else:
             return None
-        shift = cc.depth - cc.map.bits if cc.map.mode == SHIFT else 0  # s << (D - bits)
-        flip = 1 << (cc.depth - 1) if cc.kind == "i" else 0  # the order map inverse flips the sign bit
-        slots.append((cc.channel, shift, flip))
     for cc in plan.chans:
         if cc.index not in slotted:
             consts.append((cc.channel, const_word(cc)))
-    return PlainStore(tuple(slots), tuple(consts))
+    return SampleStore(tuple(slots), tuple(consts))
 
 
 def _word(plan: UnitPlan, cc: CodedChannel, s: np.ndarray | None) -> np.ndarray | int:

@@ -1,6 +1,7 @@
-"""Section 4 step 4 in the kernel (csrc/entropy.c imij_entropy_store) for plain maps: the same
-samples as the Python reference, over random syntax that reaches Shift maps, signed words and
-Const channels, into whole arrays and into rectangles of a larger one."""
+"""Section 4 step 4 in the kernel (csrc/entropy.c imij_entropy_store): the same samples as the
+Python reference, over random syntax that reaches Shift and Offset maps, tabulated maps of narrow
+slots, signed and float words and Const channels, into whole arrays and into rectangles of a
+larger one."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.skipif("c" not in _backend.available(), reason="C kerne
 
 
 def test_store_equals_the_reference_and_reaches_every_plain_map() -> None:
-    seen = {"shift": 0, "flip": 0, "const": 0, "stored": 0}
+    seen = {"shift": 0, "flip": 0, "neg_flip": 0, "add": 0, "lut": 0, "const": 0, "stored": 0}
     for seed in range(400):
         case = random_case(seed)
         if case.reference is not None:
@@ -35,8 +36,11 @@ def test_store_equals_the_reference_and_reaches_every_plain_map() -> None:
         assert np.array_equal(got.view(np.uint8), want.view(np.uint8)), case.description
         if store is not None:
             seen["stored"] += 1
-            seen["shift"] += any(shift for _, shift, _ in store.slots)
-            seen["flip"] += any(flip for _, _, flip in store.slots)
+            seen["shift"] += any(w.shift for w in store.slots)
+            seen["flip"] += any(w.flip for w in store.slots)
+            seen["neg_flip"] += any(w.neg_flip for w in store.slots)
+            seen["add"] += any(w.add for w in store.slots)
+            seen["lut"] += any(w.lut is not None for w in store.slots)
             seen["const"] += bool(store.consts)
     assert all(seen.values()), seen
 
