@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 from imij_plugins.container.header import Header
 from imij_plugins.errors import Corrupt, Unsupported
@@ -121,10 +122,8 @@ def _read_map(cur: Cursor, header: Header) -> ChannelMap:
             raise Corrupt("map mode 9 without feature value_tables")
         if value >= 65536:
             raise Corrupt("value table with more than 65536 entries")
-        entries = [cur.varint("value table entry")]
-        for _ in range(value):
-            entries.append(entries[-1] + 1 + cur.varint("value table entry"))
-        table = tuple(entries)
+        gaps = cur.varints(value + 1, "value table entry")  # the first entry, then each gap - 1
+        table = tuple(accumulate(gaps, lambda entry, gap: entry + 1 + gap))
     return ChannelMap(mode, bits, value, table)
 
 

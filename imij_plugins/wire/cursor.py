@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from imij_plugins.errors import Corrupt
-from imij_plugins.wire.varint import read_varint
+from imij_plugins.wire.varint import read_varint, read_varints
 
 
 class Cursor:
@@ -33,6 +33,11 @@ class Cursor:
     def varint(self, field: str = "varint") -> int:
         value, self.pos = read_varint(self.buf, self.pos, self.end, f"{self.what}: {field}")
         return value
+
+    def varints(self, count: int, field: str = "varint") -> list[int]:
+        """``count`` consecutive varints."""
+        values, self.pos = read_varints(self.buf, self.pos, self.end, count, f"{self.what}: {field}")
+        return values
 
     def take(self, n: int, field: str = "bytes") -> memoryview:
         """The next ``n`` bytes as a memoryview (no copy)."""

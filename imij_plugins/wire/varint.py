@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from imij_plugins.errors import Corrupt
 
 MAX_VARINT = (1 << 64) - 1
@@ -28,6 +30,30 @@ def read_varint(buf: bytes | bytearray | memoryview, pos: int, end: int, what: s
     if value > MAX_VARINT:  # 0: values are unsigned 64-bit
         raise Corrupt(f"{what}: varint overflows 64 bits")
     return value, pos
+
+
+def read_varints(buf: bytes | bytearray | memoryview, pos: int, end: int, count: int,
+                 what: str = "varint") -> tuple[list[int], int]:
+    """Read ``count`` consecutive varints (read_varint's rules); return ``(values, position after)``.
+
+    Vectorized for runs of short varints (at most 5 bytes each, the common case of tables); any
+    other run, or a fault, is read one by one, so errors name the same rule as read_varint."""
+    n = min(end, pos + 10 * count) - pos
+    if count > 0 and n > 0:
+        window = np.frombuffer(buf, np.uint8, count=n, offset=pos)
+        stops = np.flatnonzero(window < 0x80)[:count]
+        if len(stops) == count:
+            starts = np.concatenate(([0], stops[:-1] + 1))
+            lengths = stops - starts + 1
+            if lengths.max() <= 5 and not np.any((window[stops] == 0) & (lengths > 1)):  # 0: minimal
+                digits = (window[: stops[-1] + 1] & 0x7F).astype(np.int64)
+                place = np.arange(len(digits)) - np.repeat(starts, lengths)
+                return np.add.reduceat(digits << (7 * place), starts).tolist(), pos + int(stops[-1]) + 1
+    values = []
+    for _ in range(count):
+        value, pos = read_varint(buf, pos, end, what)
+        values.append(value)
+    return values, pos
 
 
 def encode_varint(value: int) -> bytes:

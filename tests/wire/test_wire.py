@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from imij_plugins.errors import Corrupt
 from imij_plugins.wire import BitReader, BitWriter, Cursor, Record, decode_mask, encode_mask
 from imij_plugins.wire import encode_records, encode_varint, read_records, read_varint
+from imij_plugins.wire.varint import read_varints
 
 
 @pytest.mark.parametrize(
@@ -138,3 +139,39 @@ def test_cursor_bounds():
     assert cur.uint_le(1) == 2
     with pytest.raises(Corrupt):
         cur.u8()
+
+
+def _one_by_one(buf: bytes, count: int):
+    """read_varint ``count`` times: the reference for read_varints."""
+    pos, values = 0, []
+    try:
+        for _ in range(count):
+            value, pos = read_varint(buf, pos, len(buf))
+            values.append(value)
+    except Corrupt as exc:
+        return ("error", str(exc))
+    return (values, pos)
+
+
+def _many(buf: bytes, count: int):
+    try:
+        return read_varints(buf, 0, len(buf), count)
+    except Corrupt as exc:
+        return ("error", str(exc))
+
+
+@given(st.lists(st.integers(0, (1 << 64) - 1) | st.integers(0, 300), max_size=40), st.binary(max_size=4))
+def test_read_varints_equals_one_by_one(values, tail):
+    buf = b"".join(encode_varint(v) for v in values) + tail
+    assert _many(buf, len(values)) == (values, len(buf) - len(tail))
+
+
+@given(st.binary(max_size=60), st.integers(0, 12))
+def test_read_varints_faults_as_one_by_one(buf, count):
+    """Truncated, non-minimal, over-long and overflowing varints: the same value or message."""
+    assert _many(buf, count) == _one_by_one(buf, count)
+
+
+@pytest.mark.parametrize("buf", [b"\x80\x00", b"\x05\x85\x00", b"\x81", b"\x01\x02"])
+def test_read_varints_examples(buf):
+    assert _many(buf, 2) == _one_by_one(buf, 2)
