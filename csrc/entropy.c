@@ -104,6 +104,29 @@ static inline int64_t sext(uint32_t v, uint32_t n)
 /* floor(v / 2) for a signed v, without relying on the shift of a negative number. */
 static inline int64_t floor_half(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }
 
+void imij_model_tables(imij_slot_model *m, const uint32_t *freq, uint32_t ntables)
+{
+    uint32_t tok[256];
+    uint8_t high = 0;
+    for (uint32_t t = 0; t < 256; t++) {
+        int scalar = t >= m->nvalue || m->nb[t] > 16 ||
+                     (uint64_t)m->base[t] + (1u << m->nb[t]) - 1 >= (1u << 24); /* its largest value */
+        tok[t] = scalar ? 0x80000000u : m->base[t] | (uint32_t)m->nb[t] << 24;
+        high |= m->nb[t] > 16;
+    }
+    m->high = high;
+    for (uint32_t c = 0; c < ntables && c < 4; c++) {
+        uint32_t cum = 0;
+        for (uint32_t sym = 0; sym < 256 && cum < M_SLOTS; sym++) {
+            uint32_t f = freq[c * 256 + sym];
+            for (uint32_t k = 0; k < f && cum < M_SLOTS; k++, cum++) { /* 3.1: slot - cum = k */
+                m->dec[c][cum] = sym | f << 8 | k << 19;
+                m->tok[c][cum] = tok[sym];
+            }
+        }
+    }
+}
+
 /* 2.3: a unit's lanes, and the row of a lane-interleaved plane: lane l's column x at x * active + l
  * (the kernel's scratch layout, so one step's lanes are adjacent; the last lane's columns past
  * its width are padding). */
@@ -177,49 +200,6 @@ static lane_geo geometry(uint32_t width, uint32_t lanes)
 #include <immintrin.h>
 #define AVX2_FN __attribute__((target("avx2,popcnt")))
 
-/* The SIMD step's per-call constants. tok[ctx][slot] is 3.2's token of the symbol at
- * dec[ctx][slot], so the token gathers in parallel with the table entry instead of after it:
- * base | nb << 24, or bit 31 when the scalar path must finish the step (a run token, more than 16
- * extra bits, a value of 24 bits or more, a slot of frequency 0, which no valid table has). */
-typedef struct {
-    uint32_t tok[4][M_SLOTS]; /* only the contexts ctx_map names are filled */
-} simd_consts;
-
-/* Whether the SIMD path pays for its table in this call: a table of M entries per context to fill
- * first (about 128 gathers), against the call's steps. */
-static int simd_worth(const imij_slot_model *m, uint32_t rows, uint32_t lw)
-{
-    uint32_t nctx = 0;
-    for (int c = 0; c < 16; c++)
-        nctx = m->ctx_map[c] + 1u > nctx ? m->ctx_map[c] + 1u : nctx;
-    return (uint64_t)rows * lw >= (uint64_t)64 * nctx;
-}
-
-/* Filled per call (a block of rows) on the stack: eight entries per gather, about a microsecond. */
-static AVX2_FN void simd_prepare(simd_consts *k, const imij_slot_model *m)
-{
-    uint32_t tok[256], used = 0;
-    for (uint32_t t = 0; t < 256; t++) {
-        int scalar = t >= m->nvalue || m->nb[t] > 16 ||
-                     (uint64_t)m->base[t] + (1u << m->nb[t]) - 1 >= (1u << 24); /* its largest value */
-        tok[t] = scalar ? 0x80000000u : m->base[t] | (uint32_t)m->nb[t] << 24;
-    }
-    for (int c = 0; c < 16; c++)
-        used |= 1u << (m->ctx_map[c] & 3);
-    for (uint32_t c = 0; c < 4; c++) {
-        if (!(used >> c & 1))
-            continue;
-        for (uint32_t i = 0; i < M_SLOTS; i += 8) {
-            __m256i e = _mm256_loadu_si256((const __m256i *)(m->dec[c] + i));
-            __m256i t = _mm256_i32gather_epi32((const int *)tok, _mm256_and_si256(e, _mm256_set1_epi32(0xff)), 4);
-            __m256i no_freq = _mm256_cmpeq_epi32(_mm256_and_si256(e, _mm256_set1_epi32(0x7ff << 8)),
-                                                 _mm256_setzero_si256());
-            t = _mm256_blendv_epi8(t, _mm256_set1_epi32((int)0x80000000u), no_freq);
-            _mm256_storeu_si256((__m256i *)(k->tok[c] + i), t);
-        }
-    }
-}
-
 /* 3.1 T(v) = min(v >> ctx_shift, 2^16) (v itself when narrow). */
 static inline AVX2_FN __m256i simd_term(__m256i v, __m256i shift, int narrow)
 {
@@ -264,7 +244,7 @@ static inline AVX2_FN __m256i simd_renorm(__m256i xs, __m256i live, const uint8_
  * 0. `halves`: 1 when at most 8 lanes are active. Returns 1 when the step is complete (values at
  * `at` and in w_prev, runs counted down), 0 when only the token phase ran (st and sym_of, by lane,
  * hold its result for the lanes outside runs; the scalar path finishes the step). */
-static inline AVX2_FN int simd_step(const simd_consts *k, const imij_slot_model *m, uint32_t *st, uint32_t *run,
+static inline AVX2_FN int simd_step(const imij_slot_model *m, uint32_t *st, uint32_t *run,
                                     uint32_t nl, int halves, uint32_t *at, const uint32_t *wat, const uint32_t *up,
                                     const uint32_t *c0, uint32_t *w_prev, int w_valid, const uint8_t **w,
                                     uint32_t *sym_of, const int narrow, const int cross)
@@ -288,7 +268,7 @@ static inline AVX2_FN int simd_step(const simd_consts *k, const imij_slot_model 
         __m256i slot = _mm256_or_si256(_mm256_slli_epi32(simd_context(sum, ctx_map), M_BITS),
                                        _mm256_and_si256(s0, _mm256_set1_epi32(M_SLOTS - 1)));
         __m256i e = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)m->dec[0], slot, live[h], 4);
-        tok[h] = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)k->tok[0], slot, live[h], 4);
+        tok[h] = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)m->tok[0], slot, live[h], 4);
         __m256i freq = _mm256_and_si256(_mm256_srli_epi32(e, 8), _mm256_set1_epi32(0x7ff));
         __m256i x1 = _mm256_add_epi32(_mm256_mullo_epi32(freq, _mm256_srli_epi32(s0, M_BITS)),
                                       _mm256_srli_epi32(e, 19));
@@ -347,16 +327,12 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
     for (uint32_t c = 0; c < 33; c++)
         table_of[c] = m->dec[m->ctx_map[c > 15 ? 15 : c]];
 #if IMIJ_ENT_AVX2
-    simd_consts k;
     uint32_t w_prev[16];
     int w_valid = 0; /* w_prev holds the previous step's values (it was a complete SIMD step) */
-    int use_simd = simd && simd_worth(m, rows, lw);
     size_t tail_at = slen > 64 ? slen - 64 : 0; /* the stream's last 64 bytes, then zeros */
     uint8_t tail[128] = {0};
-    if (use_simd) {
-        simd_prepare(&k, m);
+    if (simd)
         memcpy(tail, s + tail_at, slen - tail_at);
-    }
 #else
     (void)simd;
 #endif
@@ -370,12 +346,12 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
             uint32_t sym_of[16], e_of[16], lane_of[16], n = 0;
             int tokens_done = 0;
 #if IMIJ_ENT_AVX2
-            if (use_simd) {
+            if (simd) {
                 int taken = -1;
                 if (r && x) {
                     const uint8_t *from = slen - wpos >= 64 ? s + wpos : tail + (wpos - tail_at), *wp = from;
                     size_t ax = (size_t)x * active;
-                    taken = simd_step(&k, m, st, run, nl, active > 8 ? 2 : 1, row + ax, row + ax - active, up + ax,
+                    taken = simd_step(m, st, run, nl, active > 8 ? 2 : 1, row + ax, row + ax - active, up + ax,
                                       c0 + ax, w_prev, w_valid, &wp, sym_of, narrow, cross);
                     wpos += (size_t)(wp - from);
                     if (wpos > slen)

@@ -61,7 +61,10 @@ enum {
 
 /* One slot's model (3.3), prepared once per payload: the context map, the normalized tables
  * as one packed entry per context and slot (sym | freq << 8 | (slot - cum) << 19: a decode step
- * is one load), and each symbol's token base and extra-bit count (3.2). */
+ * is one load), each symbol's token base and extra-bit count (3.2), and per context and slot the
+ * token of its symbol for the SIMD step: base | nb << 24, or bit 31 when the scalar path must
+ * finish the step (a run token, more than 16 extra bits, a value of 24 bits or more). The caller
+ * fills ctx_map, the flags, base and nb, then imij_model_tables fills dec, tok and high. */
 typedef struct {
     uint32_t depth;        /* n_s, coded bits */
     uint32_t nvalue;       /* value tokens; symbols from nvalue on are run tokens */
@@ -73,7 +76,12 @@ typedef struct {
     uint32_t dec[4][1024];
     uint32_t base[256];
     uint8_t nb[256];
+    uint32_t tok[4][1024];
 } imij_slot_model;
+
+/* 3.3: fill m->dec and m->tok from `ntables` (1..=4) normalized tables, freq[c * 256 + sym], each
+ * summing to M = 1024 (a larger sum is cut at M), and m->high from m->nb. */
+void imij_model_tables(imij_slot_model *m, const uint32_t *freq, uint32_t ntables);
 
 /* What a unit decode needs besides its bytes. */
 typedef struct {

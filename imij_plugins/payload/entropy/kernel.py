@@ -15,7 +15,7 @@ import numpy as np
 from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
 from imij_plugins.payload.entropy.levels import LAYOUT_BILEVEL, LAYOUT_TEMPLATE_SHARED, LevelStructs, decode_level_c
-from imij_plugins.payload.entropy.models import M, PALETTE_DEPTH, Model
+from imij_plugins.payload.entropy.models import PALETTE_DEPTH, Model
 from imij_plugins.payload.entropy.stripe import (
     SampleStore,
     UnitPlan,
@@ -74,18 +74,14 @@ class CModels:
         scheme = model.scheme
         s.depth, s.nvalue, s.cross, s.ctx_shift, s.delta = depth, scheme.value_tokens, model.cross, model.ctx_shift, delta
         s.ctx_map = list(model.ctx_map)
-        dec = np.zeros((4, M), np.uint32)
-        slots = np.arange(M, dtype=np.uint32)
-        for c, table in enumerate(model.tables):  # 3.1: sym | freq << 8 | (slot - cum) << 19
-            sym = np.frombuffer(table.lut, np.uint8)
-            freq = np.asarray(table.freq, np.uint32)[sym]
-            cum = np.asarray(table.cum, np.uint32)[sym]
-            dec[c] = sym | freq << 8 | (slots - cum) << 19
         ffi = _backend.ffi
         base, nb = scheme.token_arrays  # 3.2, per scheme
-        for name, array in (("dec", dec), ("base", base), ("nb", nb)):
+        for name, array in (("base", base), ("nb", nb)):
             ffi.memmove(ffi.addressof(s, name), array.tobytes(), array.nbytes)
-        s.high = bool((nb > 16).any())
+        freq = np.zeros((len(model.tables), 256), np.uint32)
+        for c, table in enumerate(model.tables):
+            freq[c, : len(table.freq)] = table.freq
+        _backend.lib.imij_model_tables(ffi.addressof(s), ffi.from_buffer("uint32_t[]", freq), len(model.tables))
 
     def unit_of(self, width: int, height: int):
         """The kernel's ``imij_unit`` for one unit of ``width`` x ``height`` (per call: units decode on many threads)."""
