@@ -16,6 +16,7 @@ T = TypeVar("T")
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
+_CORES = os.cpu_count() or 1  # asked once: the call costs microseconds on every read
 
 
 def _reset_after_fork() -> None:
@@ -40,7 +41,7 @@ def _executor(helpers: int) -> ThreadPoolExecutor:
 
 def default_threads() -> int:
     """Threads to use when the caller names none: every core."""
-    return os.cpu_count() or 1
+    return _CORES
 
 
 def parallel_map(fn: Callable[[int], T], count: int, threads: int) -> list[T]:

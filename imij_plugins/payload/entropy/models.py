@@ -7,6 +7,7 @@ Every validity rule of 3.3 is checked as the model is read, before any unit deco
 from __future__ import annotations
 
 import math
+from functools import cached_property
 from itertools import accumulate
 from dataclasses import dataclass
 from typing import Sequence
@@ -32,8 +33,6 @@ class Table:
 
     weights: tuple[int, ...]  # symbols 0 ..= last
     freq: tuple[int, ...]  # normalized, sum M
-    cum: tuple[int, ...]  # prefix sums of freq
-    lut: bytes  # slot (0 .. M-1) -> symbol: cum[sym] <= slot < cum[sym] + freq[sym]
 
     @classmethod
     def from_weights(cls, weights: list[int] | tuple[int, ...]) -> "Table":
@@ -42,9 +41,17 @@ class Table:
     @classmethod
     def normalized(cls, weights: tuple[int, ...], freq: tuple[int, ...]) -> "Table":
         """The table of ``weights`` whose normalized frequencies (3.3) are ``freq``."""
-        cum = (0, *accumulate(freq[:-1]))
-        lut = np.repeat(np.arange(len(freq), dtype=np.uint8), freq).tobytes()  # symbols < 256 (3.3)
-        return cls(weights, freq, cum, lut)
+        return cls(weights, freq)
+
+    @cached_property
+    def cum(self) -> tuple[int, ...]:
+        """Prefix sums of freq (made on first use: the C kernel needs only freq)."""
+        return (0, *accumulate(self.freq[:-1]))
+
+    @cached_property
+    def lut(self) -> bytes:
+        """Slot (0 .. M-1) -> symbol: cum[sym] <= slot < cum[sym] + freq[sym]."""
+        return np.repeat(np.arange(len(self.freq), dtype=np.uint8), self.freq).tobytes()  # symbols < 256 (3.3)
 
 
 @dataclass(frozen=True)
