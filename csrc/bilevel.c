@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "bilevel.h"
+#include "entropy_dispatch.h"
+#include "rans_avx2.inc"
 
 #define LVL_M 1024u
 #define LVL_M_BITS 10
@@ -106,45 +108,140 @@ static inline uint32_t taking(const lanes_t *ln, uint32_t x)
  * columns on each side, so every template read is a plain load: rows above the stripe and
  * columns outside the group read 0 (2.10). Row r's pixel c is P[(r + 2) * S + c + 2]. */
 
+/* A phase reads at most 16 words (one per lane), 32 bytes: the SIMD steps read the stream in place
+ * while 32 bytes are left, then from a zero-padded copy of its last 32 bytes; a step that took
+ * words past the end is the stream running short, as the scalar path's first missing word is. */
+#define LVL_TAIL 32
+
+typedef struct {
+    size_t at;                    /* where the copy starts in the stream */
+    uint8_t bytes[2 * LVL_TAIL];  /* the stream's last LVL_TAIL bytes, then zeros */
+} lvl_tail;
+
+static void tail_of(lvl_tail *tl, const lvl_rans *rs)
+{
+    tl->at = rs->len > LVL_TAIL ? rs->len - LVL_TAIL : 0;
+    memset(tl->bytes, 0, sizeof tl->bytes);
+    memcpy(tl->bytes, rs->s + tl->at, rs->len - tl->at);
+}
+
+/* The word pointer of a SIMD phase: in place, or in the tail copy near the end. */
+static inline const uint8_t *words_at(const lvl_rans *rs, const lvl_tail *tl)
+{
+    return rs->len - rs->pos >= LVL_TAIL ? rs->s + rs->pos : tl->bytes + (rs->pos - tl->at);
+}
+
+/* 3.1 after a SIMD phase that read from `from` up to `to`: advance, or E_WORDS past the end. */
+static inline int words_taken(lvl_rans *rs, const uint8_t *from, const uint8_t *to)
+{
+    rs->pos += (size_t)(to - from);
+    return rs->pos > rs->len ? IMIJ_LVL_E_WORDS : 0;
+}
+
+/* Each active lane's first column, 16 entries (0 past the active lanes). */
+static void lane_offsets(const lanes_t *ln, int32_t *offs)
+{
+    for (uint32_t l = 0; l < 16; l++)
+        offs[l] = l < ln->active ? (int32_t)ln->start[l] : 0;
+}
+
+#if IMIJ_ENT_AVX2
+/* 2.10 / 2.14: the binary decision of 8 lanes (3.1's state update with t = 1 if slot >= p) and
+ * their renormalization; returns t (0 or 1 per lane), st updated for the `live` lanes. */
+static inline AVX2_FN __m256i simd_binary(uint32_t *st, __m256i p, __m256i live, const uint8_t **w)
+{
+    __m256i x = _mm256_loadu_si256((const __m256i *)st);
+    __m256i slot = _mm256_and_si256(x, _mm256_set1_epi32(LVL_M - 1u));
+    __m256i t = _mm256_cmpgt_epi32(slot, _mm256_sub_epi32(p, _mm256_set1_epi32(1))); /* slot >= p */
+    __m256i freq = _mm256_blendv_epi8(p, _mm256_sub_epi32(_mm256_set1_epi32(LVL_M), p), t);
+    __m256i bias = _mm256_and_si256(p, t);
+    __m256i y = _mm256_sub_epi32(_mm256_add_epi32(_mm256_mullo_epi32(freq, _mm256_srli_epi32(x, LVL_M_BITS)), slot),
+                                 bias);
+    y = _mm256_blendv_epi8(x, simd_renorm(y, live, w), live);
+    _mm256_storeu_si256((__m256i *)st, y);
+    return _mm256_and_si256(t, _mm256_set1_epi32(1));
+}
+
+/* 2.10 step x >= 1 of lanes 0..la-1 (the context slides, see decode_binary): ctx and last (each
+ * lane's previous context and t) in and out, t stored at (r, c). */
+static AVX2_FN int binary_step_simd(lvl_rans *rs, const lvl_tail *tl, const uint32_t *prob, uint32_t *ctx,
+                                    uint32_t *last, uint8_t *row, const uint8_t *up, const uint8_t *up2,
+                                    const int32_t *offs, uint32_t x, uint32_t la)
+{
+    const __m256i lane_no = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), byte = _mm256_set1_epi32(0xff);
+    const uint8_t *from = words_at(rs, tl), *w = from;
+    for (uint32_t h = 0; h < (la > 8 ? 2u : 1u); h++) {
+        __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)la - 8 * (int)h), lane_no);
+        __m256i off = _mm256_loadu_si256((const __m256i *)(offs + 8 * h));
+        __m256i prev = _mm256_loadu_si256((const __m256i *)(ctx + 8 * h));
+        __m256i t_w = _mm256_loadu_si256((const __m256i *)(last + 8 * h)); /* (r, c - 1) */
+        __m256i a = _mm256_and_si256(
+            _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)(up2 + x + 1), off, live, 1), byte);
+        __m256i b = _mm256_and_si256(
+            _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)(up + x + 2), off, live, 1), byte);
+        /* (prev >> 1) & 3 | a << 2 | ((prev >> 4) & 15) << 3 | b << 7 | ((prev >> 9) & 1) << 8 | t_w << 9 */
+        __m256i cx = _mm256_and_si256(_mm256_srli_epi32(prev, 1), _mm256_set1_epi32(0x17b));
+        cx = _mm256_or_si256(cx, _mm256_or_si256(_mm256_slli_epi32(a, 2), _mm256_slli_epi32(b, 7)));
+        cx = _mm256_or_si256(cx, _mm256_slli_epi32(t_w, 9));
+        __m256i p = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)prob, cx, live, 4);
+        __m256i t = simd_binary(rs->st + 8 * h, p, live, &w);
+        _mm256_storeu_si256((__m256i *)(ctx + 8 * h), cx);
+        _mm256_storeu_si256((__m256i *)(last + 8 * h), t);
+    }
+    for (uint32_t l = 0; l < la; l++)
+        row[offs[l] + x] = (uint8_t)last[l];
+    return words_taken(rs, from, w);
+}
+#endif
+
 /* 2.10: every pixel's t, step by step, lanes ascending. The context slides along the lane:
  * from (r, c - 1) to (r, c) the rows above shift by one column and take one new pixel each
  * (k 2: (r - 2, c + 1), k 7: (r - 1, c + 2)), and the current row takes the pixel just decoded.
  * At x = 0 the current-row pixels are left of the lane's first column: they read one row up. */
-static int decode_binary(lvl_rans *rs, const uint16_t *prob, uint8_t *P, size_t S, uint32_t h, const lanes_t *ln)
+/* 2.10: every pixel's t, step by step, lanes ascending. The context slides along the lane:
+ * from (r, c - 1) to (r, c) the rows above shift by one column and take one new pixel each
+ * (k 2: (r - 2, c + 1), k 7: (r - 1, c + 2)), and the current row takes the pixel just decoded.
+ * At x = 0 the current-row pixels are left of the lane's first column: they read one row up. */
+static int decode_binary(lvl_rans *rs, const uint16_t *prob16, uint8_t *P, size_t S, uint32_t h, const lanes_t *ln)
 {
-    uint32_t ctx[16], st[16];
-    const uint8_t *s = rs->s;
-    size_t pos = rs->pos, len = rs->len;
-    memcpy(st, rs->st, sizeof st);
+    uint32_t ctx[16] = {0}, last[16] = {0}, prob[1024];
+    int32_t offs[16];
+    lvl_tail tl;
+    int simd = IMIJ_ENT_AVX2 && imij_entropy_simd(-1) == 1;
+    for (uint32_t i = 0; i < 1024; i++) /* 32-bit entries: a gather reads 4 bytes */
+        prob[i] = prob16[i];
+    lane_offsets(ln, offs);
+    if (simd)
+        tail_of(&tl, rs);
     for (uint32_t r = 0; r < h; r++) {
         uint8_t *row = P + (size_t)(r + 2) * S + 2;
         const uint8_t *up = row - S, *up2 = up - S;
         for (uint32_t x = 0; x < ln->lw; x++) {
             uint32_t la = taking(ln, x);
+#if IMIJ_ENT_AVX2
+            if (simd && x) {
+                int err = binary_step_simd(rs, &tl, prob, ctx, last, row, up, up2, offs, x, la);
+                if (err)
+                    return err;
+                continue;
+            }
+#endif
             for (uint32_t l = 0; l < la; l++) {
                 size_t c = (size_t)ln->start[l] + x;
-                uint32_t cx;
+                uint32_t cx, t;
                 if (x == 0)
                     cx = (uint32_t)up2[c - 1] | (uint32_t)up2[c] << 1 | (uint32_t)up2[c + 1] << 2 |
                          (uint32_t)up[c - 2] << 3 | (uint32_t)up[c - 1] << 4 | (uint32_t)up[c] << 5 |
                          (uint32_t)up[c + 1] << 6 | (uint32_t)up[c + 2] << 7 | (uint32_t)up[c - 2] << 8 |
                          (uint32_t)up[c - 1] << 9;
-                else {
-                    uint32_t prev = ctx[l];
-                    cx = ((prev >> 1) & 3u) | (uint32_t)up2[c + 1] << 2 | ((prev >> 4) & 15u) << 3 |
-                         (uint32_t)up[c + 2] << 7 | ((prev >> 9) & 1u) << 8 | (uint32_t)row[c - 1] << 9;
-                }
+                else
+                    cx = ((ctx[l] >> 1) & 0x17bu) | (uint32_t)up2[c + 1] << 2 | (uint32_t)up[c + 2] << 7 |
+                         last[l] << 9;
+                int err = binary(rs, l, prob[cx], &t);
+                if (err)
+                    return err;
                 ctx[l] = cx;
-                /* t = 1 if slot >= p; x = (t ? M - p : p) * (x >> 10) + slot - (t ? p : 0) */
-                uint32_t p = prob[cx], xs = st[l], slot = xs & (LVL_M - 1u), t = slot >= p;
-                xs = (t ? LVL_M - p : p) * (xs >> LVL_M_BITS) + slot - (t ? p : 0u);
-                if (xs < LVL_STATE_LOW) { /* 3.1: renormalize */
-                    if (pos + 2 > len)
-                        return IMIJ_LVL_E_WORDS;
-                    xs = xs << 16 | (uint32_t)s[pos] | (uint32_t)s[pos + 1] << 8;
-                    pos += 2;
-                }
-                st[l] = xs;
+                last[l] = t;
                 row[c] = (uint8_t)t;
             }
         }
@@ -172,9 +269,69 @@ static inline int candidate(const uint32_t *t, int j, uint32_t *cj)
     return 8 * j + (int)(hits < 7 ? hits : 7u);
 }
 
+#if IMIJ_ENT_AVX2
+/* 2.14 phase 0 of step x >= 2 for lanes 0..la-1 (W and t_8 inside the lane: the values of steps
+ * x - 1 and x - 2, w1 and w2): each lane's m, and its value where m settles it (W when m = 0,
+ * 1 - W when m = 1 and n <= 2) in vals. Returns the lanes left open (m = 1, n > 2) as bits. */
+static AVX2_FN int template_phase0_simd(lvl_rans *rs, const lvl_tail *tl, const uint32_t *p32, uint32_t n,
+                                        const uint8_t *up, const uint8_t *up2, const int32_t *offs, uint32_t x,
+                                        uint32_t la, const uint32_t *w1, const uint32_t *w2, uint32_t *vals,
+                                        uint32_t *open)
+{
+    const __m256i lane_no = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), zero = _mm256_setzero_si256();
+    const __m256i one = _mm256_set1_epi32(1);
+    const uint8_t *from = words_at(rs, tl), *w = from;
+    uint32_t bits = 0;
+    for (uint32_t h = 0; h < (la > 8 ? 2u : 1u); h++) {
+        __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)la - 8 * (int)h), lane_no);
+        __m256i off = _mm256_loadu_si256((const __m256i *)(offs + 8 * h));
+        __m256i W = _mm256_loadu_si256((const __m256i *)(w1 + 8 * h));
+        __m256i t8 = _mm256_loadu_si256((const __m256i *)(w2 + 8 * h));
+        __m256i g0 = _mm256_mask_i32gather_epi32(zero, (const int *)(up2 + x - 1), off, live, 1); /* t0 t1 t2 */
+        __m256i g1 = _mm256_mask_i32gather_epi32(zero, (const int *)(up + x - 2), off, live, 1);  /* t3 .. t6 */
+        __m256i t7 = _mm256_and_si256(_mm256_mask_i32gather_epi32(zero, (const int *)(up + x + 2), off, live, 1),
+                                      _mm256_set1_epi32(0xff));
+        __m256i wb = _mm256_or_si256(W, _mm256_slli_epi32(W, 8));
+        wb = _mm256_or_si256(wb, _mm256_slli_epi32(wb, 16)); /* W in every byte */
+        /* t_k == W as bit k: bytes of g0 -> bits 0-2, of g1 -> bits 3-6, folded into byte 0 */
+        __m256i e = _mm256_or_si256(_mm256_and_si256(_mm256_cmpeq_epi8(g0, wb), _mm256_set1_epi32(0x00040201)),
+                                    _mm256_and_si256(_mm256_cmpeq_epi8(g1, wb), _mm256_set1_epi32(0x40201008)));
+        e = _mm256_or_si256(e, _mm256_srli_epi32(e, 16));
+        e = _mm256_and_si256(_mm256_or_si256(e, _mm256_srli_epi32(e, 8)), _mm256_set1_epi32(0x7f));
+        e = _mm256_or_si256(e, _mm256_and_si256(_mm256_cmpeq_epi32(t7, W), _mm256_set1_epi32(1 << 7)));
+        e = _mm256_or_si256(e, _mm256_and_si256(_mm256_cmpeq_epi32(t8, W), _mm256_set1_epi32(1 << 8)));
+        e = _mm256_or_si256(e, _mm256_and_si256(_mm256_cmpeq_epi32(W, zero), _mm256_set1_epi32(1 << 9)));
+        __m256i p = _mm256_mask_i32gather_epi32(zero, (const int *)p32, e, live, 4);
+        __m256i m = simd_binary(rs->st + 8 * h, p, live, &w);
+        __m256i settled = n <= 2 ? _mm256_xor_si256(W, m) : W; /* 1 - W for W in {0, 1} */
+        _mm256_storeu_si256((__m256i *)(vals + 8 * h), settled);
+        if (n > 2)
+            bits |= (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(m, one))) << 8 * h;
+    }
+    *open = bits & ((1u << la) - 1u);
+    return words_taken(rs, from, w);
+}
+#endif
+
+/* 2.14: the ten template pixels of lane column c (x >= 2: W and t_8 in the current row). */
+static inline void template_of(const uint8_t *row, const uint8_t *up, const uint8_t *up2, size_t c, uint32_t *t)
+{
+    t[0] = up2[c - 1], t[1] = up2[c], t[2] = up2[c + 1], t[3] = up[c - 2], t[4] = up[c - 1], t[5] = up[c];
+    t[6] = up[c + 1], t[7] = up[c + 2], t[8] = row[c - 2], t[9] = row[c - 1];
+}
+
 static int decode_template(lvl_rans *rs, const imij_template_tables *tt, uint32_t n, const uint8_t *rows,
                            uint8_t *P, size_t S, uint32_t h, const lanes_t *ln)
 {
+    uint32_t p32[1024], hist[2][16] = {{0}};
+    int32_t offs[16];
+    lvl_tail tl;
+    int simd = IMIJ_ENT_AVX2 && imij_entropy_simd(-1) == 1;
+    for (uint32_t i = 0; i < 1024; i++) /* 32-bit entries: a gather reads 4 bytes */
+        p32[i] = tt->p[i];
+    lane_offsets(ln, offs);
+    if (simd)
+        tail_of(&tl, rs);
     for (uint32_t r = 0; r < h; r++) {
         uint8_t *row = P + (size_t)(r + 2) * S;
         if (rows[r >> 3] >> (r & 7) & 1) { /* a typical row copies the row above (row 0: the zero row) */
@@ -185,7 +342,24 @@ static int decode_template(lvl_rans *rs, const imij_template_tables *tt, uint32_
         const uint8_t *up = row - S, *up2 = up - S;
         for (uint32_t x = 0; x < ln->lw; x++) {
             uint32_t tk[16][10], open[16], nopen = 0, la = taking(ln, x);
+            uint32_t *w1 = hist[x & 1], *w2 = hist[(x & 1) ^ 1]; /* values of steps x - 1, x - 2 */
             /* 1. phase 0, every active lane */
+#if IMIJ_ENT_AVX2
+            if (simd && x >= 2) {
+                uint32_t open_bits, vals[16];
+                int err = template_phase0_simd(rs, &tl, p32, n, up, up2, offs, x, la, w1, w2, vals, &open_bits);
+                if (err)
+                    return err;
+                for (uint32_t l = 0; l < la; l++) {
+                    size_t c = (size_t)offs[l] + x;
+                    row[c] = (uint8_t)vals[l];
+                    if (open_bits >> l & 1) {
+                        template_of(row, up, up2, c, tk[l]);
+                        open[nopen++] = l;
+                    }
+                }
+            } else
+#endif
             for (uint32_t l = 0; l < la; l++) {
                 size_t c = (size_t)ln->start[l] + x;
                 uint32_t t0 = up2[c - 1], t1 = up2[c], t2 = up2[c + 1], t3 = up[c - 2], t4 = up[c - 1], t5 = up[c],
@@ -197,7 +371,7 @@ static int decode_template(lvl_rans *rs, const imij_template_tables *tt, uint32_
                               (uint32_t)(t5 == W) << 5 | (uint32_t)(t6 == W) << 6 | (uint32_t)(t7 == W) << 7 |
                               (uint32_t)(t8 == W) << 8;
                 uint32_t m;
-                int err = binary(rs, l, tt->p[cx], &m);
+                int err = binary(rs, l, p32[cx], &m);
                 if (err)
                     return err;
                 if (!m)
@@ -241,20 +415,30 @@ static int decode_template(lvl_rans *rs, const imij_template_tables *tt, uint32_
                 }
                 row[ln->start[l] + x] = (uint8_t)sym;
             }
+            for (uint32_t l = 0; l < la; l++) /* this step's values: W of the next, t_8 of the one after */
+                w2[l] = row[ln->start[l] + x];
         }
     }
     return 0;
 }
 
-/* Coded value i of the output planes, stored in out_bytes (1, 2 or 4) bytes. */
-static inline void store(void *out, uint32_t out_bytes, size_t i, uint32_t v)
+/* One row of coded values from its index bytes, word[index] each, into out_bytes (1, 2 or 4)
+ * bytes per value at value offset `at` of `out`. */
+static void store_row(void *out, uint32_t out_bytes, size_t at, const uint8_t *src, uint32_t w, const uint32_t *word)
 {
-    if (out_bytes == 1)
-        ((uint8_t *)out)[i] = (uint8_t)v;
-    else if (out_bytes == 2)
-        ((uint16_t *)out)[i] = (uint16_t)v;
-    else
-        ((uint32_t *)out)[i] = v;
+    if (out_bytes == 1) {
+        uint8_t *o = (uint8_t *)out + at;
+        for (uint32_t c = 0; c < w; c++)
+            o[c] = (uint8_t)word[src[c]];
+    } else if (out_bytes == 2) {
+        uint16_t *o = (uint16_t *)out + at;
+        for (uint32_t c = 0; c < w; c++)
+            o[c] = (uint16_t)word[src[c]];
+    } else {
+        uint32_t *o = (uint32_t *)out + at;
+        for (uint32_t c = 0; c < w; c++)
+            o[c] = word[src[c]];
+    }
 }
 
 int imij_level_unit_decode(const uint8_t *body, size_t len, const imij_level_unit *u, void *out, uint8_t *index)
@@ -337,23 +521,17 @@ int imij_level_unit_decode(const uint8_t *body, size_t len, const imij_level_uni
         err = decode_template(&rs, u->tmpl, n, rows, index, S, h, &ln);
     if (err)
         return err;
-    uint32_t inv = decor <= 0x82 ? (u->bilevel->inv & 1u) : 0u;
-    for (uint32_t r = 0; r < h; r++) {
-        const uint8_t *src = index + (size_t)(r + 2) * S + 2;
-        size_t at = (size_t)r * w;
-        if (decor == 0x81) { /* v = t xor inv, the slot's coded value */
-            for (uint32_t c = 0; c < w; c++)
-                store(out, ob, at + c, src[c] ^ inv);
-            continue;
-        }
-        for (uint32_t c = 0; c < w; c++) {
-            uint32_t k = src[c] ^ inv;
-            if (k >= n)
-                k = 0; /* entry 0 for an index past the last entry */
-            for (uint32_t sl = 0; sl < nslots; sl++)
-                store(out, ob, sl * plane + at + c, entries[k][sl]);
-        }
+    /* each slot's coded value of every index byte: 0x81 v = t xor inv; else entry (t xor inv), entry
+     * 0 for an index past the last entry */
+    uint32_t inv = decor <= 0x82 ? (u->bilevel->inv & 1u) : 0u, word[8][256];
+    for (uint32_t k = 0; k < 256; k++) {
+        uint32_t e = (k ^ inv) < n ? k ^ inv : 0;
+        for (uint32_t sl = 0; sl < nslots; sl++)
+            word[sl][k] = decor == 0x81 ? (k ^ inv) & 1u : entries[e][sl];
     }
+    for (uint32_t sl = 0; sl < nslots; sl++)
+        for (uint32_t r = 0; r < h; r++)
+            store_row(out, ob, sl * plane + (size_t)r * w, index + (size_t)(r + 2) * S + 2, w, word[sl]);
     return 0;
 }
 

@@ -23,12 +23,7 @@
 #include "imij_kernels.h"
 #include "predictors.inc"
 
-/* The AVX2 step (3.1) needs GCC/Clang target attributes on x86; elsewhere only the scalar path. */
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-#define IMIJ_ENT_AVX2 1
-#else
-#define IMIJ_ENT_AVX2 0
-#endif
+#include "rans_avx2.inc"
 
 #define M_BITS 10
 #define M_SLOTS (1u << M_BITS)
@@ -197,8 +192,6 @@ static lane_geo geometry(uint32_t width, uint32_t lanes)
  * Renormalization (3.1, words in lane order within a phase): the lanes needing a word form a
  * mask; lane i takes word popcount(mask & ((1 << i) - 1)) of the next popcount(mask) words. */
 #if IMIJ_ENT_AVX2
-#include <immintrin.h>
-#define AVX2_FN __attribute__((target("avx2,popcnt")))
 
 /* 3.1 T(v) = min(v >> ctx_shift, 2^16) (v itself when narrow). */
 static inline AVX2_FN __m256i simd_term(__m256i v, __m256i shift, int narrow)
@@ -216,26 +209,6 @@ static inline AVX2_FN __m256i simd_context(__m256i sum, __m256i ctx_map)
                                                     _mm256_setzero_si256()),
                                    _mm256_set1_epi32(15));
     return _mm256_and_si256(_mm256_shuffle_epi8(ctx_map, cls), _mm256_set1_epi32(0xff));
-}
-
-/* 3.1 renormalize 8 lanes: those of `live` below 2^16 take the next words at *w, in lane order.
- * Reads 16 bytes at *w (the caller guarantees them); advances *w past the words taken. */
-static inline AVX2_FN __m256i simd_renorm(__m256i xs, __m256i live, const uint8_t **w)
-{
-    __m256i need = _mm256_and_si256(_mm256_cmpeq_epi32(_mm256_srli_epi32(xs, 16), _mm256_setzero_si256()), live);
-    uint32_t mask = (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(need));
-    if (!mask)
-        return xs;
-    /* lane i's word: popcount(mask & ((1 << i) - 1)), a nibble-table popcount of < 2^7 */
-    const __m256i nib = _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1, 2, 2, 3,
-                                         1, 2, 2, 3, 2, 3, 3, 4);
-    __m256i below = _mm256_and_si256(_mm256_set1_epi32((int)mask), _mm256_setr_epi32(0, 1, 3, 7, 15, 31, 63, 127));
-    __m256i idx = _mm256_add_epi32(_mm256_shuffle_epi8(nib, _mm256_and_si256(below, _mm256_set1_epi32(15))),
-                                   _mm256_shuffle_epi8(nib, _mm256_srli_epi32(below, 4)));
-    __m256i words = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)*w)); /* little-endian u16 */
-    __m256i taken = _mm256_or_si256(_mm256_slli_epi32(xs, 16), _mm256_permutevar8x32_epi32(words, idx));
-    *w += 2 * (uint32_t)__builtin_popcount(mask);
-    return _mm256_blendv_epi8(xs, taken, need);
 }
 
 /* One step (r > 0, x > 0) of lanes 0..nl-1, reading words at *w (>= 64 bytes there): `at`, `up`

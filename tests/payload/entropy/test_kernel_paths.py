@@ -1,4 +1,5 @@
-"""The C entropy kernel's SIMD and scalar paths agree on every input (csrc/entropy_dispatch.h).
+"""The C kernels' SIMD and scalar paths agree on every input (csrc/entropy_dispatch.h): entropy
+stripes (csrc/entropy.c) and bilevel and template stripes (csrc/bilevel.c).
 
 ``lib.imij_entropy_simd(0)`` forces the scalar path and ``lib.imij_entropy_simd(1)`` restores the
 fastest one the CPU supports (``IMIJ_ENTROPY_SIMD=0`` in the environment selects the scalar path
@@ -23,9 +24,11 @@ import imij_plugins
 from imij_plugins import _backend
 from imij_plugins.errors import ImijError
 from imij_plugins.payload.entropy.decoder import decode_entropy_payload
-from imij_plugins.payload.entropy.writer import encode_entropy_payload
+from imij_plugins.payload.entropy.level_writer import LevelOptions
+from imij_plugins.payload.entropy.writer import EntropyOptions, UnitChoice, encode_entropy_payload, header_for
 
 from .gen import header_of, random_case
+from .test_bilevel_mutation_cases import mutate
 from .test_entropy_mutation import _mutate
 
 
@@ -135,3 +138,37 @@ def test_files_and_byte_mutations(paths, kind):
         bad = bytes(buf)
         scalar, simd = _both(paths, lambda: imij_plugins.read(bad, threads=1))
         assert _same(scalar, simd), (scalar[0], simd[0], scalar[1:] if scalar[0] == "error" else None)
+
+
+def _level_case(seed: int):
+    """A few-colour image of some hundred columns with a forced bilevel or template layout (2.10,
+    2.14): long SIMD phase-0 runs, typical rows, candidate and escape phases, short stream tails."""
+    r = random.Random(seed)
+    rng = np.random.default_rng(seed)
+    h, w = r.randint(8, 40), r.randint(40, 320)
+    layout = [0x81, 0x82, 0x83, 0x84][seed % 4]
+    k = 2 if layout <= 0x82 else r.choice([3, 6, 40])
+    idx = np.repeat(np.repeat(rng.integers(0, k, (h // 3 + 1, w // 5 + 1)), 3, 0), 5, 1)[:h, :w]
+    idx[rng.random((h, w)) < 0.02] = rng.integers(0, k)
+    if layout == 0x81:
+        image = idx.astype(np.uint8)
+    else:
+        image = rng.integers(0, 256, (k, 3)).astype(np.uint8)[idx]
+    options = EntropyOptions(lanes=r.randint(1, 16), unit=UnitChoice(layout=layout, typical=r.random() < 0.7),
+                             levels=LevelOptions(escape=r.choice([None, True])))
+    return image, options
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_level_stripes_and_mutations(paths, seed):
+    image, options = _level_case(seed)
+    enc = encode_entropy_payload(image, options=options)
+    hdr = header_for(image, enc)
+    scalar, simd = _both(paths, lambda: decode_entropy_payload(enc.payload, hdr))
+    assert scalar[0] == "ok" and _same(scalar, simd)
+    assert np.array_equal(np.asarray(simd[1]).reshape(image.shape), image)
+    rng = random.Random(seed)
+    for _ in range(30):
+        bad = mutate(rng, enc.payload, enc.head_len)
+        scalar, simd = _both(paths, lambda: decode_entropy_payload(bad, hdr))
+        assert _same(scalar, simd), (scalar[0], simd[0])
