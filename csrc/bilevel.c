@@ -272,7 +272,8 @@ static inline int candidate(const uint32_t *t, int j, uint32_t *cj)
 #if IMIJ_ENT_AVX2
 /* 2.14 phase 0 of step x >= 2 for lanes 0..la-1 (W and t_8 inside the lane: the values of steps
  * x - 1 and x - 2, w1 and w2): each lane's m, and its value where m settles it (W when m = 0,
- * 1 - W when m = 1 and n <= 2) in vals. Returns the lanes left open (m = 1, n > 2) as bits. */
+ * 1 - W when m = 1 and n <= 2) in vals, which may be w2 (each half reads it before writing).
+ * *open: the lanes left open (m = 1, n > 2) as bits. */
 static AVX2_FN int template_phase0_simd(lvl_rans *rs, const lvl_tail *tl, const uint32_t *p32, uint32_t n,
                                         const uint8_t *up, const uint8_t *up2, const int32_t *offs, uint32_t x,
                                         uint32_t la, const uint32_t *w1, const uint32_t *w2, uint32_t *vals,
@@ -343,17 +344,17 @@ static int decode_template(lvl_rans *rs, const imij_template_tables *tt, uint32_
         for (uint32_t x = 0; x < ln->lw; x++) {
             uint32_t tk[16][10], open[16], nopen = 0, la = taking(ln, x);
             uint32_t *w1 = hist[x & 1], *w2 = hist[(x & 1) ^ 1]; /* values of steps x - 1, x - 2 */
+            uint32_t reload = (1u << la) - 1u; /* lanes whose value w2 takes from the row after the step */
             /* 1. phase 0, every active lane */
 #if IMIJ_ENT_AVX2
-            if (simd && x >= 2) {
-                uint32_t open_bits, vals[16];
-                int err = template_phase0_simd(rs, &tl, p32, n, up, up2, offs, x, la, w1, w2, vals, &open_bits);
+            if (simd && x >= 2) { /* settled values go straight to w2, which then holds step x */
+                int err = template_phase0_simd(rs, &tl, p32, n, up, up2, offs, x, la, w1, w2, w2, &reload);
                 if (err)
                     return err;
                 for (uint32_t l = 0; l < la; l++) {
                     size_t c = (size_t)offs[l] + x;
-                    row[c] = (uint8_t)vals[l];
-                    if (open_bits >> l & 1) {
+                    row[c] = (uint8_t)w2[l];
+                    if (reload >> l & 1) {
                         template_of(row, up, up2, c, tk[l]);
                         open[nopen++] = l;
                     }
@@ -415,8 +416,9 @@ static int decode_template(lvl_rans *rs, const imij_template_tables *tt, uint32_
                 }
                 row[ln->start[l] + x] = (uint8_t)sym;
             }
-            for (uint32_t l = 0; l < la; l++) /* this step's values: W of the next, t_8 of the one after */
-                w2[l] = row[ln->start[l] + x];
+            for (uint32_t l = 0; reload >> l; l++) /* this step's values: W of the next, t_8 of the one after */
+                if (reload >> l & 1)
+                    w2[l] = row[ln->start[l] + x];
         }
     }
     return 0;
