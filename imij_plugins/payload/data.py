@@ -27,7 +27,11 @@ from imij_plugins.wire.cursor import Cursor
 
 INDEX_FOOTER = 20  # 2.7: data_len u64, chunk_len u64, "uIDX"
 
-PARALLEL_PIXELS = 1 << 15  # smaller boxes decode on the calling thread: handing units out costs more than it saves
+# Units go to the pool when the work of the decode, estimated as samples + 4 x body bytes (about
+# a millisecond at this size on one core), outweighs handing them out: a helper thread wakes in
+# tens of microseconds, and the units' Python parts share one GIL.
+PARALLEL_WORK = 3 << 17
+BYTE_WORK = 4  # a body byte costs about as much as four samples (rANS words, tokens)
 
 
 class UnitDecoder(Protocol):
@@ -109,7 +113,8 @@ class DataPayload:
         reached = len(self.units)
         todo = list(range(reached)) if indices is None else [i for i in indices if i < reached]
         workers = threads if threads is not None else default_threads()
-        if out.shape[0] * out.shape[1] < PARALLEL_PIXELS:
+        work = out.size + BYTE_WORK * sum(self.units[i].end - self.units[i].body_start for i in todo)
+        if work < PARALLEL_WORK:
             workers = 1
         parallel_map(lambda j: self._decode_unit(todo[j], out, origin, reference, failures), len(todo), workers)
 

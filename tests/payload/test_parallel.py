@@ -1,11 +1,15 @@
-"""The shared unit pool: results in order, the first error raised, nesting without deadlock."""
+"""The shared unit pool: results in order, the first error raised, nesting without deadlock, and
+which decodes use it."""
 
 from __future__ import annotations
 
 import threading
 
+import numpy as np
 import pytest
 
+import imij_plugins
+from imij_plugins.payload import data
 from imij_plugins.payload.parallel import parallel_map
 
 
@@ -47,3 +51,20 @@ def test_nested_maps_finish() -> None:
     """Every pool thread busy with an outer unit that maps inner units: no deadlock."""
     inner = lambda i: parallel_map(lambda j: i * j, 6, 4)  # noqa: E731
     assert parallel_map(inner, 8, 4) == [[i * j for j in range(6)] for i in range(8)]
+
+
+@pytest.mark.parametrize("shape, pool", [((64, 64, 3), False), ((400, 400, 3), True)])
+def test_small_decodes_stay_on_the_calling_thread(monkeypatch, shape, pool):
+    """data.PARALLEL_WORK: a decode of little work is not handed out; a larger one is."""
+    rng = np.random.default_rng(3)
+    img = rng.integers(0, 256, shape, dtype=np.uint8)
+    encoded = imij_plugins.encode(img, stripe_rows=16)
+    seen = []
+
+    def spy(fn, count, threads):
+        seen.append(threads)
+        return parallel_map(fn, count, threads)
+
+    monkeypatch.setattr(data, "parallel_map", spy)
+    assert np.array_equal(imij_plugins.read(encoded, threads=2), img)
+    assert seen == [2 if pool else 1]

@@ -121,7 +121,8 @@ EFFORTS = {
 
 def choose_geometry(width: int, height: int, stripe_rows: int | None, group_cols: int | None) -> Geometry:
     """5: G = 2048 for images at least 8192 wide; stripes of a quarter of the image, kept within
-    2^16 .. 2^17 pixels per unit (at least 8 rows): units decode in parallel (2.3)."""
+    2^16 .. 2^17 pixels per unit (at least 8 rows), then evened out so the last stripe is not a
+    sliver: units decode in parallel (2.3), and the slowest sets the pace."""
     if group_cols is None:
         group_cols = WIDE_GROUP if width >= WIDE_IMAGE else 0
     if group_cols and not 1 <= group_cols <= width - 1:
@@ -130,6 +131,8 @@ def choose_geometry(width: int, height: int, stripe_rows: int | None, group_cols
         gw = group_cols or width
         unit = min(UNIT_PIXELS, max(MIN_UNIT_PIXELS, width * height // 4))
         stripe_rows = max(8, -(-unit // gw))
+        stripes = -(-height // stripe_rows)
+        stripe_rows = -(-height // stripes)  # as many stripes, of even heights: units of one size
     if stripe_rows < 1:
         raise ValueError("stripe_rows must be at least 1")
     return Geometry(width, height, min(stripe_rows, height), group_cols)

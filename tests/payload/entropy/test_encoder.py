@@ -154,12 +154,14 @@ def test_column_groups():
 
 
 def test_geometry_defaults():
-    """5: G = 2048 from 8192 pixels wide; units of 2^16 .. 2^17 pixels; user values kept."""
+    """5: G = 2048 from 8192 pixels wide; units of 2^16 .. 2^17 pixels, stripes of even height
+    (no sliver at the bottom); user values kept."""
     assert choose_geometry(8192, 100, None, None).group_cols == 2048
     assert choose_geometry(8191, 100, None, None).group_cols == 0
     g = choose_geometry(512, 512, None, None)
     assert g.stripe_rows == 128 and g.unit_count == 4
-    assert choose_geometry(1280, 800, None, None).stripe_rows == 103
+    assert choose_geometry(1280, 800, None, None).stripe_rows == 100  # 8 stripes of 103 rows at most, evened
+    assert choose_geometry(542, 130, None, None).stripe_rows == 65  # not 121 + 9
     assert choose_geometry(100, 7, None, None).stripe_rows == 7
     assert choose_geometry(300, 300, 10, 100).unit_count == 30 * 3
 
