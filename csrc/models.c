@@ -147,3 +147,15 @@ int imij_read_used_values(const uint8_t *buf, size_t len, uint64_t *bitpos, uint
     *bitpos = b.pos;
     return 0;
 }
+
+int imij_read_tables(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t alphabet, uint32_t first_capped,
+                     uint32_t count, uint32_t *last, uint32_t *weights, uint32_t *freq)
+{
+    for (uint32_t c = 0; c < count; c++) {
+        int err = imij_read_table(buf, len, bitpos, alphabet, first_capped, last + c, weights + 256 * (size_t)c,
+                                  freq + 256 * (size_t)c);
+        if (err)
+            return err;
+    }
+    return 0;
+}

@@ -30,6 +30,11 @@ enum {
 int imij_read_table(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t alphabet, uint32_t first_capped,
                     uint32_t *last, uint32_t *weights, uint32_t *freq);
 
+/* `count` consecutive tables (a model's, 3.3) as imij_read_table, table c into last[c] and the
+ * 256 entries of weights and freq at c * 256; stops at the first table rejected, returning its code. */
+int imij_read_tables(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t alphabet, uint32_t first_capped,
+                     uint32_t count, uint32_t *last, uint32_t *weights, uint32_t *freq);
+
 /* 2.10 / 2.14: `count` entries, each a used bit and, when set, a value of `bits` (1..=16) bits,
  * from bit *bitpos of buf[0..len): values[i] (0 when unused) and used[i]. Returns 0 and moves
  * *bitpos past them, or IMIJ_TBL_E_END. */

@@ -78,9 +78,11 @@ class CModels:
         base, nb = scheme.token_arrays  # 3.2, per scheme
         for name, array in (("base", base), ("nb", nb)):
             ffi.memmove(ffi.addressof(s, name), array.tobytes(), array.nbytes)
-        freq = np.zeros((len(model.tables), 256), np.uint32)
-        for c, table in enumerate(model.tables):
-            freq[c, : len(table.freq)] = table.freq
+        freq = model.freq
+        if freq is None:  # read by the Python reference
+            freq = np.zeros((len(model.tables), 256), np.uint32)
+            for c, table in enumerate(model.tables):
+                freq[c, : len(table.freq)] = table.freq
         _backend.lib.imij_model_tables(ffi.addressof(s), ffi.from_buffer("uint32_t[]", freq), len(model.tables))
 
     def unit_of(self, width: int, height: int):

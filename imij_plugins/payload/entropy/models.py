@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from functools import cached_property
 from itertools import accumulate
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -63,6 +63,7 @@ class Model:
     ctx_shift: int
     ctx_map: tuple[int, ...]  # 16 classes -> context 0..=3
     tables: tuple[Table, ...]  # contexts 0 ..= max(ctx_map)
+    freq: np.ndarray | None = field(default=None, compare=False)  # the tables' freq, (tables, 256), when read in C
 
     @property
     def depth(self) -> int:
@@ -173,6 +174,32 @@ def read_table(br: BitReader, scheme: Scheme) -> Table:
     return Table.normalized(tuple(weights[:count].tolist()), tuple(freq[:count].tolist()))
 
 
+def read_tables(br: BitReader, scheme: Scheme, count: int) -> tuple[tuple[Table, ...], np.ndarray | None]:
+    """A model's ``count`` tables (3.3) in one kernel call, with their freq as an array for the
+    kernel's model structs (None on the Python backend)."""
+    if _backend.active() != "c":
+        return tuple(read_table_py(br, scheme) for _ in range(count)), None
+    ffi, lib = _backend.ffi, _backend.lib
+    pos, last = ffi.new("uint64_t *", br.bitpos), np.zeros(count, np.uint32)
+    weights, freq = np.zeros((count, 256), np.uint32), np.zeros((count, 256), np.uint32)
+    code = lib.imij_read_tables(
+        ffi.from_buffer("uint8_t[]", br.buf), len(br.buf), pos, scheme.alphabet, scheme.first_capped_run, count,
+        ffi.from_buffer("uint32_t[]", last, require_writable=True),
+        ffi.from_buffer("uint32_t[]", weights, require_writable=True),
+        ffi.from_buffer("uint32_t[]", freq, require_writable=True),
+    )
+    if code:  # the reference names the exact rule
+        again = BitReader(br.buf, br.what, br.bitpos)
+        for _ in range(count):
+            read_table_py(again, scheme)
+        raise Corrupt(f"models: table rejected by the kernel (code {code})")
+    br.bitpos = pos[0]
+    ends = last.tolist()
+    tables = tuple(Table.normalized(tuple(w[: n + 1].tolist()), tuple(f[: n + 1].tolist()))
+                   for w, f, n in zip(weights, freq, ends))
+    return tables, freq
+
+
 def read_table_py(br: BitReader, scheme: Scheme) -> Table:
     """The Python reference of ``read_table``."""
     last = br.read(8)
@@ -211,8 +238,8 @@ def read_model(br: BitReader, depth: int, cross_allowed: bool) -> Model:
     ctx_shift = br.read(5) if depth > 16 else 0  # 3.3: present only when n > 16
     packed = br.read(2 * CLASSES)  # 3.3: 2 bits per class, class 0 first (LSB-first: the low bits)
     ctx_map = tuple((packed >> (2 * c)) & 3 for c in range(CLASSES))
-    tables = tuple(read_table(br, scheme) for _ in range(max(ctx_map) + 1))
-    return Model(scheme, bool(cross), ctx_shift, ctx_map, tables)
+    tables, freq = read_tables(br, scheme, max(ctx_map) + 1)
+    return Model(scheme, bool(cross), ctx_shift, ctx_map, tables, freq)
 
 
 def read_models(data: bytes | memoryview, slots: list[tuple[int, bool]], palette: bool) -> tuple[list[Model], Model | None]:

@@ -113,3 +113,39 @@ def test_used_values_agree() -> None:
                 except Corrupt:
                     outcomes.append(Corrupt)
         assert outcomes[0] == outcomes[1]
+
+
+def _read_many(backend: str, data: bytes, scheme, count: int):
+    """read_tables' (tables, freq rows, bit position after them) or (Corrupt, message) on one backend."""
+    br = BitReader(data, "models")
+    with _backend.use(backend):
+        try:
+            tables, freq = models.read_tables(br, scheme, count)
+        except Corrupt as exc:
+            return Corrupt, str(exc)
+    if freq is not None:  # the kernel's array holds each table's freq, zeros past its last symbol
+        for table, row in zip(tables, freq):
+            assert row[: len(table.freq)].tolist() == list(table.freq) and not row[len(table.freq):].any()
+    return tables, br.bitpos
+
+
+def test_a_models_tables_in_one_call_agree() -> None:
+    """read_tables (csrc/models.c imij_read_tables): up to four tables back to back, valid and
+    mutated; a rejection carries the reference's message for the first bad table."""
+    rng = random.Random(13)
+    rejected = 0
+    for scheme in _schemes(rng, 150):
+        count = rng.randint(1, 4)
+        bw = BitWriter()
+        for _ in range(count):
+            size = rng.randint(1, scheme.alphabet)
+            counts = [rng.choice([0, 1, rng.randint(1, 1 << 20)]) if s < scheme.first_capped_run else 0
+                      for s in range(size)]
+            write_table(bw, smallest_table(counts or [1], None))
+        data = bytearray(bw.getvalue())
+        if rng.random() < 0.5:
+            data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+        c = _read_many("c", bytes(data), scheme, count)
+        assert c == _read_many("python", bytes(data), scheme, count)  # same tables, or the same message
+        rejected += c[0] is Corrupt
+    assert 0 < rejected < 150
