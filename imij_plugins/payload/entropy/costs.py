@@ -646,7 +646,7 @@ def palette(planes: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray] | No
             return None
         index = inverse.reshape(-1).astype(np.uint8)
         n = len(tuples)
-    keys = [tuple(int(v) for v in t) for t in tuples]
+    keys = [tuple(t) for t in np.asarray(tuples).tolist()]  # Python ints, one list conversion
     order = sorted(range(n), key=lambda i: (sum(keys[i]), keys[i]))
     rank = np.empty(n, dtype=np.uint8)
     rank[order] = np.arange(n, dtype=np.uint8)

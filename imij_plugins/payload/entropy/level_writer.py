@@ -37,7 +37,8 @@ from imij_plugins.payload.entropy.levels import (
     LEVEL_LAYOUTS,
 )
 from imij_plugins.payload.entropy.maps import Slot
-from imij_plugins.payload.entropy.models import M, Table, TableCode, smallest_table
+from imij_plugins.payload.entropy.modeling import best_tables
+from imij_plugins.payload.entropy.models import M, Table, TableCode
 from imij_plugins.payload.entropy.rans import Lanes
 from imij_plugins.payload.entropy.template import (
     CANDIDATE_CONTEXTS,
@@ -203,11 +204,13 @@ def _record_cost(payload: bytes) -> int:
 
 
 def _index_plane(unit: _Unit, entries: Sequence[tuple[int, ...]], alias: bool) -> np.ndarray:
-    """Each pixel's entry index among ``entries`` (every tuple of the unit is one of them)."""
-    pos = {tuple(int(v) for v in e): i for i, e in enumerate(entries)}
-    lut = np.array([pos[tuple(int(v) for v in tup)] for tup in unit.tuples], dtype=np.uint8)  # <= 256 entries
+    """Each pixel's entry index among ``entries`` (every tuple of the unit is one of them); for
+    reading only (it may be a view of the unit's ranks)."""
+    pos = {tuple(e): i for i, e in enumerate(np.asarray(entries).tolist())}
+    lut = np.array([pos[tuple(tup)] for tup in np.asarray(unit.tuples).tolist()], dtype=np.uint8)  # <= 256 entries
     h, w = unit.vals[0].shape
-    index = lut[unit.inverse].reshape(h, w)
+    same = np.array_equal(lut, np.arange(len(lut)))  # the entries in the unit's own order: its ranks
+    index = (unit.inverse if same else lut[unit.inverse]).astype(np.uint8, copy=False).reshape(h, w)
     n = len(entries)
     if alias and n < 256:
         rng = np.random.default_rng(unit.index + 17)
@@ -511,6 +514,10 @@ class LevelCoder:
 
             def template_bodies(u: _Unit) -> list[bytes | None]:
                 layouts = [u.forced] if u.forced is not None else [LAYOUT_TEMPLATE_SHARED, LAYOUT_TEMPLATE_OWN]
+                if u.forced is None and u.own_entries == tables["shared"] and not u.alias:
+                    # own entries equal to the shared ones in order: the same index plane and
+                    # stream, with the entries written besides; the shared layout is smaller
+                    layouts = [LAYOUT_TEMPLATE_SHARED]
                 return [self._template_body(u, tables, layout) for layout in layouts]  # type: ignore[arg-type]
 
             for u, bodies_of in zip(units, self._each(units, template_bodies)):
@@ -561,5 +568,6 @@ class LevelCoder:
 
 
 def _index_table(counts: np.ndarray, prec: int | None) -> TableCode:
-    """The direct-index table (3.3 grammar over symbols 0..=255) with the fewest total bits."""
-    return smallest_table(counts.tolist(), prec)
+    """The direct-index table (3.3 grammar over symbols 0..=255) with the fewest total bits, all
+    precisions weighed at once (modeling.best_tables, as the slots' tables)."""
+    return best_tables([counts], range(1, 9) if prec is None else range(prec, prec + 1))[0]
