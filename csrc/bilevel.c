@@ -12,6 +12,7 @@
 
 #include "bilevel.h"
 #include "entropy_dispatch.h"
+#include "imij_kernels.h"
 #include "rans_avx2.inc"
 
 #define LVL_M 1024u
@@ -104,9 +105,83 @@ static inline uint32_t taking(const lanes_t *ln, uint32_t x)
     return x < ln->width[ln->active - 1] ? ln->active : ln->active - 1;
 }
 
-/* The index plane P is padded: stride S = w + 4, two zero rows above the stripe and two zero
- * columns on each side, so every template read is a plain load: rows above the stripe and
- * columns outside the group read 0 (2.10). Row r's pixel c is P[(r + 2) * S + c + 2]. */
+/* The decoders' index plane is a ring of three padded rows (stride S = w + 4, two zero columns
+ * on each side, so every template read is a plain load: rows above the stripe and columns outside
+ * the group read 0, 2.10): row r and the two above it, which are all a template reads; rows
+ * above the stripe are the ring's zero rows at the start. RING_SLACK bytes after the ring keep
+ * the SIMD steps' 4-byte gathers at a row's right end in bounds. (The encoder's side pads the
+ * whole known plane the same way: pad_plane.) */
+#define RING_SLACK 16
+
+static inline uint8_t *ring_row(uint8_t *P, size_t S, uint32_t r2) { return P + (size_t)(r2 % 3) * S + 2; } /* r2 = r + 2 */
+
+/* Where each decoded row goes: coded planes (section 4 step 4 left to the caller), or the samples
+ * through a store; word[s][k] is slot s's coded value, or sample word, of index byte k. */
+typedef struct {
+    uint32_t w, nslots, ob;
+    size_t plane;                      /* w * h */
+    void *out;                         /* the coded planes when store is NULL */
+    const imij_sample_store *store;
+    uint32_t word[8][256];
+} row_sink;
+
+/* One row of coded values from its index bytes into out_bytes (1, 2 or 4) per value at `at`. */
+static void store_row(void *out, uint32_t out_bytes, size_t at, const uint8_t *src, uint32_t w, const uint32_t *word)
+{
+    if (out_bytes == 1) {
+        uint8_t *o = (uint8_t *)out + at;
+        for (uint32_t c = 0; c < w; c++)
+            o[c] = (uint8_t)word[src[c]];
+    } else if (out_bytes == 2) {
+        uint16_t *o = (uint16_t *)out + at;
+        for (uint32_t c = 0; c < w; c++)
+            o[c] = (uint16_t)word[src[c]];
+    } else {
+        uint32_t *o = (uint32_t *)out + at;
+        for (uint32_t c = 0; c < w; c++)
+            o[c] = word[src[c]];
+    }
+}
+
+/* The samples of row r through the store: each pixel's slot words and Const channels (locals:
+ * the stores go through byte pointers, which may alias the store struct). */
+#define SINK_SAMPLES(T)                                                                            \
+    for (uint32_t c = 0; c < w; c++) {                                                             \
+        T *px = (T *)(row + (int64_t)c * pixel_stride);                                            \
+        for (uint32_t s = 0; s < nslots; s++)                                                      \
+            px[ch[s]] = (T)k->word[s][src[c]];                                                     \
+        for (uint32_t i = 0; i < nconst; i++)                                                      \
+            px[cch[i]] = (T)cword[i];                                                              \
+    }
+
+static void sink_row(const row_sink *k, uint32_t r, const uint8_t *src)
+{
+    const imij_sample_store *st = k->store;
+    uint32_t w = k->w, nslots = k->nslots;
+    if (!st) {
+        for (uint32_t s = 0; s < nslots; s++)
+            store_row(k->out, k->ob, s * k->plane + (size_t)r * w, src, w, k->word[s]);
+        return;
+    }
+    uint8_t *row = st->out + (int64_t)r * st->row_stride;
+    int64_t pixel_stride = st->pixel_stride;
+    uint32_t nconst = st->nconst, ch[8], cch[8], cword[8];
+    memcpy(ch, st->channel, sizeof ch);
+    memcpy(cch, st->const_channel, sizeof cch);
+    memcpy(cword, st->const_word, sizeof cword);
+    if (nslots == 1 && !nconst && pixel_stride == st->esize) { /* one channel: a row of words */
+        store_row(row + (size_t)ch[0] * st->esize, st->esize, 0, src, w, k->word[0]);
+        return;
+    }
+    if (st->esize == 1) {
+        SINK_SAMPLES(uint8_t)
+    } else if (st->esize == 2) {
+        SINK_SAMPLES(uint16_t)
+    } else {
+        SINK_SAMPLES(uint32_t)
+    }
+}
+#undef SINK_SAMPLES
 
 /* A phase reads at most 16 words (one per lane), 32 bytes: the SIMD steps read the stream in place
  * while 32 bytes are left, then from a zero-padded copy of its last 32 bytes; a step that took
@@ -202,7 +277,8 @@ static AVX2_FN int binary_step_simd(lvl_rans *rs, const lvl_tail *tl, const uint
  * from (r, c - 1) to (r, c) the rows above shift by one column and take one new pixel each
  * (k 2: (r - 2, c + 1), k 7: (r - 1, c + 2)), and the current row takes the pixel just decoded.
  * At x = 0 the current-row pixels are left of the lane's first column: they read one row up. */
-static int decode_binary(lvl_rans *rs, const uint16_t *prob16, uint8_t *P, size_t S, uint32_t h, const lanes_t *ln)
+static int decode_binary(lvl_rans *rs, const uint16_t *prob16, uint8_t *P, size_t S, uint32_t h, const lanes_t *ln,
+                         const row_sink *sink)
 {
     uint32_t ctx[16] = {0}, last[16] = {0}, prob[1024];
     int32_t offs[16];
@@ -214,8 +290,8 @@ static int decode_binary(lvl_rans *rs, const uint16_t *prob16, uint8_t *P, size_
     if (simd)
         tail_of(&tl, rs);
     for (uint32_t r = 0; r < h; r++) {
-        uint8_t *row = P + (size_t)(r + 2) * S + 2;
-        const uint8_t *up = row - S, *up2 = up - S;
+        uint8_t *row = ring_row(P, S, r + 2);
+        const uint8_t *up = ring_row(P, S, r + 1), *up2 = ring_row(P, S, r);
         for (uint32_t x = 0; x < ln->lw; x++) {
             uint32_t la = taking(ln, x);
 #if IMIJ_ENT_AVX2
@@ -245,6 +321,7 @@ static int decode_binary(lvl_rans *rs, const uint16_t *prob16, uint8_t *P, size_
                 row[c] = (uint8_t)t;
             }
         }
+        sink_row(sink, r, row);
     }
     return 0;
 }
@@ -322,7 +399,7 @@ static inline void template_of(const uint8_t *row, const uint8_t *up, const uint
 }
 
 static int decode_template(lvl_rans *rs, const imij_template_tables *tt, uint32_t n, const uint8_t *rows,
-                           uint8_t *P, size_t S, uint32_t h, const lanes_t *ln)
+                           uint8_t *P, size_t S, uint32_t h, const lanes_t *ln, const row_sink *sink)
 {
     uint32_t p32[1024], hist[2][16] = {{0}};
     int32_t offs[16];
@@ -334,13 +411,13 @@ static int decode_template(lvl_rans *rs, const imij_template_tables *tt, uint32_
     if (simd)
         tail_of(&tl, rs);
     for (uint32_t r = 0; r < h; r++) {
-        uint8_t *row = P + (size_t)(r + 2) * S;
+        uint8_t *row = ring_row(P, S, r + 2);
+        const uint8_t *up = ring_row(P, S, r + 1), *up2 = ring_row(P, S, r);
         if (rows[r >> 3] >> (r & 7) & 1) { /* a typical row copies the row above (row 0: the zero row) */
-            memcpy(row, row - S, S);
+            memcpy(row, up, S - 4);
+            sink_row(sink, r, row);
             continue;
         }
-        row += 2;
-        const uint8_t *up = row - S, *up2 = up - S;
         for (uint32_t x = 0; x < ln->lw; x++) {
             uint32_t tk[16][10], open[16], nopen = 0, la = taking(ln, x);
             uint32_t *w1 = hist[x & 1], *w2 = hist[(x & 1) ^ 1]; /* values of steps x - 1, x - 2 */
@@ -420,38 +497,30 @@ static int decode_template(lvl_rans *rs, const imij_template_tables *tt, uint32_
                 if (reload >> l & 1)
                     w2[l] = row[ln->start[l] + x];
         }
+        sink_row(sink, r, row);
     }
     return 0;
 }
 
-/* One row of coded values from its index bytes, word[index] each, into out_bytes (1, 2 or 4)
- * bytes per value at value offset `at` of `out`. */
-static void store_row(void *out, uint32_t out_bytes, size_t at, const uint8_t *src, uint32_t w, const uint32_t *word)
-{
-    if (out_bytes == 1) {
-        uint8_t *o = (uint8_t *)out + at;
-        for (uint32_t c = 0; c < w; c++)
-            o[c] = (uint8_t)word[src[c]];
-    } else if (out_bytes == 2) {
-        uint16_t *o = (uint16_t *)out + at;
-        for (uint32_t c = 0; c < w; c++)
-            o[c] = (uint16_t)word[src[c]];
-    } else {
-        uint32_t *o = (uint32_t *)out + at;
-        for (uint32_t c = 0; c < w; c++)
-            o[c] = word[src[c]];
-    }
-}
-
-int imij_level_unit_decode(const uint8_t *body, size_t len, const imij_level_unit *u, void *out, uint8_t *index)
+/* 2.10 / 2.14: one unit whose layout is 0x81-0x84, each row into `out` (coded planes) or through
+ * `store` as it decodes. */
+static int level_decode(const uint8_t *body, size_t len, const imij_level_unit *u, void *out,
+                        const imij_sample_store *store, uint8_t *index)
 {
     uint32_t w = u->width, h = u->height, nslots = u->nslots, ob = u->out_bytes;
-    if (w == 0 || h == 0 || u->lanes < 1 || u->lanes > 16 || nslots > 8 || (ob != 1 && ob != 2 && ob != 4))
+    if (w == 0 || h == 0 || u->lanes < 1 || u->lanes > 16 || nslots > 8)
         return IMIJ_LVL_E_ARGS;
-    for (uint32_t s = 0; s < nslots; s++)
-        if (u->depth[s] > 8 * ob)
-            return IMIJ_LVL_E_ARGS; /* entries (<= 16 bits) must fit the output's width */
-    size_t plane = (size_t)w * h, pos = 0;
+    if (store) {
+        if (!imij_sample_store_valid(store) || store->nslots != nslots)
+            return IMIJ_LVL_E_ARGS;
+    } else {
+        if (ob != 1 && ob != 2 && ob != 4)
+            return IMIJ_LVL_E_ARGS;
+        for (uint32_t s = 0; s < nslots; s++)
+            if (u->depth[s] > 8 * ob)
+                return IMIJ_LVL_E_ARGS; /* entries (<= 16 bits) must fit the output's width */
+    }
+    size_t pos = 0;
     if (len < 1)
         return IMIJ_LVL_E_TRUNCATED;
     uint32_t decor = body[pos++];
@@ -515,27 +584,37 @@ int imij_level_unit_decode(const uint8_t *body, size_t len, const imij_level_uni
     int err = rans_open(&rs, body + pos, len - pos, ln.active);
     if (err)
         return err;
-    size_t S = (size_t)w + 4;
-    memset(index, 0, S * ((size_t)h + 2)); /* the zero rows above and the zero side columns */
-    if (bilevel)
-        err = decode_binary(&rs, u->bilevel->prob, index, S, h, &ln);
-    else
-        err = decode_template(&rs, u->tmpl, n, rows, index, S, h, &ln);
-    if (err)
-        return err;
-    /* each slot's coded value of every index byte: 0x81 v = t xor inv; else entry (t xor inv), entry
-     * 0 for an index past the last entry */
-    uint32_t inv = decor <= 0x82 ? (u->bilevel->inv & 1u) : 0u, word[8][256];
+    /* each slot's coded value of every index byte (0x81: v = t xor inv; else entry (t xor inv),
+     * entry 0 for an index past the last entry), or its sample word through the store */
+    row_sink sink;
+    sink.w = w, sink.nslots = nslots, sink.ob = ob, sink.plane = (size_t)w * h, sink.out = out, sink.store = store;
+    uint32_t inv = decor <= 0x82 ? (u->bilevel->inv & 1u) : 0u;
     for (uint32_t k = 0; k < 256; k++) {
         uint32_t e = (k ^ inv) < n ? k ^ inv : 0;
-        for (uint32_t sl = 0; sl < nslots; sl++)
-            word[sl][k] = decor == 0x81 ? (k ^ inv) & 1u : entries[e][sl];
+        for (uint32_t sl = 0; sl < nslots; sl++) {
+            uint32_t v = decor == 0x81 ? (k ^ inv) & 1u : entries[e][sl];
+            sink.word[sl][k] = store ? imij_sample_word(store, sl, v) : v;
+        }
     }
-    for (uint32_t sl = 0; sl < nslots; sl++)
-        for (uint32_t r = 0; r < h; r++)
-            store_row(out, ob, sl * plane + (size_t)r * w, index + (size_t)(r + 2) * S + 2, w, word[sl]);
-    return 0;
+    size_t S = (size_t)w + 4;
+    memset(index, 0, 3 * S + RING_SLACK); /* the zero rows above and the zero side columns */
+    if (bilevel)
+        return decode_binary(&rs, u->bilevel->prob, index, S, h, &ln, &sink);
+    return decode_template(&rs, u->tmpl, n, rows, index, S, h, &ln, &sink);
 }
+
+int imij_level_unit_decode(const uint8_t *body, size_t len, const imij_level_unit *u, void *out, uint8_t *index)
+{
+    return level_decode(body, len, u, out, NULL, index);
+}
+
+int imij_level_unit_store(const uint8_t *body, size_t len, const imij_level_unit *u, const imij_sample_store *store,
+                          uint8_t *index)
+{
+    return level_decode(body, len, u, NULL, store, index);
+}
+
+
 
 /* ---- the encoder side: the decoder's operations on a known plane ------------------------- */
 
@@ -548,7 +627,8 @@ typedef struct {
 
 #define STEP_OPS (7 * 16) /* phase 0, five candidate phases and the escape, per lane */
 
-/* The padded plane of the decoders (two zero rows above, two zero columns each side). */
+/* The whole plane padded as the decoders' ring rows are (two zero rows above, two zero columns
+ * each side): row r's pixel c at (r + 2) * S + c + 2. */
 static void pad_plane(const uint8_t *plane, uint32_t width, uint32_t height, uint8_t *scratch)
 {
     size_t S = (size_t)width + 4;

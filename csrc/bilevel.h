@@ -60,8 +60,9 @@ typedef struct {
 
 /* Decode one unit record body whose layout byte is 0x81-0x84 into `out`: nslots planes of
  * width*height coded values (before the channel maps), each out_bytes wide (entries of up to
- * 16 bits need at least as many). `index` is (height + 2) * (width + 4) bytes of scratch (the
- * index plane with zero padding). Returns 0 or a negative IMIJ_LVL_E_* code; never reads or
+ * 16 bits need at least as many). `index` is 3 * (width + 4) + 16 bytes of scratch (the index
+ * plane's last three rows, zero-padded). Rows reach `out` as they decode, so after an error `out`
+ * holds the rows decoded before it. Returns 0 or a negative IMIJ_LVL_E_* code; never reads or
  * writes out of bounds. */
 int imij_level_unit_decode(const uint8_t *body, size_t len, const imij_level_unit *unit, void *out, uint8_t *index);
 

@@ -975,13 +975,21 @@ static void store_block(const imij_sample_store *st, const uint32_t *planes, siz
 #undef SHIFTED
 #undef STORE_ROWS
 
+int imij_sample_store_valid(const imij_sample_store *store)
+{
+    if ((store->esize != 1 && store->esize != 2 && store->esize != 4) || store->nslots > 8 || store->nconst > 8)
+        return 0;
+    for (uint32_t s = 0; s < store->nslots; s++)
+        if (store->top[s] > 31)
+            return 0;
+    return 1;
+}
+
+uint32_t imij_sample_word(const imij_sample_store *store, uint32_t s, uint32_t v) { return mapped(store, s, v); }
+
 int imij_entropy_store(imij_entropy_state *state, uint32_t capacity, uint32_t *planes, const imij_sample_store *store)
 {
-    uint32_t bad_top = 0;
-    for (uint32_t s = 0; s < store->nslots && s < 8; s++)
-        bad_top |= store->top[s] > 31;
-    if (state->inter || (store->esize != 1 && store->esize != 2 && store->esize != 4) || store->nslots > 8 ||
-        store->nconst > 8 || bad_top)
+    if (state->inter || !imij_sample_store_valid(store))
         return state->error ? state->error : (state->error = IMIJ_ENT_E_ARGS);
     lane_geo g = geometry(state->unit.width, state->unit.lanes);
     size_t stride = ((size_t)capacity + FIRST_ROW) * g.row;

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bilevel.h"
+
 /* ---- 2.13 quick-pixel packet streams ------------------------------------------------------- */
 
 /* Return codes of imij_quick_decode / imij_quick_encode (0 = success; the encoder returns the
@@ -155,5 +157,18 @@ typedef struct {
  * rows through `planes`) and store each block through `store` before the next. Returns 0 or a
  * negative IMIJ_ENT_E_* code. */
 int imij_entropy_store(imij_entropy_state *state, uint32_t capacity, uint32_t *planes, const imij_sample_store *store);
+
+/* 1 when `store` can be used: esize 1, 2 or 4, at most 8 slots and 8 Const channels, top bits
+ * below 32. */
+int imij_sample_store_valid(const imij_sample_store *store);
+
+/* Section 4 step 4 of slot s's coded value v through `store` (see imij_sample_store). */
+uint32_t imij_sample_word(const imij_sample_store *store, uint32_t s, uint32_t v);
+
+/* imij_level_unit_decode (bilevel.h), each decoded row's samples stored through `store` (valid,
+ * store->nslots == unit->nslots; a table of a slot covers its 2^depth values) instead of into
+ * coded planes, so a level unit decodes straight into its rectangle of the image. */
+int imij_level_unit_store(const uint8_t *body, size_t len, const imij_level_unit *unit, const imij_sample_store *store,
+                          uint8_t *index);
 
 #endif /* IMIJ_KERNELS_H */

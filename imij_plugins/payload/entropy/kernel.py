@@ -126,10 +126,14 @@ def decode_unit_c(plan: UnitPlan, models: CModels, body: bytes | memoryview, wid
     """``stripe.decode_stripe`` on the C kernel, in row blocks; returns ``out`` (or a new array).
 
     Rows reach ``out`` block by block, so after an error ``out`` holds the rows decoded before it."""
-    if len(body) and LAYOUT_BILEVEL <= body[0] <= LAYOUT_TEMPLATE_SHARED:  # 2.10 / 2.14: their own kernel
-        return assemble(plan, decode_level_c(plan, models.levels, body, width, height), height, width, out)
-    ffi, lib = _backend.ffi, _backend.lib
     out = output_for(plan, height, width, out)
+    stored = models.store is not None and reference is None and out.strides[2] == out.itemsize
+    if len(body) and LAYOUT_BILEVEL <= body[0] <= LAYOUT_TEMPLATE_SHARED:  # 2.10 / 2.14: their own kernel
+        if stored:  # rows go straight into out
+            decode_level_c(plan, models.levels, body, width, height, _store_struct(models.store, out))
+            return out
+        return assemble(plan, decode_level_c(plan, models.levels, body, width, height), height, width, out)  # type: ignore[arg-type]
+    ffi, lib = _backend.ffi, _backend.lib
     pred_ids = np.empty(height, dtype=np.uint8)  # 2.4: read by every block
     state = _begin(plan, models, body, width, height, reference, pred_ids)
     nplanes = max(len(plan.slots), 1)  # a palette stripe's index plane needs one
@@ -137,7 +141,7 @@ def decode_unit_c(plan: UnitPlan, models: CModels, body: bytes | memoryview, wid
     rows = block_rows(nplanes, lanes.row, height)
     planes = np.zeros((nplanes, rows + CARRIED_ROWS, lanes.row), dtype=np.uint32)
     planes_c = ffi.from_buffer("uint32_t[]", planes, require_writable=True)
-    if models.store is not None and reference is None and out.strides[2] == out.itemsize:
+    if stored:
         code = lib.imij_entropy_store(state, rows, planes_c, _store_struct(models.store, out))  # no GIL per block
         if code:
             _fail(code, plan, body, width, height, reference)

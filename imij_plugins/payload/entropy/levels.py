@@ -161,33 +161,50 @@ class LevelStructs:
         u.tmpl = self.tmpl
 
 
-def decode_level_c(plan: UnitPlan, structs: LevelStructs, body: bytes | memoryview, width: int, height: int) -> list[np.ndarray | None]:
-    """``decode_level`` on the C kernel (GIL released by cffi)."""
+def ring_bytes(width: int) -> int:
+    """The level kernel's index scratch: three padded rows and the SIMD gathers' slack (bilevel.h)."""
+    return 3 * (width + 4) + 16
+
+
+def decode_level_c(plan: UnitPlan, structs: LevelStructs, body: bytes | memoryview, width: int, height: int,
+                   store=None) -> list[np.ndarray | None] | None:
+    """``decode_level`` on the C kernel (GIL released by cffi): the coded planes, or with ``store``
+    (csrc's imij_sample_store for the unit's rectangle) the samples go straight there (None)."""
     ffi, lib = _backend.ffi, _backend.lib
     nslots = len(plan.slots)
-    out = np.empty((max(nslots, 1), height, width), dtype=_plane_dtype(plan))
-    index = np.empty((height + 2) * (width + 4), dtype=np.uint8)  # the padded index plane
+    out = None if store is not None else np.empty((max(nslots, 1), height, width), dtype=_plane_dtype(plan))
+    index = np.empty(ring_bytes(width), dtype=np.uint8)
     unit = ffi.new("imij_level_unit *")  # per call: units decode on many threads
     src = structs.unit
     unit.width, unit.height = width, height
-    unit.lanes, unit.nslots, unit.features, unit.out_bytes = src.lanes, src.nslots, src.features, out.itemsize
+    unit.lanes, unit.nslots, unit.features = src.lanes, src.nslots, src.features
+    unit.out_bytes = 0 if out is None else out.itemsize
     unit.depth = list(src.depth)
     unit.bilevel, unit.tmpl = src.bilevel, src.tmpl
-    code = lib.imij_level_unit_decode(
-        ffi.from_buffer("uint8_t[]", body), len(body), unit,  # the record in place, not a copy
-        ffi.from_buffer("uint8_t[]", out, require_writable=True),
-        ffi.from_buffer("uint8_t[]", index, require_writable=True),
-    )
+    code = _level_call(ffi, lib, body, unit, out, store, index)
     if code:
         if width * height <= EXPLAIN_PIXELS:  # small units: the reference names the exact rule
             cur = Cursor(body, what="stripe")
             decor = cur.u8("stripe layout")
             decode_level(plan, cur, Lanes.of(width, plan.lanes), width, height, decor)
         raise Corrupt(_MESSAGES.get(code, f"stripe: bilevel kernel error {code}"))
+    if out is None:
+        return None
     coded: list[np.ndarray | None] = [None] * len(plan.chans)
     for i, slot in enumerate(plan.slots):
         coded[slot.coded.index] = out[i]  # assemble widens only what a map needs
     return coded
+
+
+def _level_call(ffi, lib, body: bytes | memoryview, unit, out: np.ndarray | None, store, index: np.ndarray) -> int:
+    """The kernel call, its buffers made inline: no cffi buffer of ``body`` outlives the call (an
+    error's traceback keeps the caller's frame, and a memoryview with an export cannot be released)."""
+    if out is None:
+        return lib.imij_level_unit_store(ffi.from_buffer("uint8_t[]", body), len(body), unit, store,
+                                         ffi.from_buffer("uint8_t[]", index, require_writable=True))
+    return lib.imij_level_unit_decode(ffi.from_buffer("uint8_t[]", body), len(body), unit,
+                                      ffi.from_buffer("uint8_t[]", out, require_writable=True),
+                                      ffi.from_buffer("uint8_t[]", index, require_writable=True))
 
 
 def _plane_dtype(plan: UnitPlan) -> np.dtype:

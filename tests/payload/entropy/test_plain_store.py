@@ -11,7 +11,7 @@ import pytest
 from imij_plugins import _backend
 from imij_plugins.payload.data import read_data
 from imij_plugins.payload.entropy.decoder import decode_entropy_payload, prepare
-from imij_plugins.payload.entropy.writer import encode_entropy_payload
+from imij_plugins.payload.entropy.writer import EntropyOptions, UnitChoice, encode_entropy_payload, header_for
 from imij_plugins.payload.head import read_lossless_head
 from imij_plugins.wire.cursor import Cursor
 
@@ -72,3 +72,34 @@ def test_store_into_a_rectangle_leaves_the_rest(sample: str, layout: int) -> Non
     assert np.array_equal(canvas[3:16, 5:14].view(np.uint8), want.view(np.uint8))
     canvas[3:16, 5:14] = before[3:16, 5:14]
     assert canvas.tobytes() == before.tobytes()  # nothing outside the rectangle changed
+
+
+@pytest.mark.parametrize("layout, channels, dtype", [(0x81, 1, np.uint8), (0x82, 3, np.uint8), (0x84, 3, np.uint16),
+                                                      (0x83, 4, np.uint8)])
+def test_level_units_store_into_a_rectangle(layout: int, channels: int, dtype) -> None:
+    """Bilevel and template units (2.10, 2.14) store their rows through the sample store
+    (csrc imij_level_unit_store): into a strided rectangle, the same samples as the reference."""
+    rng = np.random.default_rng(layout)
+    k = 2 if layout <= 0x82 else 5
+    idx = np.repeat(rng.integers(0, k, (7, 9)), 3, axis=0)[:19, :]
+    idx = np.repeat(idx, 4, axis=1)[:, :33]
+    if layout == 0x81:
+        image = idx.astype(dtype)
+    else:
+        image = rng.integers(0, np.iinfo(dtype).max, (k, channels)).astype(dtype)[idx]
+    options = EntropyOptions(lanes=3, stripe_rows=8, group_cols=13, unit=UnitChoice(layout=layout))
+    enc = encode_entropy_payload(image, options=options)
+    hdr = header_for(image, enc)
+    with _backend.use("c"):
+        assert prepare(hdr, read_lossless_head(Cursor(enc.payload), hdr)).c_models.store is not None
+    with _backend.use("python"):
+        want = decode_entropy_payload(enc.payload, hdr)
+    assert np.array_equal(want.reshape(image.shape), image)
+    shape = (25, 40, want.shape[2])
+    canvas = np.full(shape, 7, want.dtype)
+    data = read_data(enc.payload, hdr, 0, len(enc.payload))
+    with _backend.use("c"):
+        data.decode_into(canvas[4:23, 5:38], threads=1)
+    assert np.array_equal(canvas[4:23, 5:38], want)
+    canvas[4:23, 5:38] = 7
+    assert (canvas == 7).all()  # nothing outside the rectangle changed
