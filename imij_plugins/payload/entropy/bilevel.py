@@ -37,13 +37,14 @@ TEMPLATE: tuple[tuple[int, int], ...] = (
 # --- head record 25 --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class BilevelTable:
-    """Head record 25 (2.10): inv and one probability of t = 0 per context (1/M units)."""
+    """Head record 25 (2.10): inv and one probability of t = 0 per context (1/M units), as
+    read-only arrays (a tuple of 1024 Python ints would outweigh a small image)."""
 
     inv: int
-    probs: tuple[int, ...]  # 1024 entries; M / 2 for unused contexts
-    used: tuple[bool, ...]  # which contexts the record codes explicitly
+    probs: np.ndarray  # uint16, 1024 entries; M / 2 for unused contexts
+    used: np.ndarray  # bool: which contexts the record codes explicitly
 
 
 def read_bilevel_record(payload: bytes | memoryview) -> BilevelTable:
@@ -56,12 +57,12 @@ def read_bilevel_record(payload: bytes | memoryview) -> BilevelTable:
     if len(above):  # 2.10: p_c <= M
         c = int(above[0])
         raise Corrupt(f"bilevel record 25: context {c} probability {int(values[c])} above M = {M}")
-    probs = np.where(used, values, HALF).tolist()
-    used = used.tolist()
+    probs = np.where(used, values, HALF).astype(np.uint16)
+    probs.flags.writeable = used.flags.writeable = False
     expect = (br.bitpos + 7) // 8
     if len(payload) != expect:  # 2.10: exactly ceil(bits / 8) bytes
         raise Corrupt(f"bilevel record 25: {len(payload)} bytes, its bits fill exactly {expect}")
-    return BilevelTable(inv, tuple(probs), tuple(used))
+    return BilevelTable(inv, probs, used)
 
 
 def bilevel_record(inv: int, probs: Sequence[int | None]) -> bytes:
@@ -199,7 +200,7 @@ def decode_binary_plane(stream: bytes, probs: Sequence[int], width: int, height:
 
 def decode_bilevel(table: BilevelTable, stream: bytes, width: int, height: int, lanes: Lanes) -> np.ndarray:
     """v = t xor inv for every pixel of a bilevel (palette) stripe, as an (height, width) array."""
-    t = np.array(decode_binary_plane(stream, table.probs, width, height, lanes), dtype=np.uint8).reshape(height, width)
+    t = np.array(decode_binary_plane(stream, table.probs.tolist(), width, height, lanes), dtype=np.uint8).reshape(height, width)
     return t ^ np.uint8(table.inv)
 
 

@@ -139,12 +139,12 @@ class LevelStructs:
         if bt is not None:
             self.bilevel = ffi.new("imij_bilevel_table *")
             self.bilevel.inv = bt.inv
-            self.bilevel.prob = list(bt.probs)
+            ffi.memmove(ffi.addressof(self.bilevel, "prob"), bt.probs.tobytes(), bt.probs.nbytes)  # uint16, as the struct
         tt: TemplateTables | None = plan.template_tables
         if tt is not None:
             t = self.tmpl = ffi.new("imij_template_tables *")
-            t.p = list(tt.p)
-            t.q = list(tt.q)
+            ffi.memmove(ffi.addressof(t, "p"), tt.p.tobytes(), tt.p.nbytes)
+            ffi.memmove(ffi.addressof(t, "q"), tt.q.tobytes(), tt.q.nbytes)
             if tt.escape is not None:
                 t.escape = 1
                 freq = list(tt.escape.freq) + [0] * (256 - len(tt.escape.freq))

@@ -50,13 +50,14 @@ class _IndexScheme:
     first_capped_run = ESCAPE_SYMBOLS  # no run tokens, so none past the cap
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class TemplateTables:
-    """Head record 35 (2.14)."""
+    """Head record 35 (2.14); the probabilities as read-only arrays (tuples of Python ints would
+    outweigh a small image)."""
 
     prec: int  # b - 4
-    p: tuple[int, ...]  # 1024 phase-0 probabilities of "equals W"
-    q: tuple[int, ...]  # 40 candidate probabilities of "equals the candidate"
+    p: np.ndarray  # uint16, 1024 phase-0 probabilities of "equals W" (read-only)
+    q: np.ndarray  # uint16, 40 candidate probabilities of "equals the candidate" (read-only)
     escape: Table | None  # the direct-index table
     shared: tuple[tuple[int, ...], ...] | None  # shared entries, per entry per slot
 
@@ -65,7 +66,7 @@ class TemplateTables:
         return 4 + self.prec
 
 
-def _probabilities(br: BitReader, count: int, b: int, what: str) -> tuple[int, ...]:
+def _probabilities(br: BitReader, count: int, b: int, what: str) -> np.ndarray:
     """2.14: ``count`` used-bit values of b bits as probabilities: v itself when b = 11 (corrupt
     above M), else v * 2^(10 - b); M / 2 where unused."""
     values, used = read_used_values(br, count, b)
@@ -76,7 +77,9 @@ def _probabilities(br: BitReader, count: int, b: int, what: str) -> tuple[int, .
             raise Corrupt(f"template record 35: {what} {c} probability {int(values[c])} above M = {M}")
     else:
         values <<= 10 - b
-    return tuple(np.where(used, values, HALF).tolist())
+    probs = np.where(used, values, HALF).astype(np.uint16)
+    probs.flags.writeable = False
+    return probs
 
 
 def read_template_record(payload: bytes | memoryview, depths: Sequence[int]) -> TemplateTables:
@@ -132,7 +135,7 @@ def decode_template(tables: TemplateTables, n: int, typical: Sequence[bool], str
                     lanes: Lanes) -> np.ndarray:
     """2.14: the index plane i(r, c) of a template palette stripe of ``n`` entries."""
     rin = RansIn(stream, lanes.active)
-    P, Q, esc = tables.p, tables.q, tables.escape
+    P, Q, esc = tables.p.tolist(), tables.q.tolist(), tables.escape
     plane = [[0] * width for _ in range(height)]
     starts, widths = lanes.starts, lanes.widths
     for r in range(height):

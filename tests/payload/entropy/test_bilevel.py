@@ -262,7 +262,7 @@ def test_random_records_and_streams_against_the_oracle(seed):
     active = len(oracle_lanes(w, L))
     stream = b"".join(rng.randint(1 << 16, (1 << 32) - 1).to_bytes(4, "little") for _ in range(active))
     stream += bytes(rng.randrange(256) for _ in range(2 * (w * h + 4)))
-    expect = oracle_bilevel(table.probs, stream, w, h, L)
+    expect = oracle_bilevel(table.probs.tolist(), stream, w, h, L)
     hdr, lh = gray1(w, h, rec, lanes=L)
     out = decode_entropy_payload(payload_bytes(lh, [b"\x81" + stream]), hdr)
     assert (out[:, :, 0] ^ table.inv).tolist() == expect

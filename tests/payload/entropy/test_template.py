@@ -251,7 +251,7 @@ def test_random_records_and_streams_against_the_oracle(seed):
     active = len(oracle_lanes(w, L))
     stream = b"".join(rng.randint(1 << 16, (1 << 32) - 1).to_bytes(4, "little") for _ in range(active))
     stream += bytes(rng.randrange(256) for _ in range(2 * (7 * w * h + 4)))
-    expect = oracle_template(tables.p, tables.q, tables.escape, n, typical, stream, w, h, L)
+    expect = oracle_template(tables.p.tolist(), tables.q.tolist(), tables.escape, n, typical, stream, w, h, L)
     hdr, lh = gray8(w, h, rec, lanes=L)
     rows = bytearray((h + 7) // 8)
     for r, flag in enumerate(typical):
