@@ -110,13 +110,14 @@ void imij_model_tables(imij_slot_model *m, const uint32_t *freq, uint32_t ntable
         high |= m->nb[t] > 16;
     }
     m->high = high;
-    for (uint32_t c = 0; c < ntables && c < 4; c++) {
+    m->ntables = ntables < 4 ? ntables : 4;
+    for (uint32_t c = 0; c < m->ntables; c++) {
         uint32_t cum = 0;
         for (uint32_t sym = 0; sym < 256 && cum < M_SLOTS; sym++) {
             uint32_t f = freq[c * 256 + sym];
             for (uint32_t k = 0; k < f && cum < M_SLOTS; k++, cum++) { /* 3.1: slot - cum = k */
-                m->dec[c][cum] = sym | f << 8 | k << 19;
-                m->tok[c][cum] = tok[sym];
+                m->dec[(size_t)c * M_SLOTS + cum] = sym | f << 8 | k << 19;
+                m->tok[(size_t)c * M_SLOTS + cum] = tok[sym];
             }
         }
     }
@@ -240,8 +241,8 @@ static inline AVX2_FN int simd_step(const imij_slot_model *m, uint32_t *st, uint
         __m256i s0 = _mm256_loadu_si256((const __m256i *)(st + 8 * h));
         __m256i slot = _mm256_or_si256(_mm256_slli_epi32(simd_context(sum, ctx_map), M_BITS),
                                        _mm256_and_si256(s0, _mm256_set1_epi32(M_SLOTS - 1)));
-        __m256i e = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)m->dec[0], slot, live[h], 4);
-        tok[h] = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)m->tok[0], slot, live[h], 4);
+        __m256i e = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)m->dec, slot, live[h], 4);
+        tok[h] = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)m->tok, slot, live[h], 4);
         __m256i freq = _mm256_and_si256(_mm256_srli_epi32(e, 8), _mm256_set1_epi32(0x7ff));
         __m256i x1 = _mm256_add_epi32(_mm256_mullo_epi32(freq, _mm256_srli_epi32(s0, M_BITS)),
                                       _mm256_srli_epi32(e, 19));
@@ -298,7 +299,7 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
     const uint8_t *nbits = m->nb;
     const uint32_t *table_of[33]; /* the table of each context sum's bit length (any 32-bit sum) */
     for (uint32_t c = 0; c < 33; c++)
-        table_of[c] = m->dec[m->ctx_map[c > 15 ? 15 : c]];
+        table_of[c] = m->dec + (size_t)m->ctx_map[c > 15 ? 15 : c] * M_SLOTS;
 #if IMIJ_ENT_AVX2
     uint32_t w_prev[16];
     int w_valid = 0; /* w_prev holds the previous step's values (it was a complete SIMD step) */
@@ -779,10 +780,26 @@ static int begin_slots(imij_entropy_state *state, reader *rd)
     return 0;
 }
 
+/* A model whose tables cover its context map (its dec and tok hold ntables x M entries). */
+static int model_ok(const imij_slot_model *m)
+{
+    if (!m->dec || !m->tok || m->ntables < 1 || m->ntables > 4)
+        return 0;
+    for (int c = 0; c < 16; c++)
+        if (m->ctx_map[c] >= m->ntables)
+            return 0;
+    return 1;
+}
+
 static int begin(imij_entropy_state *state, const uint8_t *body, size_t len)
 {
     const imij_unit *unit = &state->unit;
     if (unit->width == 0 || unit->height == 0 || unit->lanes < 1 || unit->lanes > 16 || unit->nslots > 8)
+        return IMIJ_ENT_E_ARGS;
+    for (uint32_t s = 0; s < unit->nslots; s++)
+        if (!model_ok(&unit->slots[s]))
+            return IMIJ_ENT_E_ARGS;
+    if (unit->palette && !model_ok(unit->palette))
         return IMIJ_ENT_E_ARGS;
     reader rd = {body, 0, len};
     int err = rd_u8(&rd, &state->layout);

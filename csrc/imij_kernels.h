@@ -66,7 +66,8 @@ enum {
  * is one load), each symbol's token base and extra-bit count (3.2), and per context and slot the
  * token of its symbol for the SIMD step: base | nb << 24, or bit 31 when the scalar path must
  * finish the step (a run token, more than 16 extra bits, a value of 24 bits or more). The caller
- * fills ctx_map, the flags, base and nb, then imij_model_tables fills dec, tok and high. */
+ * fills ctx_map, the flags, base and nb and points dec and tok at memory of its own (the tables
+ * a model has, not four), then imij_model_tables fills them and high. */
 typedef struct {
     uint32_t depth;        /* n_s, coded bits */
     uint32_t nvalue;       /* value tokens; symbols from nvalue on are run tokens */
@@ -75,13 +76,15 @@ typedef struct {
     uint32_t delta;        /* 2.6: near-lossless bound, 0 = exact */
     uint32_t high;         /* some symbol has more than 16 extra bits (the high phase runs) */
     uint8_t ctx_map[16];
-    uint32_t dec[4][1024];
+    uint32_t ntables;      /* contexts with a table: every ctx_map entry is below it */
+    uint32_t *dec;         /* ntables x 1024 entries, the caller's memory */
+    uint32_t *tok;         /* ntables x 1024 entries, the caller's memory */
     uint32_t base[256];
     uint8_t nb[256];
-    uint32_t tok[4][1024];
 } imij_slot_model;
 
-/* 3.3: fill m->dec and m->tok from `ntables` (1..=4) normalized tables, freq[c * 256 + sym], each
+/* 3.3: set m->ntables and fill m->dec and m->tok (each ntables x 1024 entries, already pointing
+ * at the caller's memory) from `ntables` (1..=4) normalized tables, freq[c * 256 + sym], each
  * summing to M = 1024 (a larger sum is cut at M), and m->high from m->nb. */
 void imij_model_tables(imij_slot_model *m, const uint32_t *freq, uint32_t ntables);
 

@@ -15,7 +15,7 @@ import numpy as np
 from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
 from imij_plugins.payload.entropy.levels import LAYOUT_BILEVEL, LAYOUT_TEMPLATE_SHARED, LevelStructs, decode_level_c
-from imij_plugins.payload.entropy.models import PALETTE_DEPTH, Model
+from imij_plugins.payload.entropy.models import M, PALETTE_DEPTH, Model
 from imij_plugins.payload.entropy.stripe import (
     SampleStore,
     UnitPlan,
@@ -53,6 +53,7 @@ class CModels:
         ffi = _backend.ffi
         count = len(plan.slots) + (plan.palette_allowed and plan.palette_model is not None)
         self.structs = ffi.new("imij_slot_model[]", max(count, 1))
+        self.tables: list[np.ndarray] = []  # each model's dec and tok entries, which the structs point at
         for i, (slot, model) in enumerate(zip(plan.slots, plan.models)):
             self._fill(self.structs[i], model, slot.depth, plan.bounds[i])
         self.palette = ffi.NULL
@@ -69,8 +70,7 @@ class CModels:
         self.levels = LevelStructs(plan)  # 2.10 / 2.14: layouts 0x81-0x84 (csrc/bilevel.c)
         self.store = sample_store(plan)  # 4 step 4 in the kernel, for words of at most 32 bits
 
-    @staticmethod
-    def _fill(s, model: Model, depth: int, delta: int) -> None:
+    def _fill(self, s, model: Model, depth: int, delta: int) -> None:
         scheme = model.scheme
         s.depth, s.nvalue, s.cross, s.ctx_shift, s.delta = depth, scheme.value_tokens, model.cross, model.ctx_shift, delta
         s.ctx_map = list(model.ctx_map)
@@ -83,6 +83,10 @@ class CModels:
             freq = np.zeros((len(model.tables), 256), np.uint32)
             for c, table in enumerate(model.tables):
                 freq[c, : len(table.freq)] = table.freq
+        entries = np.empty((2, len(model.tables), M), np.uint32)  # dec, then tok: as many tables as the model has
+        self.tables.append(entries)
+        s.dec = ffi.cast("uint32_t *", entries[0].ctypes.data)
+        s.tok = ffi.cast("uint32_t *", entries[1].ctypes.data)
         _backend.lib.imij_model_tables(ffi.addressof(s), ffi.from_buffer("uint32_t[]", freq), len(model.tables))
 
     def unit_of(self, width: int, height: int):

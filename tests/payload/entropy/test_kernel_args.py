@@ -1,0 +1,48 @@
+"""The entropy kernel checks the model structs it is handed (csrc/entropy.c model_ok): a context
+map naming a table the struct does not have is refused before any stream is read, not read out
+of bounds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from imij_plugins import _backend
+from imij_plugins.errors import Corrupt
+from imij_plugins.payload.data import read_data
+from imij_plugins.payload.entropy.kernel import CModels, decode_unit_c
+from imij_plugins.payload.entropy.writer import encode_entropy_payload, header_for
+
+pytestmark = pytest.mark.skipif("c" not in _backend.available(), reason="C kernels not built")
+
+
+def _one_unit():
+    rng = np.random.default_rng(2)
+    image = rng.integers(0, 256, (20, 40, 3), dtype=np.uint8)
+    enc = encode_entropy_payload(image)
+    hdr = header_for(image, enc)
+    data = read_data(enc.payload, hdr, 0, len(enc.payload))
+    unit = data.units[0]
+    x, y, w, h = data.head.geometry.unit_rect(0)
+    return data.decoder, enc.payload[unit.body_start : unit.end], w, h, image[y : y + h, x : x + w]
+
+
+def test_a_good_struct_decodes():
+    payload, body, w, h, want = _one_unit()
+    with _backend.use("c"):
+        got = decode_unit_c(payload.plan, CModels(payload.plan), body, w, h, None, None)
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("field", ["ctx_map", "ntables"])
+def test_a_context_map_past_the_tables_is_refused(field):
+    payload, body, w, h, _ = _one_unit()
+    with _backend.use("c"):
+        models = CModels(payload.plan)
+        s = models.structs[0]
+        if field == "ctx_map":
+            s.ctx_map[15] = s.ntables  # one past its last table
+        else:
+            s.ntables = 5  # more than the four a model may have
+        with pytest.raises(Corrupt, match="kernel error -1"):
+            decode_unit_c(payload.plan, models, body, w, h, None, None)
