@@ -27,7 +27,7 @@ from imij_plugins.payload.entropy.stripe import (
 )
 
 EXPLAIN_PIXELS = 1 << 14  # a failing unit this small is re-read by the reference for its message
-SCRATCH_BYTES = 1 << 16  # a row block's scratch (csrc/imij_kernels.h imij_entropy_rows) for narrow units
+SCRATCH_BYTES = 1 << 14  # a row block's scratch (csrc/imij_kernels.h imij_entropy_rows) for narrow units
 MIN_BLOCK_ROWS = 8  # wide units: rows per block that keep the per-block Python work small
 CARRIED_ROWS = 2  # scratch rows 0 and 1: the residuals and coded values of the row above the block
 
