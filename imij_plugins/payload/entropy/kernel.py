@@ -79,15 +79,11 @@ class CModels:
         for name, array in (("base", base), ("nb", nb)):
             ffi.memmove(ffi.addressof(s, name), array.tobytes(), array.nbytes)
         freq = model.freq
-        if freq is None:  # read by the Python reference
-            freq = np.zeros((len(model.tables), 256), np.uint32)
-            for c, table in enumerate(model.tables):
-                freq[c, : len(table.freq)] = table.freq
-        entries = np.empty((2, len(model.tables), M), np.uint32)  # dec, then tok: as many tables as the model has
+        entries = np.empty((2, len(freq), M), np.uint32)  # dec, then tok: as many tables as the model has
         self.tables.append(entries)
         s.dec = ffi.cast("uint32_t *", entries[0].ctypes.data)
         s.tok = ffi.cast("uint32_t *", entries[1].ctypes.data)
-        _backend.lib.imij_model_tables(ffi.addressof(s), ffi.from_buffer("uint32_t[]", freq), len(model.tables))
+        _backend.lib.imij_model_tables(ffi.addressof(s), ffi.from_buffer("uint32_t[]", freq), len(freq))
 
     def unit_of(self, width: int, height: int):
         """The kernel's ``imij_unit`` for one unit of ``width`` x ``height`` (per call: units decode on many threads)."""

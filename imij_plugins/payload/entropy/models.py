@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from functools import cached_property
 from itertools import accumulate
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -54,16 +54,24 @@ class Table:
         return np.repeat(np.arange(len(self.freq), dtype=np.uint8), self.freq).tobytes()  # symbols < 256 (3.3)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Model:
-    """One slot's model (3.3)."""
+    """One slot's model (3.3): its tables as arrays, one row per context 0 ..= max(ctx_map) (what
+    the C kernel's structs take); ``tables`` as Table objects are made on first use (the Python
+    reference decoder's)."""
 
     scheme: Scheme
     cross: bool
     ctx_shift: int
     ctx_map: tuple[int, ...]  # 16 classes -> context 0..=3
-    tables: tuple[Table, ...]  # contexts 0 ..= max(ctx_map)
-    freq: np.ndarray | None = field(default=None, compare=False)  # the tables' freq, (tables, 256), when read in C
+    weights: np.ndarray  # (tables, 256) uint32, the coded weights
+    freq: np.ndarray  # (tables, 256) uint32, normalized (3.3), zeros past each table's last symbol
+    lasts: tuple[int, ...]  # each table's last symbol
+
+    @cached_property
+    def tables(self) -> tuple[Table, ...]:
+        return tuple(Table.normalized(tuple(w[: n + 1].tolist()), tuple(f[: n + 1].tolist()))
+                     for w, f, n in zip(self.weights, self.freq, self.lasts))
 
     @property
     def depth(self) -> int:
@@ -174,14 +182,20 @@ def read_table(br: BitReader, scheme: Scheme) -> Table:
     return Table.normalized(tuple(weights[:count].tolist()), tuple(freq[:count].tolist()))
 
 
-def read_tables(br: BitReader, scheme: Scheme, count: int) -> tuple[tuple[Table, ...], np.ndarray | None]:
-    """A model's ``count`` tables (3.3) in one kernel call, with their freq as an array for the
-    kernel's model structs (None on the Python backend)."""
+def read_tables(br: BitReader, scheme: Scheme, count: int) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+    """A model's ``count`` tables (3.3), in one kernel call on the C backend: their weights and
+    freq as (count, 256) arrays and each one's last symbol."""
+    weights, freq = np.zeros((count, 256), np.uint32), np.zeros((count, 256), np.uint32)
     if _backend.active() != "c":
-        return tuple(read_table_py(br, scheme) for _ in range(count)), None
+        lasts = []
+        for c in range(count):
+            table = read_table_py(br, scheme)
+            weights[c, : len(table.weights)] = table.weights
+            freq[c, : len(table.freq)] = table.freq
+            lasts.append(len(table.freq) - 1)
+        return weights, freq, tuple(lasts)
     ffi, lib = _backend.ffi, _backend.lib
     pos, last = ffi.new("uint64_t *", br.bitpos), np.zeros(count, np.uint32)
-    weights, freq = np.zeros((count, 256), np.uint32), np.zeros((count, 256), np.uint32)
     code = lib.imij_read_tables(
         ffi.from_buffer("uint8_t[]", br.buf), len(br.buf), pos, scheme.alphabet, scheme.first_capped_run, count,
         ffi.from_buffer("uint32_t[]", last, require_writable=True),
@@ -194,10 +208,7 @@ def read_tables(br: BitReader, scheme: Scheme, count: int) -> tuple[tuple[Table,
             read_table_py(again, scheme)
         raise Corrupt(f"models: table rejected by the kernel (code {code})")
     br.bitpos = pos[0]
-    ends = last.tolist()
-    tables = tuple(Table.normalized(tuple(w[: n + 1].tolist()), tuple(f[: n + 1].tolist()))
-                   for w, f, n in zip(weights, freq, ends))
-    return tables, freq
+    return weights, freq, tuple(last.tolist())
 
 
 def read_table_py(br: BitReader, scheme: Scheme) -> Table:
@@ -238,8 +249,7 @@ def read_model(br: BitReader, depth: int, cross_allowed: bool) -> Model:
     ctx_shift = br.read(5) if depth > 16 else 0  # 3.3: present only when n > 16
     packed = br.read(2 * CLASSES)  # 3.3: 2 bits per class, class 0 first (LSB-first: the low bits)
     ctx_map = tuple((packed >> (2 * c)) & 3 for c in range(CLASSES))
-    tables, freq = read_tables(br, scheme, max(ctx_map) + 1)
-    return Model(scheme, bool(cross), ctx_shift, ctx_map, tables, freq)
+    return Model(scheme, bool(cross), ctx_shift, ctx_map, *read_tables(br, scheme, max(ctx_map) + 1))
 
 
 def read_models(data: bytes | memoryview, slots: list[tuple[int, bool]], palette: bool) -> tuple[list[Model], Model | None]:

@@ -116,17 +116,16 @@ def test_used_values_agree() -> None:
 
 
 def _read_many(backend: str, data: bytes, scheme, count: int):
-    """read_tables' (tables, freq rows, bit position after them) or (Corrupt, message) on one backend."""
+    """read_tables' (weights, freq, lasts, bit position after them) or (Corrupt, message) on one backend."""
     br = BitReader(data, "models")
     with _backend.use(backend):
         try:
-            tables, freq = models.read_tables(br, scheme, count)
+            weights, freq, lasts = models.read_tables(br, scheme, count)
         except Corrupt as exc:
             return Corrupt, str(exc)
-    if freq is not None:  # the kernel's array holds each table's freq, zeros past its last symbol
-        for table, row in zip(tables, freq):
-            assert row[: len(table.freq)].tolist() == list(table.freq) and not row[len(table.freq):].any()
-    return tables, br.bitpos
+    for row, n in zip(freq, lasts):  # normalized to M, zeros past the last symbol
+        assert int(row.sum()) == models.M and not row[n + 1 :].any()
+    return weights.tolist(), freq.tolist(), lasts, br.bitpos
 
 
 def test_a_models_tables_in_one_call_agree() -> None:
