@@ -16,6 +16,7 @@ from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
 from imij_plugins.payload.entropy.levels import LAYOUT_BILEVEL, LAYOUT_TEMPLATE_SHARED, LevelStructs, decode_level_c
 from imij_plugins.payload.entropy.models import M, PALETTE_DEPTH, Model
+from imij_plugins.payload.entropy.rans import Lanes
 from imij_plugins.payload.entropy.stripe import (
     SampleStore,
     UnitPlan,
@@ -103,9 +104,8 @@ class Interleaved:
     one step's lanes (2.3) are adjacent; the last lane's columns past its width are padding."""
 
     def __init__(self, width: int, lanes: int):
-        self.width = width
-        self.lane_w = -(-width // lanes)
-        self.active = -(-width // self.lane_w)
+        geo = Lanes.of(width, lanes)  # 2.3
+        self.width, self.lane_w, self.active = width, geo.lw, geo.active
         self.row = self.lane_w * self.active
 
     def unlace(self, rows: np.ndarray) -> np.ndarray:
