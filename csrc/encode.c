@@ -980,11 +980,31 @@ int imij_enc_stats(const void *u, const void *u0, uint32_t esize, uint32_t width
     return 0;
 }
 
+/* imij_enc_palette for one slot of bytes: entries in the order of first appearance. */
+static int byte_palette(const uint8_t *p, size_t npix, uint32_t *entries, uint8_t *index)
+{
+    int16_t at[256];
+    for (int v = 0; v < 256; v++)
+        at[v] = -1;
+    int count = 0;
+    for (size_t i = 0; i < npix; i++) {
+        uint8_t v = p[i];
+        if (at[v] < 0) {
+            entries[count] = v;
+            at[v] = (int16_t)count++;
+        }
+        index[i] = (uint8_t)at[v];
+    }
+    return count;
+}
+
 int imij_enc_palette(const void *planes, uint32_t esize, uint32_t nslots, size_t npix, uint32_t *entries,
                      uint8_t *index)
 {
     if (nslots < 1 || nslots > 8 || !esize_ok(esize))
         return -1;
+    if (nslots == 1 && esize == 1) /* one byte-wide slot: its values index the table directly */
+        return byte_palette((const uint8_t *)planes, npix, entries, index);
     int16_t table[1024];
     for (int i = 0; i < 1024; i++)
         table[i] = -1;

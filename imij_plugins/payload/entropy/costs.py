@@ -646,11 +646,12 @@ def palette(planes: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray] | No
             return None
         index = inverse.reshape(-1).astype(np.uint8)
         n = len(tuples)
-    keys = [tuple(t) for t in np.asarray(tuples).tolist()]  # Python ints, one list conversion
-    order = sorted(range(n), key=lambda i: (sum(keys[i]), keys[i]))
+    tuples = np.asarray(tuples, dtype=np.int64)
+    # by sum, then the tuple (lexsort's last key is the primary one; the tuples are distinct)
+    order = np.lexsort([tuples[:, s] for s in range(S - 1, -1, -1)] + [tuples.sum(axis=1)])
     rank = np.empty(n, dtype=np.uint8)
     rank[order] = np.arange(n, dtype=np.uint8)
-    return [keys[i] for i in order], rank[index].reshape(h, w)
+    return [tuple(t) for t in tuples[order].tolist()], rank[index].reshape(h, w)
 
 
 # --- streams -------------------------------------------------------------------------------------

@@ -267,12 +267,6 @@ def _analyze(plan: _Plan, index: int, totals: "_Totals") -> _Analysis:
     del u
     result = _Analysis(None, mode, preds, stats, plan.depths == [1])
     entries, index_plane = pal
-    ip = index_plane[None]
-    pmode, ppreds = _search(plan, ip, [PALETTE_DEPTH], False)
-    pu = K.residuals(ip, [PALETTE_DEPTH], plan.lanes, ppreds, 0)
-    pstats = _slot_stats(plan, pu, (), [0])
-    entry_bits = 8 * len(entries) * sum(1 if d <= 8 else 2 for d in plan.depths) + 8
-    pal_bits = estimate_bits(pstats[0][False]) + entry_bits
     slot_bits = sum(estimate_bits(v[False]) for v in stats)
     # bilevel / template candidates (their chooser is costly): few tuples, or content
     # the predictors barely help (text, drawings), not photos of few levels
@@ -280,10 +274,23 @@ def _analyze(plan: _Plan, index: int, totals: "_Totals") -> _Analysis:
     counts = counts[counts > 0]
     order0 = float((counts * np.log2(counts.sum() / counts)).sum())
     few = len(entries) <= LEVEL_TUPLES or slot_bits >= LEVEL_RATIO * order0 or plan.eff.every_level
-    if pal_bits < slot_bits:
-        return totals.take(_Analysis(entries, 0, ppreds, pstats, few))
+    if not _dense(entries):
+        ip = index_plane[None]
+        _, ppreds = _search(plan, ip, [PALETTE_DEPTH], False)
+        pu = K.residuals(ip, [PALETTE_DEPTH], plan.lanes, ppreds, 0)
+        pstats = _slot_stats(plan, pu, (), [0])
+        entry_bits = 8 * len(entries) * sum(1 if d <= 8 else 2 for d in plan.depths) + 8
+        if estimate_bits(pstats[0][False]) + entry_bits < slot_bits:
+            return totals.take(_Analysis(entries, 0, ppreds, pstats, few))
     result.few = result.few or few
     return totals.take(result)
+
+
+def _dense(entries: list[tuple[int, ...]]) -> bool:
+    """A single slot whose values fill at least 7/8 of their range: its index plane would be
+    about the values less the smallest, predicted alike, so a palette stripe only adds its
+    entries (5's comparison is skipped; gray photos)."""
+    return len(entries[0]) == 1 and 8 * len(entries) >= 7 * (entries[-1][0] - entries[0][0] + 1)
 
 
 def _unit_residuals(plan: _Plan, index: int, a: _Analysis) -> np.ndarray:

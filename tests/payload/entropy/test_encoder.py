@@ -131,6 +131,19 @@ def test_palette_runs_and_cross():
     assert head.present & 1  # the first stripe is a palette stripe
 
 
+@pytest.mark.parametrize("step", [1, 6])
+def test_gray_palette_only_for_sparse_levels(step):
+    """5: a gray stripe whose 40 levels are 6 apart is smaller as a palette stripe (indices
+    6 times smaller); with the levels next to each other it is not (its index plane would be
+    the values less the smallest)."""
+    rng = np.random.default_rng(step)
+    ramp = np.add.outer(np.arange(48), np.arange(64)) // 3 + rng.integers(0, 2, (48, 64))
+    img = (np.minimum(ramp, 39) * step).astype(np.uint8)
+    enc = _roundtrip(img, effort=5, stripe_rows=48)
+    head, _ = _head(img, enc, 1)
+    assert bool(head.present & 1) == (step > 1)
+
+
 def test_all_palette_units_and_one_row():
     img = np.array([[[1, 2, 3], [4, 5, 6], [1, 2, 3]]], dtype=np.uint8)
     _roundtrip(img, effort=5)
@@ -397,6 +410,18 @@ def test_palette_kernel_on_flat_areas(tuples):
     assert (x is None) == (y is None) == (tuples > 256)
     if x is not None:
         assert x[0] == y[0] and np.array_equal(x[1], y[1])
+
+
+@NEEDS_C
+@pytest.mark.parametrize("values", [1, 2, 200, 256])
+def test_palette_kernel_on_one_byte_slot(values):
+    """One slot of bytes (the kernel's direct table): entries, their order and the index plane
+    as the reference finds them."""
+    rng = np.random.default_rng(values)
+    levels = rng.permutation(256)[:values]
+    planes = levels[rng.integers(0, values, (1, 37, 53))].astype(np.uint8)
+    x, y = both(K.palette, planes)
+    assert x[0] == y[0] == [(int(v),) for v in sorted(levels)] and np.array_equal(x[1], y[1])
 
 
 @NEEDS_C
