@@ -77,6 +77,13 @@ int imij_enc_stats(const void *u, const void *u0, uint32_t esize, uint32_t width
 int imij_enc_palette(const void *planes, uint32_t esize, uint32_t nslots, size_t npix,
                      uint32_t *entries, uint8_t *index);
 
+/* What the channel-map choice (2.1, 5) reads of every channel of interleaved words (pixels x
+ * channels, esize bytes each, of D bits): per channel c, out[4c .. 4c + 3] = the largest and the
+ * smallest ordered value (2.1's order map: kind 0 unsigned, 1 signed, 2 float), the or of the
+ * ordered values and the or of the raw words. Returns 0, or -1 for bad arguments. */
+int imij_enc_word_summary(const void *words, uint32_t esize, size_t pixels, uint32_t channels, uint32_t kind,
+                          uint32_t depth, uint64_t *out);
+
 /* One model as the stream writer codes with it (3.2, 3.3). */
 typedef struct {
     uint32_t depth;       /* n */

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from imij_plugins import _backend
+from imij_plugins.payload.entropy.maps import native_order
 from imij_plugins.payload.entropy.models import M
 from imij_plugins.payload.entropy.rans import Lanes, encode_stream, tokenize
 from imij_plugins.payload.entropy.tokens import RUN_CAP, Scheme
@@ -622,6 +623,31 @@ def _stats_ref(u, u0, lanes, shift, run_min):
     return vh, zr, rh
 
 
+# --- channel maps ------------------------------------------------------------------------------
+
+KINDS = {"u": 0, "i": 1, "f": 2}
+
+
+def word_summary(words: np.ndarray, kind: str, D: int) -> list[tuple[int, int, int, int]]:
+    """encode.h imij_enc_word_summary: per channel (the last axis) of contiguous uint8 / 16 / 32
+    words of D bits, the largest and smallest ordered value (2.1), the or of the ordered values
+    and the or of the raw words; one pass over interleaved channels."""
+    C = words.shape[-1]
+    flat = words.reshape(-1, C)
+    if _c() and flat.dtype in NARROW and flat.flags.c_contiguous and flat.shape[0] and C <= 16:
+        ffi, lib = _backend.ffi, _backend.lib
+        out = np.empty(4 * C, dtype=np.uint64)
+        if lib.imij_enc_word_summary(ffi.from_buffer(flat), flat.itemsize, flat.shape[0], C, KINDS[kind], D,
+                                     _ptr(ffi, "uint64_t[]", out, True)) == 0:
+            return [tuple(q) for q in out.reshape(C, 4).tolist()]
+    res = []
+    for c in range(C):
+        w = flat[:, c]
+        o = native_order(w, kind, D)
+        res.append((int(o.max()), int(o.min()), int(np.bitwise_or.reduce(o)), int(np.bitwise_or.reduce(w))))
+    return res
+
+
 # --- palettes ------------------------------------------------------------------------------------
 
 
@@ -716,4 +742,4 @@ def _stream_caps(positions: int, esize: int) -> tuple[int, int]:
 
 
 __all__ = ["BUCKETS", "CLASSES", "EncModel", "M", "add_stats", "bucket_of", "choose", "costs", "near", "new_counts",
-           "palette", "residuals", "stats", "stream", "value_dtype"]
+           "palette", "residuals", "stats", "stream", "value_dtype", "word_summary"]

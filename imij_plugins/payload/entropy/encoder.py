@@ -343,10 +343,13 @@ def _channels(img: np.ndarray, header: Header) -> list[Channel]:
         raw = img.view(np.dtype(f"<u{st.bits // 8}"))
         words = [raw[:, :, c] for c in range(C)]
     D = min(st.bits, 32)
+    # what the map choice reads of every channel, in one pass over the interleaved words
+    summaries = K.word_summary(raw, st.kind, D) if st.bits < 64 else [None] * len(words)
     out = []
     for i, wd in enumerate(words):
         lo = st.bits == 64 and i >= C
-        out.append(Channel(i, wd, "u" if lo else st.kind, D, header.sample, st.name, (not lo) and i == alpha_ch, lo))
+        out.append(Channel(i, wd, "u" if lo else st.kind, D, header.sample, st.name, (not lo) and i == alpha_ch, lo,
+                           summaries[i]))
     return out
 
 

@@ -29,6 +29,7 @@ from imij_plugins.payload.entropy.maps import (
     UNORM_F32,
     CodedChannel,
     expand,
+    native_order,
     order_map,
     reduce,
     to_word,
@@ -53,6 +54,13 @@ class Channel:
     sample_name: str
     alpha: bool
     lo: bool
+    summary: tuple[int, int, int, int] | None = None  # costs.word_summary's, made on first use
+
+    def summarize(self) -> tuple[int, int, int, int]:
+        """The largest, smallest and or of the ordered words, and the or of the raw words."""
+        if self.summary is None:
+            self.summary = K.word_summary(self.word[:, :, None], self.kind, self.D)[0]
+        return self.summary
 
 
 def _cc(ch: Channel, cmap: ChannelMap) -> CodedChannel:
@@ -67,15 +75,6 @@ def _exact(values: np.ndarray, ch: Channel, cmap: ChannelMap) -> bool:
         if cmap.bits < 64 and np.any(s >> U64(cmap.bits)):
             return False
         return bool(np.array_equal(to_word(expand(s, cc), cc), values))
-
-
-def native_order(w: np.ndarray, kind: str, D: int) -> np.ndarray:
-    """2.1's order map on words of their own unsigned dtype (no widening)."""
-    if kind == "i":
-        return w ^ w.dtype.type(1 << (D - 1))
-    if kind == "f":
-        return w ^ ((w >> w.dtype.type(D - 1)) * w.dtype.type((1 << (D - 1)) - 1))
-    return w
 
 
 def _trailing_zeros(v: int, D: int) -> int:
@@ -99,13 +98,17 @@ def _distinct(ch: Channel) -> np.ndarray | None:
     return np.flatnonzero(_hist(ch.word, ch.D)).astype(U64)
 
 
+def _strided_sample(w: np.ndarray, count: int) -> np.ndarray:
+    """Every (size // count)-th word of w in raster order, gathered without a copy of w."""
+    flat = np.arange(0, w.size, max(1, w.size // count))
+    return w[flat // w.shape[1], flat % w.shape[1]]
+
+
 def candidate_maps(ch: Channel, allow_features: bool = True) -> list[ChannelMap]:
     """Every exact regular map of the channel (no tables), fewest bits first, simpler first on ties."""
     w = ch.word
     D = ch.D
-    o = native_order(w, ch.kind, D)
-    omax, omin = int(o.max()), int(o.min())
-    oor = int(np.bitwise_or.reduce(o, axis=None))
+    omax, omin, oor, raw_or = ch.summarize()
     cands: list[tuple[int, int, ChannelMap]] = []  # (bits, rank, map)
     if (ch.alpha or ch.lo) and omax == omin:
         return [ChannelMap(CONST, 0, omin)]
@@ -117,7 +120,6 @@ def candidate_maps(ch: Channel, allow_features: bool = True) -> list[ChannelMap]
         bits = (omax - omin).bit_length()
         cands.append((bits, 5, ChannelMap(OFFSET, bits, omin)))
     if ch.sample_name in ("f16", "f32") and not ch.lo and allow_features:
-        raw_or = int(np.bitwise_or.reduce(w, axis=None))
         rtz = _trailing_zeros(raw_or, D)
         if 0 < rtz < D:
             cands.append((D - rtz, 6, ChannelMap(FLOAT_SHIFT, D - rtz, 0)))
@@ -136,7 +138,7 @@ def candidate_maps(ch: Channel, allow_features: bool = True) -> list[ChannelMap]
     if tests:
         # a strided sample first: most candidates fail on it, and only then are the distinct
         # values (or, for 32-bit words, every word) needed
-        sample = w.ravel()[:: max(1, w.size // SAMPLE)].astype(U64)
+        sample = _strided_sample(w, SAMPLE).astype(U64)
         small = sample[:: max(1, len(sample) // 64)]
         seen = len(np.unique(sample))  # n bits code at most 2^n values
         live = [t for t in sorted(tests, key=lambda t: (t[0], t[1]))
@@ -213,7 +215,7 @@ def near_map(ch: Channel, cmap: ChannelMap, bound: int) -> ChannelMap:
     must not wrap)."""
     if cmap.mode != OFFSET or bound <= 0:
         return cmap
-    omax = int(native_order(ch.word, ch.kind, ch.D).max())
+    omax = ch.summarize()[0]
     value, bits = cmap.value, cmap.bits
     while value + (1 << bits) - 1 > 0xFFFFFFFF:
         value = 0xFFFFFFFF - ((1 << bits) - 1)

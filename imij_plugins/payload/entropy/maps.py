@@ -153,6 +153,15 @@ def decorrelation_allowed(header: Header, slots: list[Slot]) -> bool:
 # --- order maps (2.1) ------------------------------------------------------------------------
 
 
+def native_order(w: np.ndarray, kind: str, D: int) -> np.ndarray:
+    """2.1's order map on words of their own unsigned dtype (no widening)."""
+    if kind == "i":
+        return w ^ w.dtype.type(1 << (D - 1))
+    if kind == "f":
+        return w ^ ((w >> w.dtype.type(D - 1)) * w.dtype.type((1 << (D - 1)) - 1))
+    return w
+
+
 def order_map(w: np.ndarray, kind: str, D: int) -> np.ndarray:
     """2.1: the order-preserving map of a D-bit word of kind u / i / f; an involution."""
     w = w.astype(U64, copy=False)

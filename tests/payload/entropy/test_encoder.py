@@ -425,6 +425,22 @@ def test_palette_kernel_on_one_byte_slot(values):
 
 
 @NEEDS_C
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32])
+@pytest.mark.parametrize("kind", ["u", "i", "f"])
+def test_word_summary_kernel(dtype, kind):
+    """Every channel count and a length past the kernel's blocks (and short of one): extremes and
+    ors of the ordered and the raw words, as the reference finds them."""
+    rng = np.random.default_rng(len(kind) + np.dtype(dtype).itemsize)
+    D = 8 * np.dtype(dtype).itemsize
+    for channels in (1, 2, 3, 4, 7, 16):
+        for pixels in (1, 63, 200):
+            words = rng.integers(0, 1 << D, (pixels, channels), dtype=np.uint64).astype(dtype)
+            words[rng.random(words.shape) < 0.3] >>= dtype(3)  # values with the sign bit clear too
+            x, y = both(K.word_summary, words, kind, D)
+            assert x == y
+
+
+@NEEDS_C
 def test_kernels_on_wide_rows():
     """Rows wider than the kernels' 256-column chunks and 4096-column class segments."""
     rng = np.random.default_rng(21)
