@@ -1421,3 +1421,160 @@ int64_t imij_enc_stream(const void *u, const void *u0, uint32_t esize, uint32_t 
     memmove(out + head, wp, words);
     return (int64_t)(head + words);
 }
+
+/* ---- the model chooser's cost estimate (3.3, 5) ---- */
+
+#define COST_M 1024
+#define COST_FIX 16
+
+static int64_t row_cost(const int64_t *h, uint32_t width, const int64_t *L)
+{
+    int64_t tot = 0, bits = 0, fsum = 0, fmax = 0, ctop = 0;
+    uint32_t used = 0, last1 = 0;
+    for (uint32_t i = 0; i < width; i++)
+        tot += h[i];
+    if (!tot)
+        return 0;
+    for (uint32_t i = 0; i < width; i++) {
+        if (!h[i])
+            continue;
+        int64_t f = h[i] * COST_M / tot;
+        f = f < 1 ? 1 : f;
+        fsum += f;
+        if (f > fmax) {
+            fmax = f;
+            ctop = h[i];
+        }
+        bits += h[i] * (L[COST_M] - L[f]);
+        used++;
+        last1 = i + 1;
+    }
+    int64_t excess = fsum > COST_M ? fsum - COST_M : 0, rest = fmax - excess < 1 ? 1 : fmax - excess;
+    return bits + ctop * (L[fmax] - L[rest]) + ((int64_t)(11 + 6 * used + 2 * last1) << COST_FIX);
+}
+
+int imij_enc_row_costs(const int64_t *h, uint32_t rows, uint32_t width, const int64_t *log2fix, int64_t *out)
+{
+    if (width > 256)
+        return -1;
+    for (size_t i = 0; i < (size_t)rows * width; i++)
+        if (h[i] < 0)
+            return -1;
+    for (uint32_t r = 0; r < rows; r++)
+        out[r] = row_cost(h + (size_t)r * width, width, log2fix);
+    return 0;
+}
+
+int64_t imij_enc_token_cost(const int64_t *vh, const int64_t *rh, const int64_t *zr, const int64_t *tokens,
+                            uint32_t runs, const int64_t *log2fix)
+{
+    const int64_t *vt = tokens, *vn = tokens + IMIJ_ENC_BUCKETS, *rt = tokens + 2 * IMIJ_ENC_BUCKETS,
+                  *rn = tokens + 3 * IMIJ_ENC_BUCKETS;
+    for (uint32_t b = 0; b < IMIJ_ENC_BUCKETS; b++)
+        if (vt[b] < 0 || vt[b] > 255 || rt[b] < 0 || rt[b] > 255 || vn[b] < 0 || rn[b] < 0)
+            return -1;
+    int64_t total = 0, extra = 0, th[256];
+    for (uint32_t c = 0; c < 16; c++) {
+        const int64_t *v = vh + (size_t)c * IMIJ_ENC_BUCKETS, *r = rh + (size_t)c * IMIJ_ENC_BUCKETS;
+        memset(th, 0, sizeof th);
+        for (uint32_t b = 0; b < IMIJ_ENC_BUCKETS; b++)
+            if (v[b]) {
+                if (v[b] < 0)
+                    return -1;
+                th[vt[b]] += v[b];
+                extra += v[b] * vn[b];
+            }
+        if (runs) {
+            for (uint32_t b = 0; b < IMIJ_ENC_BUCKETS; b++)
+                if (r[b]) {
+                    if (r[b] < 0)
+                        return -1;
+                    th[rt[b]] += r[b];
+                    extra += r[b] * rn[b];
+                }
+        } else {
+            if (zr[c] < 0)
+                return -1;
+            th[0] += zr[c];
+        }
+        total += row_cost(th, 256, log2fix);
+    }
+    return total + (extra << COST_FIX);
+}
+
+/* 3.3: a count's weight at precision prec: exponent e = bit length, nb mantissa bits below the
+ * leading one, the mantissa, and the weight they code (the count's top bits). */
+static inline int64_t quantized(int64_t h, uint32_t e, uint32_t prec, uint32_t *nb, uint32_t *mant)
+{
+    *nb = 0;
+    *mant = 0;
+    if (e <= 1)
+        return e;
+    uint32_t n = e - 1 < prec - 1 ? e - 1 : prec - 1, sh = e - 1 - n;
+    *nb = n;
+    *mant = (uint32_t)((h >> sh) & (((int64_t)1 << n) - 1));
+    return ((((int64_t)1 << n) | *mant) << sh);
+}
+
+int imij_enc_best_tables(const int64_t *H, uint32_t ctxs, uint32_t width, uint32_t prec_lo, uint32_t prec_hi,
+                         const int64_t *log2fix, uint32_t *prec, uint32_t *last1, uint32_t *codes)
+{
+    if (width < 1 || width > 256 || prec_lo < 1 || prec_hi > 8 || prec_lo > prec_hi)
+        return -1;
+    const int64_t *L = log2fix;
+    for (uint32_t c = 0; c < ctxs; c++) {
+        const int64_t *h = H + (size_t)c * width;
+        uint32_t n = 0, e[256], nb, mant, top = 0, best_p = prec_lo;
+        int64_t gamma = 0, best = INT64_MAX, w[256], f[256];
+        for (uint32_t s = 0; s < width; s++) {
+            if (h[s] < 0 || h[s] >= ((int64_t)1 << 32))
+                return -1;
+            n = h[s] ? s + 1 : n;
+        }
+        if (!n)
+            return -1;
+        for (uint32_t s = 0, prev = 0; s < n; s++) { /* the exponents' gamma codes (3.3) */
+            e[s] = bl64((uint64_t)h[s]);
+            int32_t d = (int32_t)e[s] - (int32_t)prev;
+            uint32_t z = (uint32_t)(d >= 0 ? 2 * d : -2 * d - 1) + 1;
+            gamma += 2 * bl32(z) - 1;
+            prev = e[s];
+        }
+        for (uint32_t p = prec_lo; p <= prec_hi; p++) {
+            int64_t tot = 0, nbits = 0, wmax = 0, fsum = 0, data = 0;
+            for (uint32_t s = 0; s < n; s++) {
+                w[s] = quantized(h[s], e[s], p, &nb, &mant);
+                tot += w[s];
+                nbits += nb;
+                if (w[s] > wmax) {
+                    wmax = w[s];
+                    top = s;
+                }
+            }
+            for (uint32_t s = 0; s < n; s++) {
+                f[s] = w[s] ? w[s] * COST_M / tot : 0;
+                f[s] = w[s] && f[s] < 1 ? 1 : f[s];
+                fsum += f[s];
+            }
+            int64_t excess = fsum > COST_M ? fsum - COST_M : 0;
+            f[top] = f[top] - excess < 1 ? 1 : f[top] - excess;
+            for (uint32_t s = 0; s < n; s++)
+                data += h[s] ? h[s] * (L[COST_M] - L[f[s]]) : 0;
+            int64_t total = ((11 + gamma + nbits) << COST_FIX) + data;
+            if (total < best) {
+                best = total;
+                best_p = p;
+            }
+        }
+        prec[c] = best_p;
+        last1[c] = n;
+        for (uint32_t s = 0; s < n; s++) {
+            quantized(h[s], e[s], best_p, &nb, &mant);
+            uint32_t *code = codes + ((size_t)c * width + s) * 3;
+            code[0] = e[s];
+            code[1] = nb;
+            code[2] = mant;
+        }
+    }
+    return 0;
+}

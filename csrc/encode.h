@@ -84,6 +84,31 @@ int imij_enc_palette(const void *planes, uint32_t esize, uint32_t nslots, size_t
 int imij_enc_word_summary(const void *words, uint32_t esize, size_t pixels, uint32_t channels, uint32_t kind,
                           uint32_t depth, uint64_t *out);
 
+/* The model chooser's cost estimate (3.3, 5), in bits * 2^16, exact integers so every backend
+ * chooses alike. A row of symbol counts h (width <= 256) costs sum h * (L[M] - L[f]) with f =
+ * max(1, floor(h * M / total)) and L[f] = round(log2(f) * 2^16) (log2fix, M + 1 entries, M =
+ * 1024); the commonest symbol (the first of the largest f) gives up the excess of sum f over M
+ * at its count; plus a rough table size (11 + 6 * used symbols + 2 * (last used + 1)) * 2^16.
+ * Empty rows cost 0. imij_enc_row_costs writes rows costs to out; returns 0, or -1 for bad
+ * arguments (a negative count, width > 256). */
+int imij_enc_row_costs(const int64_t *h, uint32_t rows, uint32_t width, const int64_t *log2fix, int64_t *out);
+
+/* The cost of one slot's statistics (vh, rh: 16 x 640 value and run token counts per class and
+ * bucket; zr: 16 positions covered by runs) under one scheme: per bucket its value token, value
+ * extra bits, run token and run extra bits (tokens: 4 x 640, tokens below 256). With runs the
+ * run tokens are counted, else every covered position as value token 0. The 16 classes' row
+ * costs plus the extra bits * 2^16; -1 for bad arguments. */
+int64_t imij_enc_token_cost(const int64_t *vh, const int64_t *rh, const int64_t *zr, const int64_t *tokens,
+                            uint32_t runs, const int64_t *log2fix);
+
+/* 3.3 / 5: per context (ctxs rows of counts H, width <= 256, each count below 2^32, each row
+ * with a nonzero count) the precision prec_lo ..= prec_hi (1 ..= 8) whose table costs the fewest
+ * table bits (exact) plus data bits (row_cost's normalization with the quantized weights; the
+ * first on ties): prec[c], last1[c] (last used symbol + 1) and codes[(c * width + s) * 3 ..] =
+ * (e, nb, mant) of every symbol below last1[c]. Returns 0, or -1 for bad arguments. */
+int imij_enc_best_tables(const int64_t *H, uint32_t ctxs, uint32_t width, uint32_t prec_lo, uint32_t prec_hi,
+                         const int64_t *log2fix, uint32_t *prec, uint32_t *last1, uint32_t *codes);
+
 /* One model as the stream writer codes with it (3.2, 3.3). */
 typedef struct {
     uint32_t depth;       /* n */

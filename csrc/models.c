@@ -77,6 +77,19 @@ static void normalize(const uint32_t *w, uint32_t count, uint64_t total, uint32_
     }
 }
 
+int imij_normalize_table(const uint32_t *weights, uint32_t count, uint32_t *freq)
+{
+    if (count == 0 || count > 256)
+        return -7;
+    uint64_t total = 0;
+    for (uint32_t s = 0; s < count; s++)
+        total += weights[s];
+    if (!total)
+        return IMIJ_TBL_E_EMPTY;
+    normalize(weights, count, total, freq);
+    return 0;
+}
+
 int imij_read_table(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t alphabet, uint32_t first_capped,
                     uint32_t *last, uint32_t *weights, uint32_t *freq)
 {

@@ -35,6 +35,11 @@ int imij_read_table(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t a
 int imij_read_tables(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t alphabet, uint32_t first_capped,
                      uint32_t count, uint32_t *last, uint32_t *weights, uint32_t *freq);
 
+/* 3.3's normalization of weights[0..count) (count <= 256, weights below 2^32) into freq, as
+ * imij_read_table does it (writers code with the decoder's frequencies). Returns 0, or
+ * IMIJ_TBL_E_EMPTY when no weight is nonzero, -7 when count is 0 or above 256. */
+int imij_normalize_table(const uint32_t *weights, uint32_t count, uint32_t *freq);
+
 /* 2.10 / 2.14: `count` entries, each a used bit and, when set, a value of `bits` (1..=16) bits,
  * from bit *bitpos of buf[0..len): values[i] (0 when unused) and used[i]. Returns 0 and moves
  * *bitpos past them, or IMIJ_TBL_E_END. */

@@ -12,6 +12,7 @@ uint8, uint16 and uint32 arrays as they are, a few rows at a time, so no plane i
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass
 
@@ -623,6 +624,110 @@ def _stats_ref(u, u0, lanes, shift, run_min):
     return vh, zr, rh
 
 
+# --- the model chooser's estimate (3.3, 5) -------------------------------------------------------
+
+COST_FIX = 16  # estimates are bits * 2^16, exact integers: every backend chooses the same models
+LOG2_FIX = np.array([0] + [round(math.log2(f) * (1 << COST_FIX)) for f in range(1, M + 1)], dtype=np.int64)
+
+
+def row_costs(h: np.ndarray) -> np.ndarray:
+    """encode.h imij_enc_row_costs: the estimated bits * 2^16 of coding each row of symbol counts
+    h (rows, width <= 256) with a table normalized to M (3.3), plus a rough table size."""
+    h = np.ascontiguousarray(h, dtype=np.int64)
+    rows, width = h.shape
+    if _c():
+        ffi, lib = _backend.ffi, _backend.lib
+        out = np.empty(rows, dtype=np.int64)
+        if lib.imij_enc_row_costs(_ptr(ffi, "int64_t[]", h), rows, width, _ptr(ffi, "int64_t[]", LOG2_FIX),
+                                  _ptr(ffi, "int64_t[]", out, True)) != 0:
+            raise ValueError("imij_enc_row_costs: bad counts")
+        return out
+    if rows == 0:
+        return np.zeros(0, dtype=np.int64)
+    tot = h.sum(axis=1)
+    f = np.where(h > 0, np.maximum(1, (h * M) // np.maximum(tot, 1)[:, None]), 0)
+    at = np.arange(rows)
+    top = np.argmax(f, axis=1)  # the first of the largest
+    fmax, ctop = f[at, top], h[at, top]
+    excess = np.maximum(f.sum(axis=1) - M, 0)
+    bits = (h * (LOG2_FIX[M] - LOG2_FIX[f])).sum(axis=1)
+    bits += ctop * (LOG2_FIX[fmax] - LOG2_FIX[np.maximum(1, fmax - excess)])
+    nz = h > 0
+    last1 = width - np.argmax(nz[:, ::-1], axis=1)
+    return bits + np.where(tot > 0, (11 + 6 * nz.sum(axis=1) + 2 * last1) << COST_FIX, 0)
+
+
+def token_cost(vh: np.ndarray, rh: np.ndarray, zr: np.ndarray, tokens: np.ndarray, runs: bool) -> int:
+    """encode.h imij_enc_token_cost: a slot's statistics (int64 vh, rh (16, 640), zr (16,)) under
+    one scheme's per-bucket tokens (4, 640: value token, its extra bits, run token, its extra
+    bits): the 16 classes' row_costs plus the extra bits, * 2^16."""
+    if _c():
+        ffi, lib = _backend.ffi, _backend.lib
+        cost = lib.imij_enc_token_cost(_ptr(ffi, "int64_t[]", vh), _ptr(ffi, "int64_t[]", rh), _ptr(ffi, "int64_t[]", zr),
+                                       _ptr(ffi, "int64_t[]", tokens), int(runs), _ptr(ffi, "int64_t[]", LOG2_FIX))
+        if cost < 0:
+            raise ValueError("imij_enc_token_cost: bad statistics or tokens")
+        return int(cost)
+    th = token_counts(vh, rh, zr, tokens, runs)
+    extra = int((tokens[1] * vh.sum(axis=0)).sum()) + (int((tokens[3] * rh.sum(axis=0)).sum()) if runs else 0)
+    return int(row_costs(th).sum()) + (extra << COST_FIX)
+
+
+def best_precisions(H: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """encode.h imij_enc_best_tables: per row of counts H (ctxs, width <= 256; below 2^32, each
+    row with a nonzero count) the precision lo ..= hi with the fewest table plus data bits, the
+    last used symbol + 1 and every symbol's (e, nb, mant) at that precision (3.3)."""
+    H = np.ascontiguousarray(H, dtype=np.int64)
+    ctxs, width = H.shape
+    if _c():
+        ffi, lib = _backend.ffi, _backend.lib
+        prec, last1 = np.empty(ctxs, dtype=U32), np.empty(ctxs, dtype=U32)
+        codes = np.zeros((ctxs, width, 3), dtype=U32)
+        if lib.imij_enc_best_tables(_ptr(ffi, "int64_t[]", H), ctxs, width, lo, hi, _ptr(ffi, "int64_t[]", LOG2_FIX),
+                                    _ptr(ffi, "uint32_t[]", prec, True), _ptr(ffi, "uint32_t[]", last1, True),
+                                    _ptr(ffi, "uint32_t[]", codes, True)) != 0:
+            raise ValueError("imij_enc_best_tables: bad counts or precisions")
+        return prec, last1, codes
+    nz = H > 0
+    last1 = (nz * np.arange(1, width + 1)).max(axis=1)  # per row: last used symbol + 1
+    inside = np.arange(width)[None, :] < last1[:, None]
+    e = np.frexp(H.astype(np.float64))[1].astype(np.int64)  # bit_length
+    dz = np.diff(np.concatenate([np.zeros((ctxs, 1), dtype=np.int64), e], axis=1), axis=1)
+    z = np.where(dz >= 0, 2 * dz, -2 * dz - 1) + 1
+    gamma = ((2 * np.frexp(z.astype(np.float64))[1] - 1) * inside).sum(axis=1)
+    P = np.arange(lo, hi + 1)[None, :, None]  # (1, precs, 1)
+    E = e[:, None, :]
+    nb = np.where(E > 1, np.minimum(E - 1, P - 1), 0)  # (ctx, precs, symbols)
+    sh = np.maximum(E - 1 - nb, 0)
+    Hx = H[:, None, :]
+    mant = np.where(E > 1, (Hx >> sh) & ((1 << nb) - 1), 0)
+    w = np.where(E == 0, 0, np.where(E == 1, 1, ((1 << nb) | mant) << sh))
+    tbits = 11 + gamma[:, None] + (nb * inside[:, None, :]).sum(axis=2)
+    tot = w.sum(axis=2, keepdims=True)
+    f = np.where(w > 0, np.maximum(1, (w * M) // np.maximum(tot, 1)), 1)
+    top = np.argmax(w, axis=2)
+    excess = np.maximum(np.where(w > 0, f, 0).sum(axis=2) - M, 0)
+    fi = np.take_along_axis(f, top[:, :, None], axis=2)[:, :, 0]
+    np.put_along_axis(f, top[:, :, None], np.maximum(1, fi - excess)[:, :, None], axis=2)
+    data = (Hx * (LOG2_FIX[M] - LOG2_FIX[f])).sum(axis=2)  # bits * 2^16, as row_costs
+    best = np.argmin((tbits << COST_FIX) + data, axis=1)
+    at = np.arange(ctxs)
+    codes = np.stack([e, nb[at, best], mant[at, best]], axis=2) * inside[:, :, None]
+    return best + lo, last1, codes
+
+
+def token_counts(vh: np.ndarray, rh: np.ndarray, zr: np.ndarray, tokens: np.ndarray, runs: bool) -> np.ndarray:
+    """(16, 256) token counts per class of a slot's statistics under per-bucket tokens (3.2)."""
+    base = (np.arange(CLASSES, dtype=np.int64) * 256)[:, None]
+    th = np.bincount((base + tokens[0]).ravel(), weights=vh.ravel(), minlength=CLASSES * 256)
+    if runs:
+        th += np.bincount((base + tokens[2]).ravel(), weights=rh.ravel(), minlength=CLASSES * 256)
+    th = th.reshape(CLASSES, 256).astype(np.int64)  # float sums of integers below 2^53: exact
+    if not runs:
+        th[:, 0] += zr
+    return th
+
+
 # --- channel maps ------------------------------------------------------------------------------
 
 KINDS = {"u": 0, "i": 1, "f": 2}
@@ -742,4 +847,5 @@ def _stream_caps(positions: int, esize: int) -> tuple[int, int]:
 
 
 __all__ = ["BUCKETS", "CLASSES", "EncModel", "M", "add_stats", "bucket_of", "choose", "costs", "near", "new_counts",
-           "palette", "residuals", "stats", "stream", "value_dtype", "word_summary"]
+           "palette", "residuals", "best_precisions", "row_costs", "stats", "stream", "token_cost", "token_counts", "value_dtype",
+           "word_summary"]

@@ -5,9 +5,9 @@ table's precision, all minimizing estimated table plus data bits.
 Input is what ``costs.stats`` counts over every unit of a payload: value tokens per (class,
 bucket), run tokens per (class, bucket of len - 1) and the positions runs cover per class. The
 buckets keep the exact value below 256 and the leading one plus 4 bits above, so the token of
-every (k, m) a model may carry (k <= 7 whenever k < n, m <= 4) follows from the bucket. Pure
-Python and numpy on small arrays; deterministic, so every backend and thread count builds the
-same models.
+every (k, m) a model may carry (k <= 7 whenever k < n, m <= 4) follows from the bucket.
+Estimates are integers (bits * 2^16, costs.row_costs / token_cost, C kernels with a numpy
+reference), so every backend and thread count builds the same models.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
+from imij_plugins.payload.entropy import costs as K
 from imij_plugins.payload.entropy.costs import BUCKETS, CLASSES, EncModel
-from imij_plugins.payload.entropy.models import M, TableCode
+from imij_plugins.payload.entropy.models import TableCode, normalized
 from imij_plugins.payload.entropy.tokens import Scheme, join_token, valid_parameters
 
 MAX_CONTEXTS = 4
@@ -35,22 +36,6 @@ class SlotStats:
 
     def __add__(self, other: "SlotStats") -> "SlotStats":
         return SlotStats(self.vh + other.vh, self.zr + other.zr, self.rh + other.rh)
-
-    @cached_property
-    def nz_v(self) -> np.ndarray:
-        return np.flatnonzero(self.vh)
-
-    @cached_property
-    def nz_r(self) -> np.ndarray:
-        return np.flatnonzero(self.rh)
-
-    @cached_property
-    def vw(self) -> np.ndarray:
-        return self.vh.ravel()[self.nz_v].astype(np.float64)
-
-    @cached_property
-    def rw(self) -> np.ndarray:
-        return self.rh.ravel()[self.nz_r].astype(np.float64)
 
     @cached_property
     def vcol(self) -> np.ndarray:
@@ -86,161 +71,34 @@ _REPR = [int(v) for v in _bucket_values()]
 
 
 @lru_cache(maxsize=None)
-def token_maps(n: int, k: int, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
-    """Per bucket: the value token and its extra bits, the run token and its extra bits (3.2);
-    buckets no residual of depth n can reach map to token 0. Also the alphabet size. The token
-    arrays are returned as flat (class, token) indices for all 16 classes."""
+def bucket_tokens(n: int, k: int, m: int) -> np.ndarray:
+    """(4, 640) int64, per bucket: the value token and its extra bits, the run token and its
+    extra bits (3.2); buckets no residual of depth n can reach map to token 0."""
     sch = Scheme(n, k, m)
-    vt = np.zeros(BUCKETS, dtype=np.int64)
-    vn = np.zeros(BUCKETS, dtype=np.int64)
-    rt = np.zeros(BUCKETS, dtype=np.int64)
-    rn = np.zeros(BUCKETS, dtype=np.int64)
+    out = np.zeros((4, BUCKETS), dtype=np.int64)
     limit = 1 << n
     for b, u in enumerate(_REPR):
         if u < limit:
             t, nb, _ = join_token(u, sch.k, sch.m)
-            vt[b], vn[b] = t, nb
+            out[0, b], out[1, b] = t, nb
         if u < (1 << 15):
             t, nb, _ = join_token(u, sch.rk, sch.m)
-            rt[b], rn[b] = sch.value_tokens + t, nb
-    A = sch.alphabet
-    base = (np.arange(CLASSES) * A)[:, None]
-    return (base + vt).ravel(), vn, (base + rt).ravel(), rn, A
+            out[2, b], out[3, b] = sch.value_tokens + t, nb
+    out.flags.writeable = False
+    return out
 
 
 def token_hist(st: SlotStats, n: int, k: int, m: int, runs: bool) -> tuple[np.ndarray, int]:
-    """(16, alphabet) token counts per class and the total extra bits."""
-    vidx, vn, ridx, rn, A = token_maps(n, k, m)
-    vnz = st.nz_v
-    th = np.bincount(vidx[vnz], weights=st.vh.ravel()[vnz], minlength=CLASSES * A).reshape(CLASSES, A).astype(np.float64)
-    extra = int(st.vcol @ vn)
-    if runs:
-        rnz = st.nz_r
-        th += np.bincount(ridx[rnz], weights=st.rh.ravel()[rnz], minlength=CLASSES * A).reshape(CLASSES, A)
-        extra += int(st.rcol @ rn)
-    else:
-        th[:, 0] += st.zr  # every covered position is a zero value token (token 0)
-    return th, extra
+    """(16, 256) token counts per class and the total extra bits."""
+    tokens = bucket_tokens(n, k, m)
+    extra = int(st.vcol @ tokens[1]) + (int(st.rcol @ tokens[3]) if runs else 0)
+    return K.token_counts(st.vh, st.rh, st.zr, tokens, runs), extra
 
 
-def _flat256(n: int, k: int, m: int) -> tuple[np.ndarray, np.ndarray]:
-    """token_maps' flat indices with a row stride of 256 (class * 256 + token)."""
-    return _flat256_cached(n, k, m)
-
-
-@lru_cache(maxsize=None)
-def _flat256_cached(n: int, k: int, m: int) -> tuple[np.ndarray, np.ndarray]:
-    vidx, _, ridx, _, A = token_maps(n, k, m)
-    cls = np.repeat(np.arange(CLASSES), BUCKETS)
-    return cls * 256 + (vidx - cls * A), cls * 256 + (ridx - cls * A)
-
-
-def _sparse_cost_rows(dense: np.ndarray) -> np.ndarray:
-    """Per row of a (rows, 256) count array: the bits of coding the row with a table normalized
-    to M = 1024 (3.3: every used symbol at least 1/M, the excess taken from the commonest, which
-    caps its probability) plus the rough table size of _table_est; on the nonzero entries only."""
-    rows = dense.shape[0]
-    flat = dense.ravel()
-    nz = np.flatnonzero(flat)
-    if nz.size == 0:
-        return np.zeros(rows)
-    v = flat[nz]
-    r = nz >> 8
-    tot = np.bincount(r, weights=v, minlength=rows)
-    f = np.maximum(1.0, v * (M / tot[r]))
-    starts, ends = _row_spans(r)
-    rr = r[starts]
-    fsum = np.add.reduceat(f, starts)
-    fmax = np.maximum.reduceat(f, starts)
-    bits = np.bincount(r, weights=v * (M_LOG - np.log2(f)), minlength=rows)
-    # the commonest symbol gives up the excess: its count is fmax * tot / M
-    excess = np.maximum(fsum - M, 0.0)
-    vmax = fmax * tot[rr] / M
-    bits[rr] += vmax * (np.log2(fmax) - np.log2(np.maximum(1.0, fmax - excess)))
-    used = ends - starts
-    last1 = (nz[ends - 1] & 255) + 1
-    out = bits
-    out[rr] += 11 + 6 * used + 2 * last1
-    return out
-
-
-M_LOG = float(np.log2(M))
-
-
-def _row_spans(r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Where each run of equal values of a sorted, non-empty array starts and ends (exclusive)."""
-    change = np.empty(r.size, dtype=bool)
-    change[0] = True
-    np.not_equal(r[1:], r[:-1], out=change[1:])
-    starts = np.flatnonzero(change)
-    ends = np.empty_like(starts)
-    ends[:-1] = starts[1:]
-    ends[-1] = r.size
-    return starts, ends
-
-
-@lru_cache(maxsize=256)
-def _stacked(n: int, kms: tuple[tuple[int, int], ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """For candidates kms: flat (candidate, class, token) indices of every (class, bucket) for
-    value and run tokens, and the extra bits of every bucket, stacked."""
-    v = np.stack([_flat256(n, k, m)[0] + j * CLASSES * 256 for j, (k, m) in enumerate(kms)])
-    r = np.stack([_flat256(n, k, m)[1] + j * CLASSES * 256 for j, (k, m) in enumerate(kms)])
-    vn = np.stack([token_maps(n, k, m)[1] for k, m in kms]).astype(np.float64)
-    rn = np.stack([token_maps(n, k, m)[3] for k, m in kms]).astype(np.float64)
-    return v, r, vn, rn
-
-
-COST_BATCH = 4  # (k, m) candidates whose token counts _multi_cost builds at once (16 x 256 each)
-
-
-def _multi_cost(items: list[tuple["SlotStats", int, int, bool]], n: int) -> np.ndarray:
-    """Estimated bits (16 classes: coded size + rough tables + extra bits) of each (stats, k, m,
-    runs) item; items sharing one stats object are costed a few candidates per pass (small
-    temporaries)."""
-    out = np.zeros(len(items))
-    groups: dict[tuple[int, bool], list[int]] = {}
-    for j, (st, k, m, runs) in enumerate(items):
-        groups.setdefault((id(st), runs), []).append(j)
-    for (_, runs), group in groups.items():
-        st = items[group[0]][0]
-        for at in range(0, len(group), COST_BATCH):
-            js = group[at : at + COST_BATCH]
-            out[js] = _batch_cost(st, tuple((items[j][1], items[j][2]) for j in js), n, runs)
-    return out
-
-
-def _dot_rows(a: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """a @ counts without BLAS (whose threads spin on such small products); the values are
-    integers well below 2^53, so the sums are exact in any order."""
-    return (a * counts).sum(axis=1)
-
-
-def _batch_cost(st: "SlotStats", kms: tuple[tuple[int, int], ...], n: int, runs: bool) -> np.ndarray:
-    """_multi_cost of one stats object under candidates kms, in one pass."""
-    v, r, vn, rn = _stacked(n, kms)
-    J = len(kms)
-    idx = [v[:, st.nz_v].ravel()]
-    wts = [np.tile(st.vw, J)]
-    extra = _dot_rows(vn, st.vcol)
-    if runs:
-        idx.append(r[:, st.nz_r].ravel())
-        wts.append(np.tile(st.rw, J))
-        extra = extra + _dot_rows(rn, st.rcol)
-    else:
-        zc = np.flatnonzero(st.zr)
-        idx.append((np.arange(J)[:, None] * CLASSES * 256 + zc[None, :] * 256).ravel())
-        wts.append(np.tile(st.zr[zc].astype(np.float64), J))
-    dense = np.bincount(np.concatenate(idx), weights=np.concatenate(wts), minlength=J * CLASSES * 256)
-    return _sparse_cost_rows(dense.reshape(-1, 256)).reshape(J, CLASSES).sum(axis=1) + extra
-
-
-def _cost_rows(h: np.ndarray) -> np.ndarray:
-    """_sparse_cost_rows for rows of any width up to 256."""
-    if h.shape[-1] < 256:
-        wide = np.zeros((h.shape[0], 256))
-        wide[:, : h.shape[-1]] = h
-        h = wide
-    return _sparse_cost_rows(h)
+def _multi_cost(items: list[tuple["SlotStats", int, int, bool]], n: int) -> list[int]:
+    """Estimated bits * 2^16 (costs.token_cost: 16 classes' coded size, rough tables and extra
+    bits) of each (stats, k, m, runs) item."""
+    return [K.token_cost(st.vh, st.rh, st.zr, bucket_tokens(n, k, m), runs) for st, k, m, runs in items]
 
 
 def partition_classes(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray], float]:
@@ -248,32 +106,32 @@ def partition_classes(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray]
     into at most 4 runs of neighbouring classes with the lowest estimated bits (ideal entropy
     plus a rough table size), found exactly over every split. Returns (ctx_map, per-context
     histograms, estimated bits)."""
-    used = [c for c in range(CLASSES) if th[c].sum() > 0]
+    used = np.flatnonzero(th.any(axis=1)).tolist()
     if not used:
-        h0 = np.zeros(th.shape[1])
+        h0 = np.zeros(th.shape[1], dtype=np.int64)
         h0[0] = 1
-        return (0,) * CLASSES, [h0], 0.0
+        return (0,) * CLASSES, [h0], 0
     g = len(used)
-    H = th[used].astype(np.float64)
-    cum = np.vstack([np.zeros(H.shape[1]), np.cumsum(H, axis=0)])
+    H = th[used].astype(np.int64)
+    H = H[:, : int(np.flatnonzero(H.any(axis=0))[-1]) + 1]  # up to the last used symbol
+    cum = np.vstack([np.zeros(H.shape[1], dtype=np.int64), np.cumsum(H, axis=0)])
     I, J = np.triu_indices(g + 1, 1)  # range [i, j) of used classes
-    rc = _cost_rows(cum[J] - cum[I])
-    cost = dict(zip(zip(I.tolist(), J.tolist()), rc.tolist()))
-    INF = float("inf")
-    # best[k][j]: the first j used classes in k ranges
-    best = [[INF] * (g + 1) for _ in range(MAX_CONTEXTS + 1)]
-    back = [[0] * (g + 1) for _ in range(MAX_CONTEXTS + 1)]
-    best[0][0] = 0.0
+    INF = np.int64(1 << 61)  # above any estimate (integers: the same choice on every backend)
+    cost = np.full((g + 1, g + 1), INF, dtype=np.int64)
+    cost[I, J] = K.row_costs(cum[J] - cum[I])
+    # best[k][j]: the first j used classes in k ranges; back[k][j]: where the last range starts
+    # (the first such i on ties); sums of two estimates stay below 2^63
+    best = np.full((MAX_CONTEXTS + 1, g + 1), INF, dtype=np.int64)
+    back = np.zeros((MAX_CONTEXTS + 1, g + 1), dtype=np.int64)
+    best[0, 0] = 0
     for k in range(1, MAX_CONTEXTS + 1):
-        for j in range(1, g + 1):
-            for i in range(k - 1, j):
-                c = best[k - 1][i] + cost[(i, j)]
-                if c < best[k][j]:
-                    best[k][j], back[k][j] = c, i
-    k = min(range(1, MAX_CONTEXTS + 1), key=lambda kk: (best[kk][g], kk))
+        total = np.minimum(best[k - 1][:, None] + cost, INF)  # (i, j)
+        back[k] = np.argmin(total, axis=0)
+        best[k] = total[back[k], np.arange(g + 1)]
+    k = 1 + int(np.argmin(best[1:, g]))
     bounds, j = [], g
     for kk in range(k, 0, -1):
-        i = back[kk][j]
+        i = int(back[kk][j])
         bounds.append((i, j))
         j = i
     bounds.reverse()
@@ -287,7 +145,7 @@ def partition_classes(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray]
     for c in range(CLASSES):
         below = [d for d in used if d <= c]
         ctx_map.append(ctx_of_used[below[-1] if below else used[0]])
-    return tuple(ctx_map), hists, best[k][g]
+    return tuple(ctx_map), hists, int(best[k][g])
 
 
 def merge_classes(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray], float]:
@@ -297,21 +155,21 @@ def merge_classes(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray], fl
     if not used:
         return partition_classes(th)
     groups = [[c] for c in used]
-    hists = list(th[used].astype(np.float64))
-    cost = list(_cost_rows(np.array(hists)))
+    hists = list(th[used].astype(np.int64))
+    cost = K.row_costs(np.array(hists)).tolist()
     while len(groups) > 1:
         g = len(groups)
         I, J = np.triu_indices(g, 1)
         Hs = np.array(hists)
         merged = Hs[I] + Hs[J]
-        mc = _cost_rows(merged)
+        mc = K.row_costs(merged)
         delta = mc - np.array(cost)[I] - np.array(cost)[J]
         best = int(np.argmin(delta))
         if g <= MAX_CONTEXTS and delta[best] >= 0:
             break
         i, j = int(I[best]), int(J[best])
         groups[i] = sorted(groups[i] + groups[j])
-        hists[i], cost[i] = merged[best], float(mc[best])
+        hists[i], cost[i] = merged[best], int(mc[best])
         del groups[j], hists[j], cost[j]
     order = sorted(range(len(groups)), key=lambda q: groups[q][0])
     ctx_of = {c: ctx for ctx, q in enumerate(order) for c in groups[q]}
@@ -319,10 +177,7 @@ def merge_classes(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray], fl
     for c in range(CLASSES):
         below = [d for d in used if d <= c]
         ctx_map.append(ctx_of[below[-1] if below else used[0]])
-    return tuple(ctx_map), [hists[q] for q in order], float(sum(cost))
-
-
-_PRECS = np.arange(1, 9)
+    return tuple(ctx_map), [hists[q] for q in order], sum(cost)
 
 
 def best_tables(hists: list[np.ndarray], precs: range) -> list[TableCode]:
@@ -340,67 +195,13 @@ def best_tables(hists: list[np.ndarray], precs: range) -> list[TableCode]:
     if big >= 1 << 32:  # 3.3: exponents up to 32
         shift = big.bit_length() - 32
         H = np.where(H > 0, np.maximum(1, H >> shift), 0)
-    nz = H > 0
-    last1 = (nz * np.arange(1, width + 1)).max(axis=1)  # per row: last used symbol + 1
-    inside = np.arange(width)[None, :] < last1[:, None]
-    e = np.frexp(H.astype(np.float64))[1].astype(np.int64)  # bit_length
-    dz = np.diff(np.concatenate([np.zeros((len(hists), 1), dtype=np.int64), e], axis=1), axis=1)
-    z = np.where(dz >= 0, 2 * dz, -2 * dz - 1) + 1
-    gamma = ((2 * np.frexp(z.astype(np.float64))[1] - 1) * inside).sum(axis=1)
-    P = _PRECS[precs.start - 1 : precs.stop - 1][None, :, None]  # (1, precs, 1)
-    E = e[:, None, :]
-    nb = np.where(E > 1, np.minimum(E - 1, P - 1), 0)  # (ctx, precs, symbols)
-    sh = np.maximum(E - 1 - nb, 0)
-    Hx = H[:, None, :]
-    w = np.where(E == 0, 0, np.where(E == 1, 1, ((1 << nb) | ((Hx >> sh) & ((1 << nb) - 1))) << sh))
-    tbits = 11 + gamma[:, None] + (nb * inside[:, None, :]).sum(axis=2)
-    tot = w.sum(axis=2, keepdims=True)
-    f = np.where(w > 0, np.maximum(1, (w * M) // np.maximum(tot, 1)), 1).astype(np.float64)
-    top = np.argmax(w, axis=2)
-    excess = np.maximum(np.where(w > 0, f, 0).sum(axis=2) - M, 0)
-    fi = np.take_along_axis(f, top[:, :, None], axis=2)[:, :, 0]
-    np.put_along_axis(f, top[:, :, None], np.maximum(1.0, fi - excess)[:, :, None], axis=2)
-    data = (Hx * (M_LOG - np.log2(f))).sum(axis=2)
-    best = np.argmin(tbits + data, axis=1)
-    codes = []
-    for i in range(len(hists)):
-        b = int(best[i])
-        n = int(last1[i])
-        ee, nn = e[i, :n], nb[i, b, :n]
-        mant = np.where(ee > 1, (H[i, :n] >> sh[i, b, :n]) & ((1 << nn) - 1), 0)
-        codes.append(TableCode(int(_PRECS[precs.start - 1 + b]), tuple(zip(ee.tolist(), nn.tolist(), mant.tolist()))))
-    return codes
-
-
-def normalize_fast(weights: tuple[int, ...] | list[int]) -> list[int]:
-    """models.normalize (3.3) with numpy: the same frequencies for every input."""
-    w = np.asarray(weights, dtype=np.int64)
-    total = int(w.sum())
-    f = np.where(w > 0, np.maximum(1, (w * M) // total), 0)
-    used = np.flatnonzero(w)
-    order = used[np.lexsort((used, -w[used]))]  # weight descending, then index ascending
-    fsum = int(f.sum())
-    count = len(order)
-    if fsum < M:
-        deficit = M - fsum
-        f[order] += deficit // count
-        f[order[: deficit % count]] += 1
-    elif fsum > M:
-        fl = f.tolist()
-        i = 0
-        while fsum > M:
-            sym = int(order[i % count])
-            if fl[sym] > 1:
-                fl[sym] -= 1
-                fsum -= 1
-            i += 1
-        return fl
-    return f.tolist()
+    prec, last1, codes = K.best_precisions(H, precs.start, precs.stop - 1)
+    return [TableCode(p, tuple(map(tuple, c[:n].tolist()))) for p, n, c in zip(prec.tolist(), last1.tolist(), codes)]
 
 
 def table_of(code: TableCode) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(freq, cum) of a coded table, the decoder's normalization (3.3)."""
-    freq = normalize_fast(code.weights)
+    freq = normalized(code.weights)
     cum = np.concatenate([[0], np.cumsum(freq)[:-1]]).tolist() if freq else []
     return tuple(freq), tuple(int(c) for c in cum)
 
@@ -496,7 +297,7 @@ def choose_model(variants: dict[bool, SlotStats], n: int, ctx_shift: int, eff: M
             if runs and not variants[cross].rh.any() and eff.variants:
                 continue  # no run would be coded: the same tokens as without runs
             items.append((variants[cross], k, m, runs, cross))
-    vc = _multi_cost([it[:4] for it in items], n) if len(items) > 1 else [0.0]
+    vc = _multi_cost([it[:4] for it in items], n) if len(items) > 1 else [0]
     st, _, _, runs, cross = items[int(np.argmin(vc))]
     th, extra = token_hist(st, n, k, m, runs)
     ctx_map, hists, est = partition_classes(th)
@@ -509,7 +310,7 @@ def choose_model(variants: dict[bool, SlotStats], n: int, ctx_shift: int, eff: M
     scheme = Scheme(n, k, m)
     enc = EncModel(n, k, m, cross, ctx_shift, run_min if runs else 0, ctx_map,
                    tuple(t[0] for t in tables), tuple(t[1] for t in tables))
-    return ModelPlan(scheme, cross, ctx_shift, ctx_map, tuple(codes), enc, float(est + extra))
+    return ModelPlan(scheme, cross, ctx_shift, ctx_map, tuple(codes), enc, est / (1 << K.COST_FIX) + extra)
 
 
 def estimate_bits(st: SlotStats) -> float:
@@ -525,4 +326,4 @@ def estimate_bits(st: SlotStats) -> float:
 
 
 __all__ = ["ModelEffort", "ModelPlan", "SlotStats", "best_tables", "choose_model", "effort_of", "estimate_bits",
-           "merge_classes", "model_bits", "normalize_fast", "partition_classes"]
+           "merge_classes", "model_bits", "partition_classes"]

@@ -1,0 +1,151 @@
+"""The model chooser's estimate kernels (3.3, 5): row costs, a slot's cost under a scheme, the
+tables' precisions and the decoder's normalization, C against the numpy reference (integers,
+so both choose the same models), hand-computed values and the exact class partition."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from imij_plugins import _backend
+from imij_plugins.payload.entropy import costs as K
+from imij_plugins.payload.entropy import models
+from imij_plugins.payload.entropy.modeling import bucket_tokens, partition_classes
+from imij_plugins.payload.entropy.tokens import valid_parameters
+
+from .backends import NEEDS_C, both
+
+FIX = 1 << K.COST_FIX
+
+
+def _l(f: int) -> int:
+    return round(math.log2(f) * FIX)
+
+
+def _counts(rng, rows: int, width: int, big: bool = False) -> np.ndarray:
+    top = 1 << (40 if big else 12)
+    h = rng.integers(0, top, (rows, width), dtype=np.int64) >> rng.integers(0, 40 if big else 12, (rows, width))
+    h[rng.random((rows, width)) < 0.6] = 0
+    if rows > 1:
+        h[rng.integers(0, rows)] = 0  # an empty row costs 0
+    return h
+
+
+def test_row_cost_by_hand():
+    """Counts (3, 1): f = (768, 256) sum to M, no excess; 2 symbols used, the last at 1."""
+    h = np.array([[3, 1, 0, 0]])
+    want = 3 * (_l(1024) - _l(768)) + (_l(1024) - _l(256)) + ((11 + 6 * 2 + 2 * 2) << K.COST_FIX)
+    for backend in _backend.available():
+        with _backend.use(backend):
+            assert K.row_costs(h).tolist() == [want]
+
+
+def test_row_cost_excess_by_hand():
+    """Counts (2000, 1, 1, 1, 1): f = max(1, floor(h * M / total)) = (1021, 1, 1, 1, 1) sum to
+    1025, so the commonest gives up 1 at its count."""
+    h = np.array([[2000, 1, 1, 1, 1]])
+    f0 = 2000 * 1024 // 2004
+    excess = f0 + 4 - 1024
+    assert excess == 1
+    want = 2000 * (_l(1024) - _l(f0)) + 4 * _l(1024) + 2000 * (_l(f0) - _l(f0 - excess))
+    want += (11 + 6 * 5 + 2 * 5) << K.COST_FIX
+    for backend in _backend.available():
+        with _backend.use(backend):
+            assert K.row_costs(h).tolist() == [want]
+
+
+@NEEDS_C
+@pytest.mark.parametrize("seed", range(6))
+def test_row_costs_agree(seed):
+    rng = np.random.default_rng(seed)
+    for width in (1, 7, 256):
+        h = _counts(rng, 40, width, big=seed % 2 == 1)
+        x, y = both(K.row_costs, h)
+        assert x.tolist() == y.tolist()
+
+
+@NEEDS_C
+@pytest.mark.parametrize("n", [1, 8, 12, 16, 32])
+def test_token_cost_agrees(n):
+    rng = np.random.default_rng(n)
+    vh = _counts(rng, K.CLASSES, K.BUCKETS).reshape(K.CLASSES, K.BUCKETS)
+    rh = _counts(rng, K.CLASSES, K.BUCKETS).reshape(K.CLASSES, K.BUCKETS)
+    zr = rng.integers(0, 1 << 20, K.CLASSES).astype(np.int64)
+    limit = 1 << min(n, 31)
+    reach = np.array([b < 256 and b < limit or b >= 256 for b in range(K.BUCKETS)])
+    vh[:, ~reach] = 0
+    for k, m in list(valid_parameters(n))[:: max(1, len(valid_parameters(n)) // 6)]:
+        tokens = bucket_tokens(n, k, m)
+        for runs in (True, False):
+            x, y = both(K.token_cost, vh, rh, zr, tokens, runs)
+            assert x == y
+
+
+@NEEDS_C
+@pytest.mark.parametrize("seed", range(6))
+def test_best_precisions_agree(seed):
+    rng = np.random.default_rng(seed)
+    for ctxs, width in ((1, 1), (4, 37), (3, 256)):
+        H = _counts(rng, ctxs, width)
+        if seed % 2:
+            H = H << rng.integers(0, 20)
+        H[:, -1] |= 1  # every row used, the last symbol too
+        for lo, hi in ((1, 8), (3, 7), (5, 5)):
+            x, y = both(K.best_precisions, H, lo, hi)
+            assert [a.tolist() for a in x] == [b.tolist() for b in y]
+
+
+@NEEDS_C
+def test_estimate_kernels_refuse_bad_arguments():
+    with _backend.use("c"):
+        with pytest.raises(ValueError):
+            K.row_costs(np.array([[3, -1]]))
+        with pytest.raises(ValueError):
+            K.row_costs(np.ones((1, 257), dtype=np.int64))
+        with pytest.raises(ValueError):
+            K.best_precisions(np.zeros((1, 4), dtype=np.int64), 1, 8)  # an unused row
+        with pytest.raises(ValueError):
+            K.best_precisions(np.ones((1, 4), dtype=np.int64), 0, 8)
+        with pytest.raises(ValueError):
+            K.best_precisions(np.full((1, 4), 1 << 32, dtype=np.int64), 1, 8)
+        tokens = bucket_tokens(8, 3, 1).copy()
+        tokens[0, 5] = 256
+        z = np.zeros((K.CLASSES, K.BUCKETS), dtype=np.int64)
+        with pytest.raises(ValueError):
+            K.token_cost(z, z, np.zeros(K.CLASSES, dtype=np.int64), tokens, True)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_normalized_is_the_decoders(seed):
+    """Writers' tables (models.normalized, the C normalization) are 3.3's (models.normalize)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(50):
+        n = int(rng.integers(1, 257))
+        w = (rng.integers(0, 1 << 32, n, dtype=np.uint64) >> rng.integers(0, 32, n).astype(np.uint64)).astype(np.int64)
+        w[rng.random(n) < 0.5] = 0
+        w[int(rng.integers(0, n))] |= 1
+        assert models.normalized(w.tolist()) == models.normalize(w.tolist())
+
+
+def test_partition_is_the_best_split():
+    """partition_classes against every split of the used classes into at most 4 ranges."""
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        th = np.zeros((K.CLASSES, 256), dtype=np.int64)
+        used = sorted(rng.choice(K.CLASSES, 7, replace=False).tolist())
+        for c in used:
+            th[c, : rng.integers(2, 40)] = rng.integers(0, 5000, 1) >> rng.integers(0, 12, 1)
+            th[c, 0] += 1
+        _, _, est = partition_classes(th)
+        g = len(used)
+        best = None
+        for k in range(1, 5):
+            for cuts in itertools.combinations(range(1, g), k - 1):
+                bounds = list(zip((0, *cuts), (*cuts, g)))
+                rows = np.array([th[used[i:j]].sum(axis=0) for i, j in bounds])
+                cost = int(K.row_costs(rows).sum())
+                best = cost if best is None else min(best, cost)
+        assert est == best
