@@ -1036,6 +1036,40 @@ IMIJ_CLONES int imij_enc_word_summary(const void *words, uint32_t esize, size_t 
     return 0;
 }
 
+int imij_enc_histogram(const void *words, uint32_t esize, size_t count, uint32_t depth, uint64_t *counts)
+{
+    if ((esize != 1 && esize != 2) || depth < 1 || depth > 16 || depth > 8 * esize)
+        return -1;
+    uint32_t limit = 1u << depth, bad = 0;
+    if (esize == 1) { /* four partial counts: runs of one value do not wait on one counter */
+        const uint8_t *p = (const uint8_t *)words;
+        for (size_t at = 0; at < count; at += (size_t)1 << 30) {
+            uint32_t part[4][256] = {{0}};
+            size_t n = count - at < ((size_t)1 << 30) ? count - at : (size_t)1 << 30, i = 0;
+            for (; i + 4 <= n; i += 4) {
+                part[0][p[at + i]]++;
+                part[1][p[at + i + 1]]++;
+                part[2][p[at + i + 2]]++;
+                part[3][p[at + i + 3]]++;
+            }
+            for (; i < n; i++)
+                part[0][p[at + i]]++;
+            for (uint32_t v = 0; v < 256; v++) {
+                uint64_t c = (uint64_t)part[0][v] + part[1][v] + part[2][v] + part[3][v];
+                bad |= c && v >= limit;
+                counts[v & (limit - 1)] += v < limit ? c : 0;
+            }
+        }
+    } else {
+        const uint16_t *p = (const uint16_t *)words;
+        for (size_t i = 0; i < count; i++) {
+            bad |= p[i] >= limit;
+            counts[p[i] & (limit - 1)]++;
+        }
+    }
+    return bad ? -1 : 0;
+}
+
 /* imij_enc_palette for one slot of bytes: entries in the order of first appearance. */
 static int byte_palette(const uint8_t *p, size_t npix, uint32_t *entries, uint8_t *index)
 {

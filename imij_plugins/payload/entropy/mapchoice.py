@@ -81,21 +81,11 @@ def _trailing_zeros(v: int, D: int) -> int:
     return D if v == 0 else (v & -v).bit_length() - 1
 
 
-def _hist(words: np.ndarray, D: int) -> np.ndarray:
-    """Counts of every value of D <= 16 bit words, in chunks (bincount widens its input)."""
-    flat = words.ravel()
-    counts = np.zeros(1 << D, dtype=np.int64)
-    step = 1 << 16
-    for i in range(0, flat.size, step):
-        counts += np.bincount(flat[i : i + step], minlength=1 << D)
-    return counts
-
-
 def _distinct(ch: Channel) -> np.ndarray | None:
     """Every distinct raw word (D <= 16: a histogram), else None."""
     if ch.D > 16:
         return None
-    return np.flatnonzero(_hist(ch.word, ch.D)).astype(U64)
+    return np.flatnonzero(K.histogram(ch.word, ch.D)).astype(U64)
 
 
 def _strided_sample(w: np.ndarray, count: int) -> np.ndarray:
@@ -233,7 +223,7 @@ def table_candidate(ch: Channel, regular: ChannelMap) -> ChannelMap | None:
         return None
     o = native_order(ch.word, ch.kind, ch.D)
     if ch.D <= 16:
-        values = np.flatnonzero(_hist(o, ch.D))
+        values = np.flatnonzero(K.histogram(o, ch.D))
     else:
         sample = o.ravel()[:: max(1, o.size // 65536)]
         if len(np.unique(sample)) > TABLE_MAX_ENTRIES:
