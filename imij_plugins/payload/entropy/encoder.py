@@ -252,7 +252,8 @@ def _mode_mask(plan: _Plan) -> int:
 def _analyze(plan: _Plan, index: int, totals: "_Totals") -> _Analysis:
     """5: unit ``index``'s mode, predictors and layout; its statistics are added to ``totals``."""
     planes = plan.planes(index)
-    pal = K.palette(planes) if plan.palette_ok else None
+    # one 1-bit slot: a palette stripe cannot be smaller, and the unit is a bilevel candidate anyway
+    pal = K.palette(planes) if plan.palette_ok and plan.depths != [1] else None
     if plan.near:
         preds, mode, u, _ = K.near(planes, plan.depths, plan.deltas, plan.lanes, plan.decor, plan.eff.preds,
                                    _mode_mask(plan))
