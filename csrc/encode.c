@@ -1088,6 +1088,51 @@ static int byte_palette(const uint8_t *p, size_t npix, uint32_t *entries, uint8_
     return count;
 }
 
+/* imij_enc_palette for tuples that fit 64 bits (up to 8 byte or 4 two-byte slots): each tuple as
+ * one integer key, hashed by a multiply, compared as one word. */
+#define PACKED_PALETTE(T)                                                                                     \
+    {                                                                                                         \
+        const T *p = (const T *)planes;                                                                       \
+        for (size_t i = 0; i < npix; i++) {                                                                   \
+            uint64_t key = 0;                                                                                 \
+            for (uint32_t s = 0; s < nslots; s++)                                                             \
+                key |= (uint64_t)p[s * npix + i] << (s * 8 * sizeof(T));                                      \
+            if (i && key == prev) { /* the tuple of the position before: flat areas skip the hash */          \
+                index[i] = index[i - 1];                                                                      \
+                continue;                                                                                     \
+            }                                                                                                 \
+            prev = key;                                                                                       \
+            uint32_t slot = (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 54);                                  \
+            while (table[slot] >= 0 && keys[slot] != key)                                                     \
+                slot = (slot + 1) & 1023u;                                                                    \
+            if (table[slot] < 0) {                                                                            \
+                if (count == 256)                                                                             \
+                    return -1;                                                                                \
+                table[slot] = (int16_t)count;                                                                 \
+                keys[slot] = key;                                                                             \
+                for (uint32_t s = 0; s < nslots; s++)                                                         \
+                    entries[(size_t)count * nslots + s] = p[s * npix + i];                                    \
+                count++;                                                                                      \
+            }                                                                                                 \
+            index[i] = (uint8_t)table[slot];                                                                  \
+        }                                                                                                     \
+    }
+
+static int packed_palette(const void *planes, uint32_t esize, uint32_t nslots, size_t npix, uint32_t *entries,
+                          uint8_t *index)
+{
+    int16_t table[1024];
+    uint64_t keys[1024], prev = 0;
+    int count = 0;
+    for (int i = 0; i < 1024; i++)
+        table[i] = -1;
+    if (esize == 1)
+        PACKED_PALETTE(uint8_t)
+    else
+        PACKED_PALETTE(uint16_t)
+    return count;
+}
+
 int imij_enc_palette(const void *planes, uint32_t esize, uint32_t nslots, size_t npix, uint32_t *entries,
                      uint8_t *index)
 {
@@ -1095,6 +1140,8 @@ int imij_enc_palette(const void *planes, uint32_t esize, uint32_t nslots, size_t
         return -1;
     if (nslots == 1 && esize == 1) /* one byte-wide slot: its values index the table directly */
         return byte_palette((const uint8_t *)planes, npix, entries, index);
+    if (esize <= 2 && nslots * esize <= 8)
+        return packed_palette(planes, esize, nslots, npix, entries, index);
     int16_t table[1024];
     for (int i = 0; i < 1024; i++)
         table[i] = -1;
