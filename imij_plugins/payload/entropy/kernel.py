@@ -29,7 +29,8 @@ from imij_plugins.payload.entropy.stripe import (
 
 EXPLAIN_PIXELS = 1 << 14  # a failing unit this small is re-read by the reference for its message
 SCRATCH_BYTES = 1 << 14  # a row block's scratch (csrc/imij_kernels.h imij_entropy_rows) for narrow units
-MIN_BLOCK_ROWS = 8  # wide units: rows per block that keep the per-block Python work small
+MIN_BLOCK_ROWS = 8  # wide units: rows per block that keep the per-block Python work small ...
+MIN_STORED_ROWS = 4  # ... where the kernel loops over the blocks itself (imij_entropy_store), fewer
 CARRIED_ROWS = 2  # scratch rows 0 and 1: the residuals and coded values of the row above the block
 
 # csrc/imij_kernels.h IMIJ_ENT_E_* -> the Corrupt message
@@ -93,10 +94,10 @@ class CModels:
         return unit
 
 
-def block_rows(planes: int, row: int, height: int) -> int:
-    """Rows per block: as many as keep the scratch within SCRATCH_BYTES, at least MIN_BLOCK_ROWS, at most the unit."""
+def block_rows(planes: int, row: int, height: int, least: int = MIN_BLOCK_ROWS) -> int:
+    """Rows per block: as many as keep the scratch within SCRATCH_BYTES, at least ``least``, at most the unit."""
     fit = SCRATCH_BYTES // (4 * planes * row) - CARRIED_ROWS
-    return min(height, max(MIN_BLOCK_ROWS, fit))
+    return min(height, max(least, fit))
 
 
 class Interleaved:
@@ -138,7 +139,7 @@ def decode_unit_c(plan: UnitPlan, models: CModels, body: bytes | memoryview, wid
     state = _begin(plan, models, body, width, height, reference, pred_ids)
     nplanes = max(len(plan.slots), 1)  # a palette stripe's index plane needs one
     lanes = Interleaved(width, plan.lanes)
-    rows = block_rows(nplanes, lanes.row, height)
+    rows = block_rows(nplanes, lanes.row, height, MIN_STORED_ROWS if stored else MIN_BLOCK_ROWS)
     planes = np.zeros((nplanes, rows + CARRIED_ROWS, lanes.row), dtype=np.uint32)
     planes_c = ffi.from_buffer("uint32_t[]", planes, require_writable=True)
     if stored:
