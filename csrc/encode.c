@@ -817,19 +817,33 @@ static inline int run_candidate(const uint32_t *ur_c, uint32_t x, uint32_t lane_
 
 /* Zero positions from (r, x) on in lane order within the lane (columns c0 .. c0 + lane_w), at
  * most `limit`. */
+/* Zero values from index at on among the next n of an esize-byte array: 8 bytes at a time. */
+static uint32_t zero_span(const void *u, uint32_t esize, size_t at, uint32_t n)
+{
+    const uint8_t *p = (const uint8_t *)u + at * esize;
+    size_t bytes = (size_t)n * esize, i = 0;
+    for (; i + 8 <= bytes; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        if (w)
+            break;
+    }
+    while (i < bytes && !p[i])
+        i++;
+    return (uint32_t)(i / esize);
+}
+
 static uint32_t zeros_ahead(const void *u, uint32_t esize, uint32_t width, uint32_t height, uint32_t c0,
                             uint32_t lane_w, uint32_t r, uint32_t x, uint32_t limit)
 {
     uint32_t count = 0;
-    while (count < limit) {
-        if (ld(u, (size_t)r * width + c0 + x, esize))
+    while (count < limit) { /* the rest of the lane's row, then the lane's next rows */
+        uint32_t n = lane_w - x < limit - count ? lane_w - x : limit - count;
+        uint32_t z = zero_span(u, esize, (size_t)r * width + c0 + x, n);
+        count += z;
+        if (z < n || count == limit || ++r == height)
             break;
-        count++;
-        if (++x == lane_w) {
-            x = 0;
-            if (++r == height)
-                break;
-        }
+        x = 0;
     }
     return count;
 }
@@ -929,6 +943,9 @@ int imij_enc_stats(const void *u, const void *u0, uint32_t esize, uint32_t width
     uint8_t cls[SEG], xcls[SEG];
     uint32_t tmp[SEG];
     uint32_t skip[16] = {0};
+    /* positions inside runs count into four partial zr (by column), added at the end: a flat
+     * area's positions, all of one class, do not wait on one counter */
+    uint32_t zpart[4][IMIJ_ENC_CLASSES] = {{0}}, xzpart[4][IMIJ_ENC_CLASSES] = {{0}};
     for (uint32_t r = 0; r < height; r++) {
         const uint32_t *ur, *u0r;
         residual_rows(u, u0, esize, width, r, rows, &ur, &u0r);
@@ -950,9 +967,8 @@ int imij_enc_stats(const void *u, const void *u0, uint32_t esize, uint32_t width
                 uint32_t xx = x++;
                 if (skip[l]) {
                     skip[l]--;
-                    zr[k]++;
-                    if (u0r)
-                        xzr[xk]++;
+                    zpart[c & 3][k]++;
+                    xzpart[c & 3][xk]++; /* (unused without u0) */
                     continue;
                 }
                 uint32_t v = ur[c];
@@ -976,6 +992,11 @@ int imij_enc_stats(const void *u, const void *u0, uint32_t esize, uint32_t width
                     xvh[xk * IMIJ_ENC_BUCKETS + b]++;
             }
         }
+    }
+    for (uint32_t k = 0; k < IMIJ_ENC_CLASSES; k++) {
+        zr[k] += zpart[0][k] + zpart[1][k] + zpart[2][k] + zpart[3][k];
+        if (u0)
+            xzr[k] += xzpart[0][k] + xzpart[1][k] + xzpart[2][k] + xzpart[3][k];
     }
     return 0;
 }

@@ -477,6 +477,29 @@ def test_kernels_on_wide_rows():
 
 
 @NEEDS_C
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32])
+def test_runs_across_rows_and_past_the_cap(dtype):
+    """3.2: zero runs that go on in a lane's next rows, stop at a lane's or the plane's end, or
+    pass the 2^15 cap, found 8 bytes at a time: the kernels' counts and stream are the
+    reference's, in every value width."""
+    rng = np.random.default_rng(np.dtype(dtype).itemsize)
+    h, w = 150, 300  # 45,000 positions, 16 lanes of 19 columns
+    u = rng.integers(0, 3, (h, w)).astype(dtype)
+    u[2:130] = 0  # runs that go on across 128 rows of every lane
+    u[:, 19:38] = 0  # one lane zero from top to bottom
+    u[140:, :] = 0  # every lane ends in zeros at the plane's end
+    u[60, 5] = 1  # a value inside a run, at an odd byte offset
+    wide = np.zeros((2, 17000), dtype=dtype)  # one lane, one run of 34,000 positions: past the cap
+    for plane, lanes in ((u, 16), (u, 3), (wide, 1)):
+        x, y = both(K.stats, plane, None, lanes, 0, 4)
+        assert all(np.array_equal(p, q) for p, q in zip(x[0], y[0]))
+        model = choose_model({False: SlotStats(*x[0])}, 8 * np.dtype(dtype).itemsize if dtype != np.uint32 else 20, 0,
+                             effort_of(5))
+        a, b = both(K.stream, plane, None, lanes, model.enc)
+        assert a == b
+
+
+@NEEDS_C
 @pytest.mark.parametrize("seed", range(4))
 def test_stream_kernel_matches_the_writers_coder(seed):
     rng = np.random.default_rng(100 + seed)
