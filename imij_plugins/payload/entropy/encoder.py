@@ -271,7 +271,7 @@ def _analyze(plan: _Plan, index: int, totals: "_Totals") -> _Analysis:
     slot_bits = sum(estimate_bits(v[False]) for v in stats)
     # bilevel / template candidates (their chooser is costly): few tuples, or content
     # the predictors barely help (text, drawings), not photos of few levels
-    counts = np.bincount(index_plane.ravel()).astype(np.float64)
+    counts = K.histogram(index_plane, 8).astype(np.float64)  # (bincount would widen the plane first)
     counts = counts[counts > 0]
     order0 = float((counts * np.log2(counts.sum() / counts)).sum())
     few = len(entries) <= LEVEL_TUPLES or slot_bits >= LEVEL_RATIO * order0 or plan.eff.every_level
@@ -535,12 +535,12 @@ def _levels(plan: _Plan, analyses: list[_Analysis], bodies: list[bytes], threads
     from imij_plugins.payload.entropy.rans import Lanes
     from imij_plugins.payload.entropy.writer import UnitChoice
 
-    image = plan.coded_planes(0, plan.geo.height, 0, plan.geo.width)
-    levels = LevelCoder(LevelOptions(), plan.slots, image, False, threads)
+    # no whole-image copy: each unit's coded values are made for it and dropped once its tuples
+    # are found (section 5's image tuples are the units' summed)
+    levels = LevelCoder(LevelOptions(), plan.slots, (plan.geo.unit_count, plan.planes), False, threads)
     choice = UnitChoice()
     for i in candidates:
-        x, y, w, h = plan.geo.unit_rect(i)
-        levels.consider(i, choice, [p[y : y + h, x : x + w] for p in image], Lanes.of(w, plan.lanes))
+        levels.consider(i, choice, plan.planes(i), Lanes.of(plan.geo.unit_rect(i)[2], plan.lanes))
     out, records, features = levels.finish(list(bodies))
     return out, records, features, len(levels.coded)
 

@@ -19,7 +19,7 @@ from typing import Callable, Sequence, TypeVar
 
 import numpy as np
 
-from imij_plugins.payload.entropy.costs import palette
+from imij_plugins.payload.entropy.costs import histogram, palette
 from imij_plugins.payload.entropy.bilevel import (
     CONTEXTS,
     HALF,
@@ -91,7 +91,7 @@ class LevelOptions:
 @dataclass
 class _Unit:
     index: int
-    vals: list[np.ndarray]  # per slot, (h, w) coded values
+    shape: tuple[int, int]  # (h, w); the coded values themselves are not kept (tuples, inverse)
     lanes: Lanes
     forced: int | None  # a forced layout, or None for a chooser candidate
     typical: bool
@@ -100,6 +100,7 @@ class _Unit:
     slack: int
     tuples: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))  # (k, nslots), by count
     inverse: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))  # pixel -> row of tuples
+    counts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # pixels of each tuple
     # filled by finish
     bilevel_layout: int | None = None
     bilevel_entries: list[tuple[int, ...]] | None = None
@@ -134,7 +135,7 @@ def _distinct(planes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] |
         return None
     entries, index = found
     tuples = np.array(entries, dtype=np.int64).reshape(len(entries), planes.shape[0])
-    counts = np.bincount(index.ravel(), minlength=len(entries)).astype(np.int64)
+    counts = histogram(index, 8)[: len(entries)]  # (bincount would widen the plane to int64 first)
     order = _commonest_first(tuples, counts)
     rank = np.empty(len(order), dtype=np.uint8)  # at most 256 tuples: one byte per pixel
     rank[order] = np.arange(len(order))
@@ -208,7 +209,7 @@ def _index_plane(unit: _Unit, entries: Sequence[tuple[int, ...]], alias: bool) -
     reading only (it may be a view of the unit's ranks)."""
     pos = {tuple(e): i for i, e in enumerate(np.asarray(entries).tolist())}
     lut = np.array([pos[tuple(tup)] for tup in np.asarray(unit.tuples).tolist()], dtype=np.uint8)  # <= 256 entries
-    h, w = unit.vals[0].shape
+    h, w = unit.shape
     same = np.array_equal(lut, np.arange(len(lut)))  # the entries in the unit's own order: its ranks
     index = (unit.inverse if same else lut[unit.inverse]).astype(np.uint8, copy=False).reshape(h, w)
     n = len(entries)
@@ -224,12 +225,15 @@ def _index_plane(unit: _Unit, entries: Sequence[tuple[int, ...]], alias: bool) -
 class LevelCoder:
     """The bilevel / template palette part of one payload's writing (see the module docstring)."""
 
-    def __init__(self, options: LevelOptions, slots: Sequence[Slot], image: Sequence[np.ndarray] | np.ndarray, near: bool,
+    def __init__(self, options: LevelOptions, slots: Sequence[Slot],
+                 image: Sequence[np.ndarray] | np.ndarray | tuple[int, Callable[[int], np.ndarray]], near: bool,
                  threads: int = 1):
         self.opts = options
         self.threads = threads  # units are planned and coded on the shared unit pool
         self.depths = [s.depth for s in slots]
-        self.image = image  # per slot, the whole image's coded values (a list, or one (S, h, w) array)
+        # per slot, the whole image's coded values (a list, or one (S, h, w) array); or the unit
+        # count and a function giving a unit's (S, h, w) values, so that no whole-image copy is made
+        self.image = image
         self.near = near
         self.single = len(slots) == 1 and self.depths[0] == 1  # 2.10: 0x81
         self.entry_ok = bool(slots) and all(d <= MAX_ENTRY_DEPTH for d in self.depths)  # 2.5
@@ -244,9 +248,29 @@ class LevelCoder:
         more than 256 (section 5 wants them only for two tuples or shared entries). The palette
         kernel finds that out without sorting the image."""
         if self._image_tuples is None:
-            found = _distinct(_slot_planes(self.image))
-            self._image_tuples = False if found is None else (found[0], found[2])
+            if isinstance(self.image, tuple):  # the units' tuples, found again only for non-candidates
+                self._image_tuples = self._units_tuples(*self.image)
+            else:
+                found = _distinct(_slot_planes(self.image))
+                self._image_tuples = False if found is None else (found[0], found[2])
         return self._image_tuples or None
+
+    def _units_tuples(self, count: int, planes: Callable[[int], np.ndarray]) -> tuple[np.ndarray, np.ndarray] | bool:
+        """image_tuples as the sum of every unit's tuples (a unit of more than 256 ends it)."""
+        known = {u.index: (u.tuples, u.counts) for u in self.units}
+        total: dict[tuple[int, ...], int] = {}
+        for index in range(count):
+            found = known.get(index) or _distinct(_slot_planes(planes(index)))
+            if found is None:
+                return False
+            for tup, n in zip(found[0].tolist(), found[-1].tolist()):
+                total[tuple(tup)] = total.get(tuple(tup), 0) + n
+            if len(total) > MAX_ENTRIES:
+                return False
+        tuples = np.array(list(total), dtype=np.int64).reshape(len(total), -1)
+        counts = np.array(list(total.values()), dtype=np.int64)
+        order = _commonest_first(tuples, counts)  # as _distinct orders them
+        return tuples[order], counts[order]
 
     def force(self, index: int, uc, vals: list[np.ndarray], lanes: Lanes) -> bool:
         """A unit whose UnitChoice forces layout 0x81-0x84: validate and keep it (True)."""
@@ -286,9 +310,9 @@ class LevelCoder:
         found = _tuples(vals, beyond=forced is not None)
         if found is None:
             return None
-        unit = _Unit(index, vals, lanes, forced, bool(getattr(uc, "typical", True)), bool(uc.palette_alias) and forced is not None,
-                     uc.palette_seed if forced is not None else 0, uc.slack_words)
-        unit.tuples, unit.inverse, _ = found
+        unit = _Unit(index, vals[0].shape, lanes, forced, bool(getattr(uc, "typical", True)),
+                     bool(uc.palette_alias) and forced is not None, uc.palette_seed if forced is not None else 0, uc.slack_words)
+        unit.tuples, unit.inverse, unit.counts = found
         return unit
 
     # --- record 25 -------------------------------------------------------------------------
@@ -303,8 +327,9 @@ class LevelCoder:
         inv = self.opts.inv
         if inv is None:
             if self.single:  # 5: the majority value reads as 0
-                ones = int(np.count_nonzero(self.image[0]))
-                inv = 1 if 2 * ones > self.image[0].size else 0
+                values, counts = self.image_tuples()  # type: ignore[misc]  # one 1-bit slot: at most two
+                ones = int(counts[values[:, 0] == 1].sum())
+                inv = 1 if 2 * ones > int(counts.sum()) else 0
             else:
                 inv = 0
         units = []
@@ -482,8 +507,8 @@ class LevelCoder:
     def _t_plane(u: _Unit, inv: int) -> np.ndarray:
         """2.10: the unit's t plane (uint8): its 1-bit values, or its index among the two
         entries, xor inv; made when needed, not kept."""
-        if u.bilevel_layout == LAYOUT_BILEVEL:
-            return u.vals[0].astype(np.uint8) ^ inv
+        if u.bilevel_layout == LAYOUT_BILEVEL:  # the 1-bit values: each pixel's tuple
+            return u.tuples[:, 0].astype(np.uint8)[u.inverse].reshape(u.shape) ^ inv
         assert u.bilevel_entries is not None
         return _index_plane(u, u.bilevel_entries, u.alias) ^ inv
 

@@ -315,14 +315,16 @@ def choose_model(variants: dict[bool, SlotStats], n: int, ctx_shift: int, eff: M
 
 def estimate_bits(st: SlotStats) -> float:
     """A unit's bits under its own 16-class statistics (bucket entropy plus extra bits), used to
-    compare a palette stripe with the slots it replaces (5)."""
-    h = st.vh.astype(np.float64)
-    both = np.concatenate([h, st.rh.astype(np.float64)], axis=1)
-    tot = both.sum(axis=1)
-    ent = float((tot * np.log2(np.maximum(tot, 1))).sum() - (both * np.log2(np.maximum(both, 1))).sum())
-    msb = np.maximum(np.frexp(np.array(_REPR, dtype=np.float64))[1] - 1, 0)
-    extra = np.where(np.arange(BUCKETS) < 256, 0, msb - 4)
-    return ent + float((h * extra).sum() + (st.rh * extra).sum())
+    compare a palette stripe with the slots it replaces (5); on the nonzero counts only (no
+    float copies of the 16 x 640 arrays)."""
+    tot = (st.vh.sum(axis=1) + st.rh.sum(axis=1)).astype(np.float64)
+    used = np.concatenate([st.vh.ravel()[np.flatnonzero(st.vh)], st.rh.ravel()[np.flatnonzero(st.rh)]]).astype(np.float64)
+    ent = float((tot * np.log2(np.maximum(tot, 1))).sum() - (used * np.log2(used)).sum())
+    return ent + float(int(st.vcol @ _EXTRA_BITS) + int(st.rcol @ _EXTRA_BITS))
+
+
+# extra bits of a value in each bucket beyond the bucket's 4 leading bits (0 below 256)
+_EXTRA_BITS = np.where(np.arange(BUCKETS) < 256, 0, np.maximum(np.frexp(_REPR_A)[1] - 1, 0) - 4).astype(np.int64)
 
 
 __all__ = ["ModelEffort", "ModelPlan", "SlotStats", "best_tables", "choose_model", "effort_of", "estimate_bits",

@@ -538,6 +538,38 @@ def test_forward_map_agrees_with_the_encoders_coded_values():
             assert np.array_equal(coded(word, ch, cmap).astype(np.uint64), forward(word.astype(np.uint64), cc))
 
 
+@pytest.mark.parametrize("case", ["two", "few", "one unit many", "one bit"])
+def test_image_tuples_from_the_units(case):
+    """5: the chooser's image tuples summed over the units (the encoder's way: no whole-image
+    copy, non-candidate units looked at one by one) are the whole image's, in the same order."""
+    from types import SimpleNamespace
+
+    from imij_plugins.payload.entropy.level_writer import LevelCoder, LevelOptions
+    from imij_plugins.payload.entropy.rans import Lanes
+    from imij_plugins.payload.entropy.writer import UnitChoice
+
+    rng = np.random.default_rng(len(case))
+    S = 1 if case == "one bit" else 3
+    top = {"two": 2, "few": 40, "one unit many": 40, "one bit": 2}[case]
+    colors = rng.integers(0, 256, (top, S))
+    if case == "one bit":
+        colors = np.array([[0], [1]])
+    planes = np.ascontiguousarray(colors[rng.integers(0, top, (48, 30))].transpose(2, 0, 1)).astype(np.uint8)
+    if case == "one unit many":
+        planes[:, 36:] = rng.integers(0, 256, (S, 12, 30))  # the last unit: more than 256 tuples
+    slots = [SimpleNamespace(depth=1 if case == "one bit" else 8)] * S  # what the coder reads of a slot
+    unit = lambda i: planes[:, 12 * i : 12 * i + 12]  # noqa: E731  # 4 stripes of 12 rows
+    whole = LevelCoder(LevelOptions(), slots, planes, False)
+    by_units = LevelCoder(LevelOptions(), slots, (4, unit), False)
+    for i in (0, 2):  # candidates the coder holds; units 1 and 3 are looked at on demand
+        for coder in (whole, by_units):
+            coder.consider(i, UnitChoice(), unit(i), Lanes.of(30, 2))
+    a, b = whole.image_tuples(), by_units.image_tuples()
+    assert (a is None) == (b is None) == (case == "one unit many")
+    if a is not None:
+        assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+
+
 def test_bilevel_and_template_stripes_where_they_pay():
     """5: units of few tuples go through the bilevel / template chooser (level_writer), which
     keeps them only when smaller and declares exactly the records it writes."""
