@@ -71,20 +71,21 @@ class CModels:
         self.unit.palette = self.palette
         self.levels = LevelStructs(plan)  # 2.10 / 2.14: layouts 0x81-0x84 (csrc/bilevel.c)
         self.store = sample_store(plan)  # 4 step 4 in the kernel, for words of at most 32 bits
+        self.store_struct = None if self.store is None else _store_struct(self.store)  # each unit sets its out
 
     def _fill(self, s, model: Model, depth: int, delta: int) -> None:
         scheme = model.scheme
         s.depth, s.nvalue, s.cross, s.ctx_shift, s.delta = depth, scheme.value_tokens, model.cross, model.ctx_shift, delta
-        s.ctx_map = list(model.ctx_map)
+        s.ctx_map = model.ctx_map
         ffi = _backend.ffi
         base, nb = scheme.token_arrays  # 3.2, per scheme
-        for name, array in (("base", base), ("nb", nb)):
-            ffi.memmove(ffi.addressof(s, name), array.tobytes(), array.nbytes)
+        ffi.memmove(ffi.addressof(s, "base"), base, base.nbytes)
+        ffi.memmove(ffi.addressof(s, "nb"), nb, nb.nbytes)
         freq = model.freq
         entries = np.empty((2, len(freq), M), np.uint32)  # dec, then tok: as many tables as the model has
         self.tables.append(entries)
-        s.dec = ffi.cast("uint32_t *", entries[0].ctypes.data)
-        s.tok = ffi.cast("uint32_t *", entries[1].ctypes.data)
+        s.dec = ffi.from_buffer("uint32_t[]", entries[0], require_writable=True)  # entries outlives the struct's use
+        s.tok = ffi.from_buffer("uint32_t[]", entries[1], require_writable=True)
         _backend.lib.imij_model_tables(ffi.addressof(s), ffi.from_buffer("uint32_t[]", freq), len(freq))
 
     def unit_of(self, width: int, height: int):
@@ -131,7 +132,7 @@ def decode_unit_c(plan: UnitPlan, models: CModels, body: bytes | memoryview, wid
     stored = models.store is not None and reference is None and out.strides[2] == out.itemsize
     if len(body) and LAYOUT_BILEVEL <= body[0] <= LAYOUT_TEMPLATE_SHARED:  # 2.10 / 2.14: their own kernel
         if stored:  # rows go straight into out
-            decode_level_c(plan, models.levels, body, width, height, _store_struct(models.store, out))
+            decode_level_c(plan, models.levels, body, width, height, _store_into(models, out))
             return out
         return assemble(plan, decode_level_c(plan, models.levels, body, width, height), height, width, out)  # type: ignore[arg-type]
     ffi, lib = _backend.ffi, _backend.lib
@@ -143,7 +144,7 @@ def decode_unit_c(plan: UnitPlan, models: CModels, body: bytes | memoryview, wid
     planes = np.zeros((nplanes, rows + CARRIED_ROWS, lanes.row), dtype=np.uint32)
     planes_c = ffi.from_buffer("uint32_t[]", planes, require_writable=True)
     if stored:
-        code = lib.imij_entropy_store(state, rows, planes_c, _store_struct(models.store, out))  # no GIL per block
+        code = lib.imij_entropy_store(state, rows, planes_c, _store_into(models, out))  # no GIL per block
         if code:
             _fail(code, plan, body, width, height, reference)
         return out
@@ -164,13 +165,20 @@ def decode_unit_c(plan: UnitPlan, models: CModels, body: bytes | memoryview, wid
     return out
 
 
-def _store_struct(store: SampleStore, out: np.ndarray):
-    """csrc's imij_sample_store for ``out`` (a (h, w, C) array whose channels are contiguous); the
-    tables it points at are ``store``'s, which outlives the call."""
+def _store_into(models: CModels, out: np.ndarray):
+    """The payload's imij_sample_store aimed at ``out`` (a (h, w, C) array whose channels are
+    contiguous): a copy per unit, as units decode on many threads."""
+    st = _backend.ffi.new("imij_sample_store *", models.store_struct[0])
+    st.out = _backend.ffi.cast("uint8_t *", out.ctypes.data)
+    st.row_stride, st.pixel_stride, st.esize = out.strides[0], out.strides[1], out.itemsize
+    return st
+
+
+def _store_struct(store: SampleStore):
+    """csrc's imij_sample_store of a payload's maps, without its output (``_store_into``); the
+    tables it points at are ``store``'s, which outlives it."""
     ffi = _backend.ffi
     st = ffi.new("imij_sample_store *")
-    st.out = ffi.cast("uint8_t *", out.ctypes.data)
-    st.row_stride, st.pixel_stride, st.esize = out.strides[0], out.strides[1], out.itemsize
     st.nslots, st.nconst = len(store.slots), len(store.consts)
     for i, w in enumerate(store.slots):
         st.channel[i], st.shift[i], st.add[i], st.flip[i] = w.channel, w.shift, w.add, w.flip
