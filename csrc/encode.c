@@ -1567,6 +1567,19 @@ int imij_enc_row_costs(const int64_t *h, uint32_t rows, uint32_t width, const in
     return 0;
 }
 
+/* One class's bucket counts as token counts th (and their extra bits): -1 for a negative count. */
+static int add_tokens(const int64_t *counts, const int64_t *tok, const int64_t *nbits, int64_t *th, int64_t *extra)
+{
+    for (uint32_t b = 0; b < IMIJ_ENC_BUCKETS; b++)
+        if (counts[b]) {
+            if (counts[b] < 0)
+                return -1;
+            th[tok[b]] += counts[b];
+            *extra += counts[b] * nbits[b];
+        }
+    return 0;
+}
+
 int64_t imij_enc_token_cost(const int64_t *vh, const int64_t *rh, const int64_t *zr, const int64_t *tokens,
                             uint32_t runs, const int64_t *log2fix)
 {
@@ -1579,21 +1592,11 @@ int64_t imij_enc_token_cost(const int64_t *vh, const int64_t *rh, const int64_t 
     for (uint32_t c = 0; c < 16; c++) {
         const int64_t *v = vh + (size_t)c * IMIJ_ENC_BUCKETS, *r = rh + (size_t)c * IMIJ_ENC_BUCKETS;
         memset(th, 0, sizeof th);
-        for (uint32_t b = 0; b < IMIJ_ENC_BUCKETS; b++)
-            if (v[b]) {
-                if (v[b] < 0)
-                    return -1;
-                th[vt[b]] += v[b];
-                extra += v[b] * vn[b];
-            }
+        if (add_tokens(v, vt, vn, th, &extra))
+            return -1;
         if (runs) {
-            for (uint32_t b = 0; b < IMIJ_ENC_BUCKETS; b++)
-                if (r[b]) {
-                    if (r[b] < 0)
-                        return -1;
-                    th[rt[b]] += r[b];
-                    extra += r[b] * rn[b];
-                }
+            if (add_tokens(r, rt, rn, th, &extra))
+                return -1;
         } else {
             if (zr[c] < 0)
                 return -1;
