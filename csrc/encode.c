@@ -830,7 +830,7 @@ static uint32_t zero_span(const void *u, uint32_t esize, size_t at, uint32_t n)
     }
     while (i < bytes && !p[i])
         i++;
-    return (uint32_t)(i / esize);
+    return (uint32_t)(i >> (esize >> 1)); /* esize 1, 2, 4: shifts 0, 1, 2 */
 }
 
 static uint32_t zeros_ahead(const void *u, uint32_t esize, uint32_t width, uint32_t height, uint32_t c0,
