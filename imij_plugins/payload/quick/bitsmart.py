@@ -29,8 +29,10 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
+import xxhash
 
 from imij_plugins.errors import Corrupt, TooLarge, Unsupported
+from imij_plugins.payload.entropy.costs import histogram
 from imij_plugins.payload.quick.packets import decode_packets, encode_packets
 
 __all__ = [
@@ -386,7 +388,7 @@ def _encode_plane(plane: np.ndarray, earlier: int | None, use_packets: bool) -> 
     npixels = plane.size
     if npixels == 0:
         return bytes([KIND_RAW])
-    counts = np.bincount(plane, minlength=256)
+    counts = histogram(plane, 8)  # (bincount would widen the plane to int64 first)
     present = np.flatnonzero(counts).astype(np.uint8)
     if present.size == 1:
         return bytes([KIND_CONSTANT, int(present[0])])
@@ -460,11 +462,13 @@ def encode_bitsmart(
     """
     planes = _plane_count(npixels, channels, word_bytes)
     grid = _as_byte_grid(pixels, npixels, planes)
-    seen: dict[bytes, int] = {}
+    seen: dict[bytes, list[int]] = {}  # a plane's digest -> the earlier planes with it
     bodies = []
     for ordinal in range(planes):
         plane = np.ascontiguousarray(grid[:, ordinal])
-        key = plane.tobytes()
-        bodies.append(_encode_plane(plane, seen.get(key), packets))
-        seen.setdefault(key, ordinal)
+        key = xxhash.xxh3_128_digest(plane)  # no copy of the plane is kept; a hit is compared
+        earlier = next((e for e in seen.get(key, ()) if np.array_equal(grid[:, e], plane)), None)
+        bodies.append(_encode_plane(plane, earlier, packets))
+        if earlier is None:
+            seen.setdefault(key, []).append(ordinal)
     return b"".join(_write_length(len(body)) for body in bodies) + b"".join(bodies)

@@ -41,12 +41,13 @@ def _decode(body: memoryview, npixels: int, channels: int, word_bytes: int, bit_
 
 
 def encode_quick_unit(pixels: bytes, npixels: int, channels: int, word_bytes: int, *, bit_smart: bool) -> bytes:
-    """The smallest valid unit body for ``pixels``: raw, packets, or (when allowed) bit-smart planes."""
-    best = bytes([MODE_RAW]) + pixels
-    candidates = [bytes([MODE_PACKETS]) + encode_packets(pixels, npixels, channels, word_bytes)]
-    if bit_smart:
-        candidates.append(bytes([MODE_BIT_SMART]) + encode_bitsmart(pixels, npixels, channels, word_bytes))
-    for body in candidates:
-        if len(body) < len(best):
-            best = body
-    return best
+    """The smallest valid unit body for ``pixels``: raw, packets, or (when allowed) bit-smart planes
+    (ties keep the earlier); one candidate is held at a time, the raw body made only if it wins."""
+    best_len, best = 1 + len(pixels), None
+    coders = [(MODE_PACKETS, encode_packets)] + ([(MODE_BIT_SMART, encode_bitsmart)] if bit_smart else [])
+    for mode, encode in coders:
+        body = encode(pixels, npixels, channels, word_bytes)
+        if 1 + len(body) < best_len:
+            best_len, best = 1 + len(body), (mode, body)
+        del body
+    return bytes([MODE_RAW]) + pixels if best is None else bytes([best[0]]) + best[1]
