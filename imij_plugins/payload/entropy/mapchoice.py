@@ -12,6 +12,7 @@ search kernel on windows). Ties keep the simpler map and the map without a featu
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -160,15 +161,32 @@ def coded(word: np.ndarray, ch: Channel, cmap: ChannelMap) -> np.ndarray:
         if cmap.mode != LSB:
             s = s >> word.dtype.type(ch.D - cmap.bits)
         return s if s.dtype.itemsize <= 4 else s.astype(np.uint32)
+    if cmap.mode == TABLE and ch.D <= 16:  # 2.1 map 9: each value's entry index, looked up
+        return _table_lut(cmap.table, ch.D)[native_order(word, ch.kind, ch.D)]
     out = np.empty(word.shape, dtype=np.uint32)
     step = max(1, CHUNK_SAMPLES // max(1, word[:1].size))  # 64-bit work a few rows at a time
     for r0 in range(0, word.shape[0], step):
         part = word[r0 : r0 + step].astype(U64)
         if cmap.mode == TABLE:
-            out[r0 : r0 + step] = np.searchsorted(np.asarray(cmap.table, dtype=U64), order_map(part, ch.kind, ch.D))
+            out[r0 : r0 + step] = np.searchsorted(_table_values(cmap.table), order_map(part, ch.kind, ch.D))
         else:
             out[r0 : r0 + step] = reduce(part, _cc(ch, cmap))
     return out
+
+
+@lru_cache(maxsize=8)
+def _table_values(table: tuple[int, ...]) -> np.ndarray:
+    """A value table's entries as one array (made once per table, not per chunk)."""
+    return np.asarray(table, dtype=U64)
+
+
+@lru_cache(maxsize=8)
+def _table_lut(table: tuple[int, ...], D: int) -> np.ndarray:
+    """Each ordered D-bit value's entry index in a value table (uint32; values not in the table,
+    which an exact map never meets, index 0)."""
+    lut = np.zeros(1 << D, dtype=np.uint32)
+    lut[_table_values(table)] = np.arange(len(table), dtype=np.uint32)
+    return lut
 
 
 # --- near-lossless bounds (2.6, 5) -------------------------------------------------------------

@@ -29,7 +29,7 @@ from imij_plugins.payload.entropy.maps import (
 )
 from imij_plugins.payload.entropy.modeling import SlotStats, choose_model, effort_of
 from imij_plugins.payload.entropy.writer import header_for
-from imij_plugins.payload.head import REC_NEAR, read_lossless_head
+from imij_plugins.payload.head import REC_NEAR, ChannelMap, read_lossless_head
 from imij_plugins.registry.features import FeatureId as F
 from imij_plugins.wire.cursor import Cursor
 
@@ -263,6 +263,25 @@ def test_offset_map_and_value_tables():
     assert maps[0][:2] == (TABLE, 3) and F.VALUE_TABLES in feats
     maps, feats = _maps(sparse, effort=1)  # low efforts keep the regular maps
     assert maps[0][0] != TABLE and F.VALUE_TABLES not in feats
+
+
+@pytest.mark.parametrize("dtype", [np.uint16, np.int16, np.uint32, np.float32])
+def test_value_table_coded_values(dtype):
+    """2.1 map 9: a word's coded value is its ordered value's index in the table (a lookup
+    table up to 16 bits, a binary search above), round trips included."""
+    from imij_plugins.payload.entropy.mapchoice import Channel, coded
+    from imij_plugins.payload.entropy.maps import order_map
+
+    rng = np.random.default_rng(np.dtype(dtype).itemsize)
+    D = 8 * np.dtype(dtype).itemsize
+    word = rng.integers(0, 1 << D, (7, 9), dtype=np.uint64).astype(f"<u{D // 8}")
+    kind = np.dtype(dtype).kind
+    ordered = order_map(word, kind, D)
+    table = tuple(int(v) for v in np.unique(ordered))
+    ch = Channel(0, word, kind, D, 0, np.dtype(dtype).name, False, False)
+    got = coded(word, ch, ChannelMap(TABLE, (len(table) - 1).bit_length(), len(table) - 1, table))
+    assert np.array_equal(got, np.searchsorted(np.array(table, dtype=np.uint64), ordered))
+    _roundtrip(word.view(dtype), effort=9)
 
 
 def test_features_are_exactly_the_used_ones():
