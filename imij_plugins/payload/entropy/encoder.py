@@ -87,6 +87,7 @@ LEVEL_RATIO = 0.8  # others when the predictive estimate is at least this share 
 UNIT_TABLES = ("hint", "none", "filled", "empty", "tail")
 ALL_PREDICTORS = 0x7F
 GEOMETRY_TRIES = {8: (16,), 9: (32, 16, 8)}  # stripe heights also tried at these efforts
+PARALLEL_SAMPLES = 100_000  # images of fewer samples are coded on one thread
 
 
 
@@ -458,6 +459,8 @@ def encode_tuned(image: np.ndarray, *, effort: int = DEFAULT_EFFORT, max_error: 
         raise ValueError(f"unit_table must be one of {UNIT_TABLES}")
     img = as_image_array(image)
     workers = threads if threads is not None else (os.cpu_count() or 1)
+    if img.size < PARALLEL_SAMPLES:  # a pool's hand-offs cost more than such units gain (the bytes are the same)
+        workers = 1
     plan = _plan(img, layout, effort, max_error, stripe_rows, group_cols, reference)
     best = _encode(plan, workers, unit_table, ordinals)
     if stripe_rows is None:  # 5: the highest efforts also try shorter stripes (fewer tuples per unit)

@@ -179,13 +179,36 @@ def test_geometry_defaults():
     assert choose_geometry(300, 300, 10, 100).unit_count == 30 * 3
 
 
-def test_threads_do_not_change_the_bytes():
+def test_threads_do_not_change_the_bytes(monkeypatch):
+    """Units coded on a pool (forced for these small images: PARALLEL_SAMPLES 0), a bilevel page
+    too (the level chooser's pool), give the bytes of one thread."""
+    from imij_plugins.payload.entropy import encoder
+
+    monkeypatch.setattr(encoder, "PARALLEL_SAMPLES", 0)
     rng = np.random.default_rng(11)
     img = _image(rng, np.uint8, 48, 40, 4)
     img[30:] = 7
-    one = encode_tuned(img, effort=5, threads=1, stripe_rows=8)
-    for threads in (2, 3, 8):
-        assert encode_tuned(img, effort=5, threads=threads, stripe_rows=8).payload == one.payload
+    page = (rng.random((64, 48)) < 0.1).astype(np.uint8) * 255
+    for image in (img, page):
+        one = encode_tuned(image, effort=5, threads=1, stripe_rows=8)
+        for threads in (2, 3, 8):
+            assert encode_tuned(image, effort=5, threads=threads, stripe_rows=8).payload == one.payload
+
+
+def test_small_images_are_coded_on_one_thread(monkeypatch):
+    """Below PARALLEL_SAMPLES the encoder does not hand units to a pool."""
+    from imij_plugins.payload.entropy import encoder
+
+    seen = []
+    real = encoder.parallel_map
+    monkeypatch.setattr(encoder, "parallel_map", lambda fn, count, workers: seen.append(workers) or real(fn, count, workers))
+    img = _image(np.random.default_rng(2), np.uint8, 40, 40, 3)
+    encode_tuned(img, threads=4, stripe_rows=8)
+    assert seen and set(seen) == {1}
+    monkeypatch.setattr(encoder, "PARALLEL_SAMPLES", 0)
+    seen.clear()
+    encode_tuned(img, threads=4, stripe_rows=8)
+    assert set(seen) == {4}
 
 
 @NEEDS_C
