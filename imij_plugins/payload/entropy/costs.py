@@ -753,25 +753,6 @@ def word_summary(words: np.ndarray, kind: str, D: int) -> list[tuple[int, int, i
     return res
 
 
-def histogram(words: np.ndarray, D: int) -> np.ndarray:
-    """encode.h imij_enc_histogram: counts (int64) of every value of words of at most 16 bits
-    (uint8 / uint16, values below 2^D)."""
-    if _c() and words.dtype in (np.dtype(np.uint8), np.dtype(np.uint16)) and D <= 8 * words.itemsize:
-        ffi, lib = _backend.ffi, _backend.lib
-        flat = np.ascontiguousarray(words).reshape(-1)
-        counts = np.zeros(1 << D, dtype=np.uint64)
-        if lib.imij_enc_histogram(ffi.from_buffer(flat), flat.itemsize, flat.size, D,
-                                  _ptr(ffi, "uint64_t[]", counts, True)) != 0:
-            raise ValueError(f"imij_enc_histogram: a value of {D + 1} bits or more")
-        return counts.view(np.int64)
-    flat = words.ravel()
-    counts = np.zeros(1 << D, dtype=np.int64)
-    step = 1 << 16
-    for i in range(0, flat.size, step):  # bincount widens its input: a chunk at a time
-        counts += np.bincount(flat[i : i + step], minlength=1 << D)
-    return counts
-
-
 # --- palettes ------------------------------------------------------------------------------------
 
 
@@ -866,5 +847,5 @@ def _stream_caps(positions: int, esize: int) -> tuple[int, int]:
 
 
 __all__ = ["BUCKETS", "CLASSES", "EncModel", "M", "add_stats", "bucket_of", "choose", "costs", "near", "new_counts",
-           "palette", "residuals", "best_precisions", "histogram", "row_costs", "stats", "stream", "token_cost", "token_counts", "value_dtype",
+           "palette", "residuals", "best_precisions", "row_costs", "stats", "stream", "token_cost", "token_counts", "value_dtype",
            "word_summary"]

@@ -35,6 +35,7 @@ from typing import Sequence
 import numpy as np
 
 from imij_plugins.container.header import Header
+from imij_plugins.payload.counts import histogram
 from imij_plugins.payload.entropy import costs as K
 from imij_plugins.payload.entropy.mapchoice import (
     Channel,
@@ -272,7 +273,7 @@ def _analyze(plan: _Plan, index: int, totals: "_Totals") -> _Analysis:
     slot_bits = sum(estimate_bits(v[False]) for v in stats)
     # bilevel / template candidates (their chooser is costly): few tuples, or content
     # the predictors barely help (text, drawings), not photos of few levels
-    counts = K.histogram(index_plane, 8).astype(np.float64)  # (bincount would widen the plane first)
+    counts = histogram(index_plane, 8).astype(np.float64)  # (bincount would widen the plane first)
     counts = counts[counts > 0]
     order0 = float((counts * np.log2(counts.sum() / counts)).sum())
     few = len(entries) <= LEVEL_TUPLES or slot_bits >= LEVEL_RATIO * order0 or plan.eff.every_level

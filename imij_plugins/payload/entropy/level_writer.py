@@ -19,7 +19,8 @@ from typing import Callable, Sequence, TypeVar
 
 import numpy as np
 
-from imij_plugins.payload.entropy.costs import histogram, palette
+from imij_plugins.payload.counts import histogram
+from imij_plugins.payload.entropy.costs import palette
 from imij_plugins.payload.entropy.bilevel import (
     CONTEXTS,
     HALF,

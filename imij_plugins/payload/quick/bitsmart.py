@@ -32,7 +32,7 @@ import numpy as np
 import xxhash
 
 from imij_plugins.errors import Corrupt, TooLarge, Unsupported
-from imij_plugins.payload.entropy.costs import histogram
+from imij_plugins.payload.counts import histogram
 from imij_plugins.payload.quick.packets import decode_packets, encode_packets
 
 __all__ = [

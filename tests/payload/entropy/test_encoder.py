@@ -483,23 +483,6 @@ def test_word_summary_kernel(dtype, kind):
 
 
 @NEEDS_C
-@pytest.mark.parametrize("dtype,D", [(np.uint8, 1), (np.uint8, 8), (np.uint16, 10), (np.uint16, 16)])
-def test_histogram_kernel(dtype, D):
-    """Counts of every value (runs of one value, odd lengths, strided views), as bincount finds
-    them; a value of more than D bits is refused."""
-    rng = np.random.default_rng(D)
-    for shape in ((1, 1), (3, 5), (64, 67)):
-        words = rng.integers(0, 1 << D, shape).astype(dtype)
-        words[:, : shape[1] // 2] = words[0, 0]  # runs of one value
-        for view in (words, words[:, ::2]):
-            x, y = both(K.histogram, view, D)
-            assert x.tolist() == y.tolist() and x.sum() == view.size
-    if D < 8 * np.dtype(dtype).itemsize:
-        with _backend.use("c"), pytest.raises(ValueError):
-            K.histogram(np.array([[1 << D]], dtype=dtype), D)
-
-
-@NEEDS_C
 def test_kernels_on_wide_rows():
     """Rows wider than the kernels' 256-column chunks and 4096-column class segments."""
     rng = np.random.default_rng(21)

@@ -1,0 +1,33 @@
+"""Value counts of narrow words, for both codecs' encoders (the quick codec's bit-smart planes,
+the entropy encoder's map choice and palettes): csrc/encode.c's imij_enc_histogram, which counts
+bytes in place, or numpy's bincount a chunk at a time (it widens its input to int64 first)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from imij_plugins import _backend
+
+NARROW = (np.dtype(np.uint8), np.dtype(np.uint16))
+
+
+def histogram(words: np.ndarray, D: int) -> np.ndarray:
+    """encode.h imij_enc_histogram: counts (int64) of every value of words of at most 16 bits
+    (uint8 / uint16, values below 2^D)."""
+    if _backend.active() == "c" and words.dtype in NARROW and D <= 8 * words.itemsize:
+        ffi, lib = _backend.ffi, _backend.lib
+        flat = np.ascontiguousarray(words).reshape(-1)
+        counts = np.zeros(1 << D, dtype=np.uint64)
+        if lib.imij_enc_histogram(ffi.from_buffer(flat), flat.itemsize, flat.size, D,
+                                  ffi.from_buffer("uint64_t[]", counts, require_writable=True)) != 0:
+            raise ValueError(f"imij_enc_histogram: a value of {D + 1} bits or more")
+        return counts.view(np.int64)
+    flat = words.ravel()
+    counts = np.zeros(1 << D, dtype=np.int64)
+    step = 1 << 16
+    for i in range(0, flat.size, step):  # bincount widens its input: a chunk at a time
+        counts += np.bincount(flat[i : i + step], minlength=1 << D)
+    return counts
+
+
+__all__ = ["histogram"]

@@ -1,0 +1,28 @@
+"""payload/counts.py: value counts of narrow words, the C kernel against numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from imij_plugins import _backend
+from imij_plugins.payload.counts import histogram
+
+from .entropy.backends import NEEDS_C, both
+
+
+@NEEDS_C
+@pytest.mark.parametrize("dtype,D", [(np.uint8, 1), (np.uint8, 8), (np.uint16, 10), (np.uint16, 16)])
+def test_histogram_kernel(dtype, D):
+    """Counts of every value (runs of one value, odd lengths, strided views), as bincount finds
+    them; a value of more than D bits is refused."""
+    rng = np.random.default_rng(D)
+    for shape in ((1, 1), (3, 5), (64, 67)):
+        words = rng.integers(0, 1 << D, shape).astype(dtype)
+        words[:, : shape[1] // 2] = words[0, 0]  # runs of one value
+        for view in (words, words[:, ::2]):
+            x, y = both(histogram, view, D)
+            assert x.tolist() == y.tolist() and x.sum() == view.size
+    if D < 8 * np.dtype(dtype).itemsize:
+        with _backend.use("c"), pytest.raises(ValueError):
+            histogram(np.array([[1 << D]], dtype=dtype), D)
