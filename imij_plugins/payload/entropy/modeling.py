@@ -56,7 +56,6 @@ class ModelPlan:
     ctx_map: tuple[int, ...]
     codes: tuple[TableCode, ...]
     enc: EncModel
-    est_bits: float
 
 
 def _bucket_values() -> np.ndarray:
@@ -86,13 +85,6 @@ def bucket_tokens(n: int, k: int, m: int) -> np.ndarray:
             out[2, b], out[3, b] = sch.value_tokens + t, nb
     out.flags.writeable = False
     return out
-
-
-def token_hist(st: SlotStats, n: int, k: int, m: int, runs: bool) -> tuple[np.ndarray, int]:
-    """(16, 256) token counts per class and the total extra bits."""
-    tokens = bucket_tokens(n, k, m)
-    extra = int(st.vcol @ tokens[1]) + (int(st.rcol @ tokens[3]) if runs else 0)
-    return K.token_counts(st.vh, st.rh, st.zr, tokens, runs), extra
 
 
 def _multi_cost(items: list[tuple["SlotStats", int, int, bool]], n: int) -> list[int]:
@@ -299,7 +291,7 @@ def choose_model(variants: dict[bool, SlotStats], n: int, ctx_shift: int, eff: M
             items.append((variants[cross], k, m, runs, cross))
     vc = _multi_cost([it[:4] for it in items], n) if len(items) > 1 else [0]
     st, _, _, runs, cross = items[int(np.argmin(vc))]
-    th, extra = token_hist(st, n, k, m, runs)
+    th = K.token_counts(st.vh, st.rh, st.zr, bucket_tokens(n, k, m), runs)
     ctx_map, hists, est = partition_classes(th)
     if eff.greedy_any:
         alt = merge_classes(th)
@@ -310,7 +302,7 @@ def choose_model(variants: dict[bool, SlotStats], n: int, ctx_shift: int, eff: M
     scheme = Scheme(n, k, m)
     enc = EncModel(n, k, m, cross, ctx_shift, run_min if runs else 0, ctx_map,
                    tuple(t[0] for t in tables), tuple(t[1] for t in tables))
-    return ModelPlan(scheme, cross, ctx_shift, ctx_map, tuple(codes), enc, est / (1 << K.COST_FIX) + extra)
+    return ModelPlan(scheme, cross, ctx_shift, ctx_map, tuple(codes), enc)
 
 
 def estimate_bits(st: SlotStats) -> float:
