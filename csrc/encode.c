@@ -7,6 +7,7 @@
 
 #include "encode.h"
 #include "predictors.inc"
+#include "runs.inc"
 
 #define M_BITS 10
 #define RUN_CAP 32768u
@@ -239,56 +240,54 @@ typedef struct {
     int32_t x[CHUNK], w[CHUNK], n[CHUNK], nw[CHUNK], ne[CHUNK];
 } chunk_nb;
 
-/* Gather a chunk of sampled columns c = c_first + i * step (i < count) of row r >= 1 of a plane. */
+/* The columns c = c_first + j * step (j < count) of a row and the row above, with neighbours read
+ * as if the row had no lanes (W at c - 1, NE at c + 1, the image's last column's NE is N); the
+ * lane edges are mended after. STEP is a constant at each call, so the copies vectorize. */
+static inline void gather_plain(const uint32_t *row, const uint32_t *prev, uint32_t c_first, uint32_t step, int count,
+                                uint32_t width, chunk_nb *g)
+{
+    const uint32_t *xr = row + c_first, *nr = prev + c_first;
+    int i = 0;
+    if (c_first == 0) { /* column 0: no W (the lane-start mend sets it) */
+        g->x[0] = (int32_t)xr[0];
+        g->n[0] = g->w[0] = g->nw[0] = (int32_t)nr[0];
+        i = 1;
+    }
+    for (int j = i; j < count; j++) {
+        size_t o = (size_t)j * step;
+        g->x[j] = (int32_t)xr[o];
+        g->n[j] = (int32_t)nr[o];
+        g->w[j] = (int32_t)xr[o - 1];
+        g->nw[j] = (int32_t)nr[o - 1];
+    }
+    int last_in = c_first + (uint32_t)(count - 1) * step + 1 >= width; /* the chunk ends at the last column */
+    int inner = count - last_in;
+    for (int j = 0; j < inner; j++)
+        g->ne[j] = (int32_t)nr[(size_t)j * step + 1];
+    if (last_in)
+        g->ne[count - 1] = g->n[count - 1];
+}
+
+/* Gather a chunk of sampled columns c = c_first + i * step (i < count) of row r >= 1 of a plane,
+ * with 4's lane-local neighbours: at a lane's first column W = NW = N, at its last NE = N. */
 static void gather(const uint32_t *row, const uint32_t *prev, uint32_t c_first, uint32_t step, int count, uint32_t lw,
                    uint32_t width, chunk_nb *g)
 {
-    if (step == 1) { /* contiguous: plain copies, then the lane edges (W = NW = N, NE = N) */
-        const uint32_t *xr = row + c_first, *nr = prev + c_first;
-        int i = 0;
-        if (c_first == 0) {
-            g->x[0] = (int32_t)xr[0];
-            g->n[0] = g->w[0] = g->nw[0] = (int32_t)nr[0];
-            g->ne[0] = count > 1 || width > 1 ? (int32_t)nr[1] : (int32_t)nr[0];
-            i = 1;
-        }
-        for (int j = i; j < count; j++) {
-            g->x[j] = (int32_t)xr[j];
-            g->n[j] = (int32_t)nr[j];
-            g->w[j] = (int32_t)xr[j - 1];
-            g->nw[j] = (int32_t)nr[j - 1];
-        }
-        uint32_t last = c_first + (uint32_t)count; /* the chunk's end column (exclusive) */
-        for (int j = 0; j < count; j++)
-            g->ne[j] = c_first + (uint32_t)j + 1 < width ? (int32_t)nr[j + 1] : (int32_t)nr[j];
-        for (uint32_t c = (c_first + lw - 1) / lw * lw; c < last; c += lw) { /* lane starts */
-            uint32_t j = c - c_first;
+    if (step == 1)
+        gather_plain(row, prev, c_first, 1, count, width, g);
+    else if (step == 2)
+        gather_plain(row, prev, c_first, 2, count, width, g);
+    else
+        gather_plain(row, prev, c_first, step, count, width, g);
+    uint32_t last = c_first + (uint32_t)(count - 1) * step; /* the chunk's last column */
+    for (uint32_t c = (c_first + lw - 1) / lw * lw; c <= last; c += lw) /* lane starts */
+        if ((c - c_first) % step == 0) {
+            uint32_t j = (c - c_first) / step;
             g->w[j] = g->nw[j] = g->n[j];
         }
-        for (uint32_t c = (c_first / lw + 1) * lw - 1; c < last; c += lw) /* lane ends */
-            g->ne[c - c_first] = g->n[c - c_first];
-        if (last == width)
-            g->ne[count - 1] = g->n[count - 1];
-        return;
-    }
-    uint32_t l = c_first / lw, x = c_first - l * lw;
-    uint32_t lane_w = (l + 1) * lw <= width ? lw : width - l * lw;
-    uint32_t c = c_first;
-    for (int i = 0; i < count; i++) {
-        int32_t nn = (int32_t)prev[c];
-        g->x[i] = (int32_t)row[c];
-        g->n[i] = nn;
-        g->w[i] = x ? (int32_t)row[c - 1] : nn;
-        g->nw[i] = x ? (int32_t)prev[c - 1] : nn;
-        g->ne[i] = x + 1 < lane_w ? (int32_t)prev[c + 1] : nn;
-        c += step;
-        x += step;
-        while (x >= lw) { /* only the last lane is narrower than lw; c then stays below width */
-            x -= lw;
-            l++;
-            lane_w = (l + 1) * lw <= width ? lw : width - l * lw;
-        }
-    }
+    for (uint32_t c = (c_first / lw + 1) * lw - 1; c <= last; c += lw) /* lane ends (the last: above) */
+        if ((c - c_first) % step == 0)
+            g->ne[(c - c_first) / step] = g->n[(c - c_first) / step];
 }
 
 /* predictors 7..9 over a chunk: g holds W and N, gr the reference's R, RW and RN (row 0: R only) */
@@ -1331,6 +1330,16 @@ static int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32_t r1, uint32_
                 uint32_t x = x_first + i;
                 uint32_t xops[16], hops[16], nx = 0, nh = 0;
                 uint32_t here = active - (x >= sc->lane_w[active - 1]); /* only the last lane is narrower */
+                if (skip[0]) { /* every lane inside its run: the steps until the shortest ends code nothing */
+                    uint32_t edge = x < sc->lane_w[active - 1] ? sc->lane_w[active - 1] : lw; /* `here` holds */
+                    uint32_t span = all_runs(skip, here, (edge - x < xn - i ? edge - x : xn - i));
+                    if (span) {
+                        for (uint32_t l = 0; l < here; l++)
+                            skip[l] -= span;
+                        i += span - 1;
+                        continue;
+                    }
+                }
                 const uint8_t *cx = ctxr + i;
                 for (uint32_t l = 0; l < here; l++) {
                     if (skip[l]) {

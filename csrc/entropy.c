@@ -22,6 +22,7 @@
 #include "entropy_dispatch.h"
 #include "imij_kernels.h"
 #include "predictors.inc"
+#include "runs.inc"
 
 #include "rans_avx2.inc"
 
@@ -181,6 +182,19 @@ static lane_geo geometry(uint32_t width, uint32_t lanes)
 #endif
 
 
+/* `span` steps of lanes 0..nl-1 inside their zero runs, from `at` (lane-interleaved, `active`
+ * lanes per step): every value 0, every run counted down (3.1). */
+static inline void zero_steps(uint32_t *at, uint32_t active, uint32_t nl, uint32_t span, uint32_t *run)
+{
+    if (nl == active)
+        memset(at, 0, (size_t)span * active * sizeof *at);
+    else
+        for (uint32_t j = 0; j < span; j++)
+            memset(at + (size_t)j * active, 0, (size_t)nl * sizeof *at);
+    for (uint32_t l = 0; l < nl; l++)
+        run[l] -= span;
+}
+
 /* ---- 3.1 with AVX2: the 16 lanes of one step as two vectors of 8 u32 ----
  *
  * Taken for a step when both neighbours exist (x > 0 and r > 0). A step reads at most 16 words
@@ -317,6 +331,17 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
         const uint32_t *c0 = cross ? u0 + (size_t)i * g.row : row;
         for (uint32_t x = 0; x < lw; x++) {
             uint32_t nl = x < last_w ? active : active - 1; /* lanes with a position at x */
+            if (run[0]) { /* 3.1: while every lane of the step is inside a zero run, steps read nothing */
+                uint32_t span = all_runs(run, nl, (x < last_w ? last_w : lw) - x);
+                if (span) {
+                    zero_steps(row + (size_t)x * active, active, nl, span, run);
+                    x += span - 1;
+#if IMIJ_ENT_AVX2
+                    w_valid = 0;
+#endif
+                    continue;
+                }
+            }
             uint32_t sym_of[16], e_of[16], lane_of[16], n = 0;
             int tokens_done = 0;
 #if IMIJ_ENT_AVX2

@@ -487,6 +487,9 @@ def test_kernels_on_wide_rows():
     """Rows wider than the kernels' 256-column chunks and 4096-column class segments."""
     rng = np.random.default_rng(21)
     planes = _planes(rng, 3, 3, 5000, [8, 8, 8])
+    for rows, cols in ((2, 2), (1, 3)):  # sampled columns across chunk and lane ends
+        a, b = both(K.costs, planes, [8] * 3, 16, True, 0x7F, 0xF, rows, cols)
+        assert np.array_equal(a, b)
     a, b = both(K.costs, planes, [8] * 3, 16, True, 0x7F, 0xF, 1, 1)
     assert np.array_equal(a, b)
     mode, preds, _ = K.choose(a, 0xF)
