@@ -117,8 +117,7 @@ void imij_model_tables(imij_slot_model *m, const uint32_t *freq, uint32_t ntable
         for (uint32_t sym = 0; sym < 256 && cum < M_SLOTS; sym++) {
             uint32_t f = freq[c * 256 + sym];
             for (uint32_t k = 0; k < f && cum < M_SLOTS; k++, cum++) { /* 3.1: slot - cum = k */
-                m->dec[(size_t)c * M_SLOTS + cum] = sym | f << 8 | k << 19;
-                m->tok[(size_t)c * M_SLOTS + cum] = tok[sym];
+                m->ent[(size_t)c * M_SLOTS + cum] = (sym | f << 8 | k << 19) | (uint64_t)tok[sym] << 32;
             }
         }
     }
@@ -226,6 +225,19 @@ static inline AVX2_FN __m256i simd_context(__m256i sum, __m256i ctx_map)
     return _mm256_and_si256(_mm256_shuffle_epi8(ctx_map, cls), _mm256_set1_epi32(0xff));
 }
 
+/* The entries of 8 lanes' slots (every slot is inside the tables: ctx_map entries are below
+ * ntables) as two 64-bit gathers: their low halves into *e, their high halves (the tokens) into
+ * *tok, 0 for lanes not `live`. */
+static inline AVX2_FN void simd_entries(const uint64_t *ent, __m256i slot, __m256i live, __m256i *e, __m256i *tok)
+{
+    const long long *base = (const long long *)ent;
+    __m256 g0 = _mm256_castsi256_ps(_mm256_i32gather_epi64(base, _mm256_castsi256_si128(slot), 8)); /* e0 t0 e1 t1 | e2 t2 e3 t3 */
+    __m256 g1 = _mm256_castsi256_ps(_mm256_i32gather_epi64(base, _mm256_extracti128_si256(slot, 1), 8));
+    /* 0x88 takes the even dwords (e0 e1 e4 e5 | e2 e3 e6 e7), 0xDD the odd; 0xD8 puts the 64-bit pairs in order */
+    *e = _mm256_permute4x64_epi64(_mm256_castps_si256(_mm256_shuffle_ps(g0, g1, 0x88)), 0xD8);
+    *tok = _mm256_and_si256(_mm256_permute4x64_epi64(_mm256_castps_si256(_mm256_shuffle_ps(g0, g1, 0xDD)), 0xD8), live);
+}
+
 /* One step (r > 0, x > 0) of lanes 0..nl-1, reading words at *w (>= 64 bytes there): `at`, `up`
  * and `c0` point at column x of the step's row, the row above and slot 0's row, lane-interleaved
  * (lane l at +l), `wat` at column x - 1. Lanes inside a zero run (3.1) take no token and output
@@ -255,8 +267,8 @@ static inline AVX2_FN int simd_step(const imij_slot_model *m, uint32_t *st, uint
         __m256i s0 = _mm256_loadu_si256((const __m256i *)(st + 8 * h));
         __m256i slot = _mm256_or_si256(_mm256_slli_epi32(simd_context(sum, ctx_map), M_BITS),
                                        _mm256_and_si256(s0, _mm256_set1_epi32(M_SLOTS - 1)));
-        __m256i e = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)m->dec, slot, live[h], 4);
-        tok[h] = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)m->tok, slot, live[h], 4);
+        __m256i e;
+        simd_entries(m->ent, slot, live[h], &e, &tok[h]);
         __m256i freq = _mm256_and_si256(_mm256_srli_epi32(e, 8), _mm256_set1_epi32(0x7ff));
         __m256i x1 = _mm256_add_epi32(_mm256_mullo_epi32(freq, _mm256_srli_epi32(s0, M_BITS)),
                                       _mm256_srli_epi32(e, 19));
@@ -311,9 +323,9 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
     memcpy(run, ss->run, sizeof run);
     const uint32_t shift = m->ctx_shift, nvalue = m->nvalue;
     const uint8_t *nbits = m->nb;
-    const uint32_t *table_of[33]; /* the table of each context sum's bit length (any 32-bit sum) */
+    const uint64_t *table_of[33]; /* the table of each context sum's bit length (any 32-bit sum) */
     for (uint32_t c = 0; c < 33; c++)
-        table_of[c] = m->dec + (size_t)m->ctx_map[c > 15 ? 15 : c] * M_SLOTS;
+        table_of[c] = m->ent + (size_t)m->ctx_map[c > 15 ? 15 : c] * M_SLOTS;
 #if IMIJ_ENT_AVX2
     uint32_t w_prev[16];
     int w_valid = 0; /* w_prev holds the previous step's values (it was a complete SIMD step) */
@@ -391,7 +403,7 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
                 if (cross) /* slot 0 may be deeper than this slot: its term is always clamped */
                     sum += ctx_term(c0[at], shift);
 #undef TERM
-                uint32_t e = table_of[bit_length(sum)][st[l] & (M_SLOTS - 1)];
+                uint32_t e = (uint32_t)table_of[bit_length(sum)][st[l] & (M_SLOTS - 1)]; /* the low half */
                 uint32_t xs = (e >> 8 & 0x7ffu) * (st[l] >> M_BITS) + (e >> 19);
                 RENORM(xs);
                 st[l] = xs;
@@ -805,10 +817,10 @@ static int begin_slots(imij_entropy_state *state, reader *rd)
     return 0;
 }
 
-/* A model whose tables cover its context map (its dec and tok hold ntables x M entries). */
+/* A model whose tables cover its context map (its ent holds ntables x M entries). */
 static int model_ok(const imij_slot_model *m)
 {
-    if (!m->dec || !m->tok || m->ntables < 1 || m->ntables > 4)
+    if (!m->ent || m->ntables < 1 || m->ntables > 4)
         return 0;
     for (int c = 0; c < 16; c++)
         if (m->ctx_map[c] >= m->ntables)

@@ -61,13 +61,14 @@ enum {
     IMIJ_ENT_E_GATED = -12      /* 2.10 / 2.14: bilevel or template layout without its feature */
 };
 
-/* One slot's model (3.3), prepared once per payload: the context map, the normalized tables
- * as one packed entry per context and slot (sym | freq << 8 | (slot - cum) << 19: a decode step
- * is one load), each symbol's token base and extra-bit count (3.2), and per context and slot the
- * token of its symbol for the SIMD step: base | nb << 24, or bit 31 when the scalar path must
- * finish the step (a run token, more than 16 extra bits, a value of 24 bits or more). The caller
- * fills ctx_map, the flags, base and nb and points dec and tok at memory of its own (the tables
- * a model has, not four), then imij_model_tables fills them and high. */
+/* One slot's model (3.3), prepared once per payload: the context map, the normalized tables as
+ * one packed entry per context and slot, each symbol's token base and extra-bit count (3.2).
+ * An entry's low half is sym | freq << 8 | (slot - cum) << 19 (a decode step is one load); its
+ * high half the token of its symbol for the SIMD step: base | nb << 24, or bit 31 when the
+ * scalar path must finish the step (a run token, more than 16 extra bits, a value of 24 bits or
+ * more); one 64-bit gather fetches both. The caller fills ctx_map, the flags, base and nb and
+ * points ent at memory of its own (the tables a model has, not four), then imij_model_tables
+ * fills it and high. */
 typedef struct {
     uint32_t depth;        /* n_s, coded bits */
     uint32_t nvalue;       /* value tokens; symbols from nvalue on are run tokens */
@@ -77,13 +78,12 @@ typedef struct {
     uint32_t high;         /* some symbol has more than 16 extra bits (the high phase runs) */
     uint8_t ctx_map[16];
     uint32_t ntables;      /* contexts with a table: every ctx_map entry is below it */
-    uint32_t *dec;         /* ntables x 1024 entries, the caller's memory */
-    uint32_t *tok;         /* ntables x 1024 entries, the caller's memory */
+    uint64_t *ent;         /* ntables x 1024 entries, the caller's memory */
     uint32_t base[256];
     uint8_t nb[256];
 } imij_slot_model;
 
-/* 3.3: set m->ntables and fill m->dec and m->tok (each ntables x 1024 entries, already pointing
+/* 3.3: set m->ntables and fill m->ent (ntables x 1024 entries, already pointing
  * at the caller's memory) from `ntables` (1..=4) normalized tables, freq[c * 256 + sym], each
  * summing to M = 1024 (a larger sum is cut at M), and m->high from m->nb. */
 void imij_model_tables(imij_slot_model *m, const uint32_t *freq, uint32_t ntables);

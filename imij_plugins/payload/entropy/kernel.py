@@ -55,7 +55,7 @@ class CModels:
         ffi = _backend.ffi
         count = len(plan.slots) + (plan.palette_allowed and plan.palette_model is not None)
         self.structs = ffi.new("imij_slot_model[]", max(count, 1))
-        self.tables: list[np.ndarray] = []  # each model's dec and tok entries, which the structs point at
+        self.tables: list[np.ndarray] = []  # each model's entries, which the structs point at
         for i, (slot, model) in enumerate(zip(plan.slots, plan.models)):
             self._fill(self.structs[i], model, slot.depth, plan.bounds[i])
         self.palette = ffi.NULL
@@ -82,10 +82,9 @@ class CModels:
         ffi.memmove(ffi.addressof(s, "base"), base, base.nbytes)
         ffi.memmove(ffi.addressof(s, "nb"), nb, nb.nbytes)
         freq = model.freq
-        entries = np.empty((2, len(freq), M), np.uint32)  # dec, then tok: as many tables as the model has
+        entries = np.empty((len(freq), M), np.uint64)  # as many tables as the model has
         self.tables.append(entries)
-        s.dec = ffi.from_buffer("uint32_t[]", entries[0], require_writable=True)  # entries outlives the struct's use
-        s.tok = ffi.from_buffer("uint32_t[]", entries[1], require_writable=True)
+        s.ent = ffi.from_buffer("uint64_t[]", entries, require_writable=True)  # entries outlives the struct's use
         _backend.lib.imij_model_tables(ffi.addressof(s), ffi.from_buffer("uint32_t[]", freq), len(freq))
 
     def unit_of(self, width: int, height: int):
