@@ -930,6 +930,19 @@ static void residual_rows(const void *u, const void *u0, uint32_t esize, uint32_
     *u0r = u0 ? widen(buf + 2 * (size_t)width, u0, (size_t)r * width, width, esize) : NULL;
 }
 
+/* Positions c .. c + n inside a run: each counts into zr of its class (cls) and cross class
+ * (xcls, NULL without), by column into four partial counts. Kept out of line: the statistics
+ * loop stays small for the positions that take tokens. */
+static __attribute__((noinline)) void count_run(const uint8_t *cls, const uint8_t *xcls, uint32_t c, uint32_t n,
+                                                uint32_t (*zpart)[IMIJ_ENC_CLASSES], uint32_t (*xzpart)[IMIJ_ENC_CLASSES])
+{
+    for (uint32_t j = 0; j < n; j++)
+        zpart[(c + j) & 3][cls[j]]++;
+    if (xcls)
+        for (uint32_t j = 0; j < n; j++)
+            xzpart[(c + j) & 3][xcls[j]]++;
+}
+
 int imij_enc_stats(const void *u, const void *u0, uint32_t esize, uint32_t width, uint32_t height, uint32_t lanes,
                    uint32_t ctx_shift, uint32_t run_min, uint32_t *rows, uint32_t *vh, uint32_t *zr, uint32_t *rh,
                    uint32_t *xvh, uint32_t *xzr, uint32_t *xrh)
@@ -964,10 +977,13 @@ int imij_enc_stats(const void *u, const void *u0, uint32_t esize, uint32_t width
                     lane_w = c0 + lw <= width ? lw : width - c0;
                 }
                 uint32_t xx = x++;
-                if (skip[l]) {
-                    skip[l]--;
-                    zpart[c & 3][k]++;
-                    xzpart[c & 3][xk]++; /* (unused without u0) */
+                if (skip[l]) { /* inside a run: the positions up to the lane's or the segment's end at once */
+                    uint32_t n = skip[l] < lane_w - xx ? skip[l] : lane_w - xx;
+                    n = n < count - i ? n : count - i;
+                    count_run(cls + i, u0r ? xcls + i : NULL, c, n, zpart, xzpart);
+                    skip[l] -= n;
+                    x = xx + n;
+                    i += n - 1;
                     continue;
                 }
                 uint32_t v = ur[c];
