@@ -1238,14 +1238,19 @@ static inline void join_token(uint32_t v, uint32_t kp, uint32_t m, uint32_t *t, 
 }
 
 #define OP_BITS 0x80000000u
-#define BLOCK_SAMPLES 16384u /* positions per block of rows the stream writer codes at once */
+#define BLOCK_SAMPLES 8192u /* positions per block of rows the stream writer codes at once */
 
-/* Rows per block of the stream writer: about BLOCK_SAMPLES positions, at least one row. */
-static uint32_t block_rows(uint32_t width) { return width >= BLOCK_SAMPLES ? 1u : BLOCK_SAMPLES / width; }
+/* Rows per block of the stream writer: about BLOCK_SAMPLES positions, at least one row, at most
+ * the unit's (a small unit's scratch is its own size). */
+static uint32_t block_rows(uint32_t width, uint32_t height)
+{
+    uint32_t rows = width >= BLOCK_SAMPLES ? 1u : BLOCK_SAMPLES / width;
+    return rows < height ? rows : height;
+}
 
 size_t imij_enc_stream_scratch(uint32_t width, uint32_t height)
 {
-    size_t rows = block_rows(width), blocks = (height + rows - 1) / rows;
+    size_t rows = block_rows(width, height), blocks = (height + rows - 1) / rows;
     return 3 * (size_t)width + 16 * blocks + 3 * (size_t)width * rows;
 }
 
@@ -1509,7 +1514,7 @@ int64_t imij_enc_stream(const void *u, const void *u0, uint32_t esize, uint32_t 
     divider dv;
     stream_init(&sc, u, u0, esize, width, height, lanes, model);
     divider_init(&dv);
-    uint32_t rows = block_rows(width), blocks = (height + rows - 1) / rows;
+    uint32_t rows = block_rows(width, height), blocks = (height + rows - 1) / rows;
     uint32_t *rowbuf = scratch, *checkpoints = scratch + 3 * (size_t)width;
     uint32_t *ops = checkpoints + 16 * (size_t)blocks;
     /* the lanes' run skips at the start of every block, so blocks can be coded last first */

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from imij_plugins import _backend
-from imij_plugins.payload.counts import histogram
+from imij_plugins.payload.counts import distinct_values, histogram
 
 from .entropy.backends import NEEDS_C, both
 
@@ -26,3 +26,12 @@ def test_histogram_kernel(dtype, D):
     if D < 8 * np.dtype(dtype).itemsize:
         with _backend.use("c"), pytest.raises(ValueError):
             histogram(np.array([[1 << D]], dtype=dtype), D)
+
+
+@pytest.mark.parametrize("size", [1, 300, 1 << 10, (1 << 10) + 1, 5000])
+def test_distinct_values_either_way(size):
+    """Sorted copy (at most 2^D words) or histogram (more): the same sorted distinct values."""
+    rng = np.random.default_rng(size)
+    words = rng.integers(0, 1 << 10, size).astype(np.uint16)
+    got = distinct_values(words, 10)
+    assert got.dtype == np.int64 and got.tolist() == sorted(set(words.tolist()))

@@ -37,10 +37,11 @@ _local = threading.local()
 
 
 def _scratch(name: str, size: int, dtype) -> np.ndarray:
-    """A per-thread buffer of at least ``size`` elements, reused across calls."""
+    """A per-thread buffer of at least ``size`` elements, reused across calls (a payload's units
+    are of about one size; sized to the call, so a small image's stay small)."""
     buf = getattr(_local, name, None)
     if buf is None or buf.size < size:
-        buf = np.empty(max(size, 1 << 16), dtype=dtype)
+        buf = np.empty(size, dtype=dtype)
         setattr(_local, name, buf)
     return buf[:size]
 

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from imij_plugins.payload.counts import histogram
+from imij_plugins.payload.counts import distinct_values
 from imij_plugins.payload.entropy import costs as K
 from imij_plugins.payload.entropy.maps import (
     CONST,
@@ -84,10 +84,10 @@ def _trailing_zeros(v: int, D: int) -> int:
 
 
 def _distinct(ch: Channel) -> np.ndarray | None:
-    """Every distinct raw word (D <= 16: a histogram), else None."""
+    """Every distinct raw word (D <= 16), else None."""
     if ch.D > 16:
         return None
-    return np.flatnonzero(histogram(ch.word, ch.D)).astype(U64)
+    return distinct_values(ch.word, ch.D).astype(U64)
 
 
 def _strided_sample(w: np.ndarray, count: int) -> np.ndarray:
@@ -242,7 +242,7 @@ def table_candidate(ch: Channel, regular: ChannelMap) -> ChannelMap | None:
         return None
     o = native_order(ch.word, ch.kind, ch.D)
     if ch.D <= 16:
-        values = np.flatnonzero(histogram(o, ch.D))
+        values = distinct_values(o, ch.D)
     else:
         sample = o.ravel()[:: max(1, o.size // 65536)]
         if len(np.unique(sample)) > TABLE_MAX_ENTRIES:
