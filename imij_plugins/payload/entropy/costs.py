@@ -718,12 +718,14 @@ def best_precisions(H: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.nda
 
 
 def token_counts(vh: np.ndarray, rh: np.ndarray, zr: np.ndarray, tokens: np.ndarray, runs: bool) -> np.ndarray:
-    """(16, 256) token counts per class of a slot's statistics under per-bucket tokens (3.2)."""
-    base = (np.arange(CLASSES, dtype=np.int64) * 256)[:, None]
-    th = np.bincount((base + tokens[0]).ravel(), weights=vh.ravel(), minlength=CLASSES * 256)
-    if runs:
-        th += np.bincount((base + tokens[2]).ravel(), weights=rh.ravel(), minlength=CLASSES * 256)
-    th = th.reshape(CLASSES, 256).astype(np.int64)  # float sums of integers below 2^53: exact
+    """(16, 256) token counts per class of a slot's statistics under per-bucket tokens (3.2), a
+    class at a time (float sums of integers below 2^53: exact; no whole-array float copies)."""
+    th = np.zeros((CLASSES, 256), dtype=np.int64)
+    for c in range(CLASSES):
+        row = np.bincount(tokens[0], weights=vh[c], minlength=256)
+        if runs:
+            row += np.bincount(tokens[2], weights=rh[c], minlength=256)
+        th[c] = row
     if not runs:
         th[:, 0] += zr
     return th
@@ -842,9 +844,9 @@ def stream(u: np.ndarray, u0: np.ndarray | None, lanes: int, model: EncModel, cm
 
 
 def _stream_caps(positions: int, esize: int) -> tuple[int, int]:
-    """Output buffers for a stream: about the raw plane's size (enough unless the data does not
-    compress), then encode.h's bound for any input."""
-    return 4096 + (esize + 1) * positions, 128 + 6 * positions
+    """Output buffers for a stream: the raw plane's size and an eighth (enough unless the data
+    does not compress), then encode.h's bound for any input."""
+    return 4096 + esize * positions + positions // 8, 128 + 6 * positions
 
 
 __all__ = ["BUCKETS", "CLASSES", "EncModel", "M", "add_stats", "bucket_of", "choose", "costs", "near", "new_counts",
