@@ -1610,31 +1610,58 @@ static int add_tokens(const int64_t *counts, const int64_t *tok, const int64_t *
     return 0;
 }
 
-int64_t imij_enc_token_cost(const int64_t *vh, const int64_t *rh, const int64_t *zr, const int64_t *tokens,
-                            uint32_t runs, const int64_t *log2fix)
+/* Class c's token counts into th[256] (zeroed here) and its extra bits into *extra: its value
+ * tokens, then its run tokens or, without runs, every covered position as value token 0. */
+static int class_tokens(const int64_t *vh, const int64_t *rh, const int64_t *zr, const int64_t *tokens, uint32_t runs,
+                        uint32_t c, int64_t *th, int64_t *extra)
+{
+    const int64_t *vt = tokens, *vn = tokens + IMIJ_ENC_BUCKETS, *rt = tokens + 2 * IMIJ_ENC_BUCKETS,
+                  *rn = tokens + 3 * IMIJ_ENC_BUCKETS;
+    memset(th, 0, 256 * sizeof *th);
+    if (add_tokens(vh + (size_t)c * IMIJ_ENC_BUCKETS, vt, vn, th, extra))
+        return -1;
+    if (runs)
+        return add_tokens(rh + (size_t)c * IMIJ_ENC_BUCKETS, rt, rn, th, extra);
+    if (zr[c] < 0)
+        return -1;
+    th[0] += zr[c];
+    return 0;
+}
+
+static int tokens_ok(const int64_t *tokens)
 {
     const int64_t *vt = tokens, *vn = tokens + IMIJ_ENC_BUCKETS, *rt = tokens + 2 * IMIJ_ENC_BUCKETS,
                   *rn = tokens + 3 * IMIJ_ENC_BUCKETS;
     for (uint32_t b = 0; b < IMIJ_ENC_BUCKETS; b++)
         if (vt[b] < 0 || vt[b] > 255 || rt[b] < 0 || rt[b] > 255 || vn[b] < 0 || rn[b] < 0)
-            return -1;
+            return 0;
+    return 1;
+}
+
+int64_t imij_enc_token_cost(const int64_t *vh, const int64_t *rh, const int64_t *zr, const int64_t *tokens,
+                            uint32_t runs, const int64_t *log2fix)
+{
+    if (!tokens_ok(tokens))
+        return -1;
     int64_t total = 0, extra = 0, th[256];
     for (uint32_t c = 0; c < 16; c++) {
-        const int64_t *v = vh + (size_t)c * IMIJ_ENC_BUCKETS, *r = rh + (size_t)c * IMIJ_ENC_BUCKETS;
-        memset(th, 0, sizeof th);
-        if (add_tokens(v, vt, vn, th, &extra))
+        if (class_tokens(vh, rh, zr, tokens, runs, c, th, &extra))
             return -1;
-        if (runs) {
-            if (add_tokens(r, rt, rn, th, &extra))
-                return -1;
-        } else {
-            if (zr[c] < 0)
-                return -1;
-            th[0] += zr[c];
-        }
         total += row_cost(th, 256, log2fix);
     }
     return total + (extra << COST_FIX);
+}
+
+int imij_enc_token_counts(const int64_t *vh, const int64_t *rh, const int64_t *zr, const int64_t *tokens,
+                          uint32_t runs, int64_t *th)
+{
+    if (!tokens_ok(tokens))
+        return -1;
+    int64_t extra = 0;
+    for (uint32_t c = 0; c < 16; c++)
+        if (class_tokens(vh, rh, zr, tokens, runs, c, th + (size_t)c * 256, &extra))
+            return -1;
+    return 0;
 }
 
 /* 3.3: a count's weight at precision prec: exponent e = bit length, nb mantissa bits below the

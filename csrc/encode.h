@@ -101,6 +101,11 @@ int imij_enc_row_costs(const int64_t *h, uint32_t rows, uint32_t width, const in
 int64_t imij_enc_token_cost(const int64_t *vh, const int64_t *rh, const int64_t *zr, const int64_t *tokens,
                             uint32_t runs, const int64_t *log2fix);
 
+/* 3.2: the (16, 256) token counts th of a slot's statistics under one scheme's per-bucket tokens
+ * (as imij_enc_token_cost counts them). Returns 0, or -1 for bad arguments. */
+int imij_enc_token_counts(const int64_t *vh, const int64_t *rh, const int64_t *zr, const int64_t *tokens,
+                          uint32_t runs, int64_t *th);
+
 /* 3.3 / 5: per context (ctxs rows of counts H, width <= 256, each count below 2^32, each row
  * with a nonzero count) the precision prec_lo ..= prec_hi (1 ..= 8) whose table costs the fewest
  * table bits (exact) plus data bits (row_cost's normalization with the quantized weights; the

@@ -719,8 +719,15 @@ def best_precisions(H: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.nda
 
 def token_counts(vh: np.ndarray, rh: np.ndarray, zr: np.ndarray, tokens: np.ndarray, runs: bool) -> np.ndarray:
     """(16, 256) token counts per class of a slot's statistics under per-bucket tokens (3.2), a
-    class at a time (float sums of integers below 2^53: exact; no whole-array float copies)."""
+    class at a time (float sums of integers below 2^53: exact; no whole-array float copies);
+    encode.h imij_enc_token_counts on the C backend."""
     th = np.zeros((CLASSES, 256), dtype=np.int64)
+    if _c():
+        ffi, lib = _backend.ffi, _backend.lib
+        if lib.imij_enc_token_counts(_ptr(ffi, "int64_t[]", vh), _ptr(ffi, "int64_t[]", rh), _ptr(ffi, "int64_t[]", zr),
+                                     _ptr(ffi, "int64_t[]", tokens), int(runs), _ptr(ffi, "int64_t[]", th, True)):
+            raise ValueError("imij_enc_token_counts: bad statistics or tokens")
+        return th
     for c in range(CLASSES):
         row = np.bincount(tokens[0], weights=vh[c], minlength=256)
         if runs:

@@ -82,6 +82,8 @@ def test_token_cost_agrees(n):
         for runs in (True, False):
             x, y = both(K.token_cost, vh, rh, zr, tokens, runs)
             assert x == y
+            x, y = both(K.token_counts, vh, rh, zr, tokens, runs)
+            assert np.array_equal(x, y)
 
 
 @NEEDS_C
@@ -116,6 +118,8 @@ def test_estimate_kernels_refuse_bad_arguments():
         z = np.zeros((K.CLASSES, K.BUCKETS), dtype=np.int64)
         with pytest.raises(ValueError):
             K.token_cost(z, z, np.zeros(K.CLASSES, dtype=np.int64), tokens, True)
+        with pytest.raises(ValueError):
+            K.token_counts(z, z, np.zeros(K.CLASSES, dtype=np.int64), tokens, True)
 
 
 @pytest.mark.parametrize("seed", range(4))
