@@ -552,6 +552,33 @@ static void residual_row_generic(const uint32_t *const *cur, const uint32_t *ref
             d[(size_t)s * width + c] = zz(d[(size_t)s * width + c], depths[s]);
 }
 
+/* Residuals d (before decorrelation) of columns c_first .. c_first + count of row r >= 1 under
+ * intra predictor p (0..6): predicted straight from the rows as if they had no lanes, then the
+ * lane edges (4: W = NW = N at a lane's first column, NE = N at its last) predicted again. */
+static inline void residual_chunk(const uint32_t *row, const uint32_t *prev, uint32_t c_first, int count, uint32_t lw,
+                                  uint32_t width, uint32_t p, int32_t mk, int32_t *t, int32_t *d)
+{
+    const int32_t *xr = (const int32_t *)row + c_first, *nr = (const int32_t *)prev + c_first;
+    int i0 = c_first == 0;                           /* column 0 has no W: mended below */
+    int i1 = count - (c_first + (uint32_t)count == width); /* the last column has no NE: mended below */
+    if (i1 > i0)
+        pred_chunk(p, xr - 1 + i0, nr + i0, nr - 1 + i0, nr + 1 + i0, mk, t + i0, i1 - i0);
+    for (int i = i0; i < i1; i++)
+        d[i] = (xr[i] - t[i]) & mk;
+    uint32_t end = c_first + (uint32_t)count;
+    for (uint32_t l0 = c_first / lw * lw; l0 < end; l0 += lw) { /* the lanes meeting the chunk */
+        uint32_t lane_end = l0 + lw < width ? l0 + lw : width; /* exclusive */
+        uint32_t edge[2] = {l0, lane_end - 1};
+        for (int e = 0; e < 2; e++) {
+            uint32_t c = edge[e];
+            if (c < c_first || c >= end)
+                continue;
+            nbrs q = nb_of(row, prev, c, c == l0, c + 1 == lane_end);
+            d[c - c_first] = (int32_t)((row[c] - intra_predict(p, q.w, q.n, q.nw, q.ne, (uint32_t)mk)) & (uint32_t)mk);
+        }
+    }
+}
+
 /* One row of residuals of every slot (depths 1..16) with int32 chunks, into out as residual_row_generic. */
 IMIJ_CLONES
 static void residual_row_fast(const uint32_t *const *cur, const uint32_t *refs, uint32_t nslots, uint32_t width,
@@ -580,10 +607,7 @@ static void residual_row_fast(const uint32_t *const *cur, const uint32_t *refs, 
                 for (int i = 0; i < count; i++)
                     d[s][i] = (g.x[i] - t[i]) & mk;
             } else if (r) {
-                gather(row, row - width, c_first, 1, count, lw, width, &g);
-                pred_chunk(p, g.w, g.n, g.nw, g.ne, mk, t, count);
-                for (int i = 0; i < count; i++)
-                    d[s][i] = (g.x[i] - t[i]) & mk;
+                residual_chunk(row, row - width, c_first, count, lw, width, p, mk, t, d[s]);
             } else {
                 for (int i = 0; i < count; i++) {
                     uint32_t c = c_first + (uint32_t)i;
