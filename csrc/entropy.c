@@ -227,7 +227,7 @@ static inline AVX2_FN __m256i simd_context(__m256i sum, __m256i ctx_map)
 
 /* The entries of 8 lanes' slots (every slot is inside the tables: ctx_map entries are below
  * ntables) as two 64-bit gathers: their low halves into *e, their high halves (the tokens) into
- * *tok, 0 for lanes not `live`. */
+ * *tok; tokens are 0 for lanes not `live` (their entries are read but not used). */
 static inline AVX2_FN void simd_entries(const uint64_t *ent, __m256i slot, __m256i live, __m256i *e, __m256i *tok)
 {
     const long long *base = (const long long *)ent;

@@ -80,7 +80,7 @@ static void normalize(const uint32_t *w, uint32_t count, uint64_t total, uint32_
 int imij_normalize_table(const uint32_t *weights, uint32_t count, uint32_t *freq)
 {
     if (count == 0 || count > 256)
-        return -7;
+        return IMIJ_TBL_E_ARGS;
     uint64_t total = 0;
     for (uint32_t s = 0; s < count; s++)
         total += weights[s];

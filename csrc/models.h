@@ -19,7 +19,8 @@ enum {
     IMIJ_TBL_E_GAMMA = -3,    /* 3.3: a gamma code with more than 24 leading zero bits */
     IMIJ_TBL_E_EXPONENT = -4, /* 3.3: a weight exponent outside 0..=32 */
     IMIJ_TBL_E_CAP = -5,      /* 3.3 / 3.2: a weight on a run token past the run cap */
-    IMIJ_TBL_E_EMPTY = -6     /* 3.3: no nonzero weight */
+    IMIJ_TBL_E_EMPTY = -6,    /* 3.3: no nonzero weight */
+    IMIJ_TBL_E_ARGS = -7      /* imij_normalize_table: count 0 or above 256 */
 };
 
 /* Read one table (3.3) starting at bit *bitpos of buf[0..len) (LSB-first, section 0) for an
@@ -37,7 +38,7 @@ int imij_read_tables(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t 
 
 /* 3.3's normalization of weights[0..count) (count <= 256, weights below 2^32) into freq, as
  * imij_read_table does it (writers code with the decoder's frequencies). Returns 0, or
- * IMIJ_TBL_E_EMPTY when no weight is nonzero, -7 when count is 0 or above 256. */
+ * IMIJ_TBL_E_EMPTY when no weight is nonzero, IMIJ_TBL_E_ARGS when count is 0 or above 256. */
 int imij_normalize_table(const uint32_t *weights, uint32_t count, uint32_t *freq);
 
 /* 2.10 / 2.14: `count` entries, each a used bit and, when set, a value of `bits` (1..=16) bits,

@@ -856,6 +856,6 @@ def _stream_caps(positions: int, esize: int) -> tuple[int, int]:
     return 4096 + esize * positions + positions // 8, 128 + 6 * positions
 
 
-__all__ = ["BUCKETS", "CLASSES", "EncModel", "M", "add_stats", "bucket_of", "choose", "costs", "near", "new_counts",
-           "palette", "residuals", "best_precisions", "row_costs", "stats", "stream", "token_cost", "token_counts", "value_dtype",
-           "word_summary"]
+__all__ = ["BUCKETS", "CLASSES", "EncModel", "M", "add_stats", "best_precisions", "bucket_of", "choose", "costs", "near",
+           "new_counts", "palette", "residuals", "row_costs", "stats", "stream", "token_cost", "token_counts",
+           "value_dtype", "word_summary"]

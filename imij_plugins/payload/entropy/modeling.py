@@ -93,11 +93,11 @@ def _multi_cost(items: list[tuple["SlotStats", int, int, bool]], n: int) -> list
     return [K.token_cost(st.vh, st.rh, st.zr, bucket_tokens(n, k, m), runs) for st, k, m, runs in items]
 
 
-def partition_classes(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray], float]:
+def partition_classes(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray], int]:
     """Up to 4 contexts from the 16 classes (5): the split of the used classes, in class order,
     into at most 4 runs of neighbouring classes with the lowest estimated bits (ideal entropy
     plus a rough table size), found exactly over every split. Returns (ctx_map, per-context
-    histograms, estimated bits)."""
+    histograms, estimated bits * 2^16)."""
     used = np.flatnonzero(th.any(axis=1)).tolist()
     if not used:
         h0 = np.zeros(th.shape[1], dtype=np.int64)
@@ -133,14 +133,10 @@ def partition_classes(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray]
         for q in range(i, j):
             ctx_of_used[used[q]] = ctx
         hists.append(cum[j] - cum[i])
-    ctx_map = []
-    for c in range(CLASSES):
-        below = [d for d in used if d <= c]
-        ctx_map.append(ctx_of_used[below[-1] if below else used[0]])
-    return tuple(ctx_map), hists, int(best[k][g])
+    return _ctx_map(used, ctx_of_used), hists, int(best[k][g])
 
 
-def merge_classes(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray], float]:
+def merge_classes(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray], int]:
     """5: greedy merging of any two groups of classes (not only neighbours) while more than 4
     groups remain, then while a merge saves bits. Returns what partition_classes returns."""
     used = [c for c in range(CLASSES) if th[c].sum() > 0]
@@ -165,11 +161,17 @@ def merge_classes(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray], fl
         del groups[j], hists[j], cost[j]
     order = sorted(range(len(groups)), key=lambda q: groups[q][0])
     ctx_of = {c: ctx for ctx, q in enumerate(order) for c in groups[q]}
+    return _ctx_map(used, ctx_of), [hists[q] for q in order], sum(cost)
+
+
+def _ctx_map(used: list[int], ctx_of: dict[int, int]) -> tuple[int, ...]:
+    """3.3's ctx_map: each used class's context; an unused class takes that of the nearest used
+    class below it (above it when none is below)."""
     ctx_map = []
     for c in range(CLASSES):
         below = [d for d in used if d <= c]
         ctx_map.append(ctx_of[below[-1] if below else used[0]])
-    return tuple(ctx_map), [hists[q] for q in order], sum(cost)
+    return tuple(ctx_map)
 
 
 def best_tables(hists: list[np.ndarray], precs: range) -> list[TableCode]:
