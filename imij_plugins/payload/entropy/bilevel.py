@@ -277,11 +277,12 @@ def level_counts(plane: np.ndarray, n: int, typical: np.ndarray | None, lanes: L
 
 
 def level_stream(plane: np.ndarray, n: int, typical: np.ndarray | None, lanes: Lanes, phase0: np.ndarray,
-                 cand: np.ndarray | None = None, escape: Table | None = None) -> bytes | None:
+                 cand: np.ndarray | None = None, escape: Table | None = None, limit: int | None = None) -> bytes | None:
     """C kernel: the rANS stream of a bilevel t plane or template index plane (``level_counts``'s
     planes) with its probabilities (1/M units of t = 0, "equals W", "equals the candidate") and
-    the direct-index table; None when an outcome has no probability. Most streams are far below
-    2 bytes per operation, so a small buffer is tried first."""
+    the direct-index table; None when an outcome has no probability, or when the stream would
+    pass ``limit`` bytes (the kernel stops there: a chooser's candidate that cannot win). Without
+    a limit, most streams are far below 2 bytes per operation, so a small buffer is tried first."""
     ffi, lib = _backend.ffi, _backend.lib
     h, w = plane.shape
     src = ffi.from_buffer("uint8_t[]", np.ascontiguousarray(plane, np.uint8))
@@ -294,17 +295,23 @@ def level_stream(plane: np.ndarray, n: int, typical: np.ndarray | None, lanes: L
     else:
         efreq, ecum = u16(escape.freq + (0,) * (256 - len(escape.freq))), u16(escape.cum + (0,) * (256 - len(escape.cum)))
     most = 64 + 2 * (7 if typical is not None else 1) * h * w
-    for cap in (min(most, 4096 + h * w // 4), most):
+    caps = (min(most, 4096 + h * w // 4), most) if limit is None else (min(most, limit),)
+    for cap in caps:
         dst = np.empty(cap, np.uint8)
         got = lib.imij_level_encode(src, w, h, len(lanes.starts), n, rows, ffi.from_buffer("uint8_t[]", scratch, require_writable=True),
                                     p0, q, efreq, ecum, ffi.from_buffer("uint8_t[]", dst, require_writable=True), cap)
         if got != -14:  # IMIJ_LVL_E_SPACE: the larger buffer
             break
-    if got == -15:  # IMIJ_LVL_E_FREQ
+    if got == -15 or (got == -14 and limit is not None):  # IMIJ_LVL_E_FREQ, or past the limit
         return None
     if got < 0:
         raise ValueError(f"level stream kernel failed ({got})")
     return dst[:got].tobytes()
+
+
+def within(stream: bytes | None, limit: int | None) -> bytes | None:
+    """The reference's ``limit`` of level_stream: None for a stream longer than it."""
+    return None if stream is None or (limit is not None and len(stream) > limit) else stream
 
 
 def bilevel_counts(t: np.ndarray, lanes: Lanes) -> tuple[np.ndarray, np.ndarray]:
@@ -316,18 +323,18 @@ def bilevel_counts(t: np.ndarray, lanes: Lanes) -> tuple[np.ndarray, np.ndarray]
     return np.bincount(ctx[t == 0], minlength=CONTEXTS), np.bincount(ctx[t == 1], minlength=CONTEXTS)
 
 
-def bilevel_stream(t: np.ndarray, lanes: Lanes, probs: np.ndarray) -> bytes | None:
+def bilevel_stream(t: np.ndarray, lanes: Lanes, probs: np.ndarray, limit: int | None = None) -> bytes | None:
     """2.10: the rANS stream of a t plane with record 25's probabilities of t = 0; None when the
-    table gives a pixel's outcome no probability."""
+    table gives a pixel's outcome no probability, or the stream would pass ``limit`` bytes."""
     if _backend.active() == "c":
-        return level_stream(t, 2, None, lanes, probs)
+        return level_stream(t, 2, None, lanes, probs, limit=limit)
     pos, lane, _ = step_positions(t.shape[0], lanes)
     flat = t.ravel()[pos]
     p = probs[bilevel_contexts(t, lanes).ravel()[pos]]
     freq = np.where(flat == 1, M - p, p)
     if not freq.all():
         return None
-    return encode_ops_py(lane.tolist(), freq.tolist(), np.where(flat == 1, p, 0).tolist(), lanes.active)
+    return within(encode_ops_py(lane.tolist(), freq.tolist(), np.where(flat == 1, p, 0).tolist(), lanes.active), limit)
 
 
 def encode_ops_py(lane: list[int], freq: list[int], cum: list[int], active: int) -> bytes:

@@ -375,10 +375,10 @@ class LevelCoder:
                     probs[c] = values[c]
         return units, probs.astype(np.int64), inv, bilevel_record(inv, values)
 
-    def _bilevel_body(self, u: _Unit, probs: np.ndarray, inv: int) -> bytes | None:
+    def _bilevel_body(self, u: _Unit, probs: np.ndarray, inv: int, limit: int | None) -> bytes | None:
         """A unit as a bilevel (palette) stripe with record 25's table; None if the table gives
-        one of its outcomes no probability."""
-        stream = bilevel_stream(self._t_plane(u, inv), u.lanes, probs)
+        one of its outcomes no probability or its stream passes ``limit`` bytes."""
+        stream = bilevel_stream(self._t_plane(u, inv), u.lanes, probs, limit)
         if stream is None:
             return None
         prefix = bytes([u.bilevel_layout])  # type: ignore[list-item]
@@ -476,8 +476,9 @@ class LevelCoder:
         tables = {"p": probs[:CONTEXTS].astype(np.int64), "q": probs[CONTEXTS:].astype(np.int64), "escape": table, "shared": shared}
         return units, tables, payload
 
-    def _template_body(self, u: _Unit, tables: dict, layout: int) -> bytes | None:
-        """A unit as a template palette stripe; None if the tables cannot code it."""
+    def _template_body(self, u: _Unit, tables: dict, layout: int, limit: int | None) -> bytes | None:
+        """A unit as a template palette stripe; None if the tables cannot code it or its stream
+        passes ``limit`` bytes."""
         shared = tables["shared"]
         if layout == LAYOUT_TEMPLATE_SHARED and shared is None:
             return None
@@ -491,7 +492,7 @@ class LevelCoder:
             index = _index_plane(u, entries, False)
             typical = self._typical(u, index)
         assert index is not None and typical is not None
-        stream = template_stream(index, len(entries), typical, u.lanes, tables["p"], tables["q"], tables["escape"])
+        stream = template_stream(index, len(entries), typical, u.lanes, tables["p"], tables["q"], tables["escape"], limit)
         if stream is None:
             return None
         prefix = bytes([layout])
@@ -526,11 +527,17 @@ class LevelCoder:
             return bodies, [], set()
         bil = self._plan_bilevel()
         tpl = self._plan_template()
+
+        def limit(u: _Unit) -> int | None:
+            """A candidate's stream longer than its regular stripe cannot be kept (ties keep the
+            regular stripe), so its coding stops there; forced units are coded whole."""
+            return None if u.forced is not None else len(bodies[u.index])
+
         # every allowed coding of every unit: (table it needs, body)
         options: dict[int, list[tuple[str, bytes]]] = {u.index: [] for u in self.units}
         if bil is not None:
             units, probs, inv, _ = bil
-            for u, body in zip(units, self._each(units, lambda u: self._bilevel_body(u, probs, inv))):
+            for u, body in zip(units, self._each(units, lambda u: self._bilevel_body(u, probs, inv, limit(u)))):
                 if body is not None:
                     options[u.index].append(("B", body))
                 elif u.forced is not None:
@@ -544,7 +551,7 @@ class LevelCoder:
                     # own entries equal to the shared ones in order: the same index plane and
                     # stream, with the entries written besides; the shared layout is smaller
                     layouts = [LAYOUT_TEMPLATE_SHARED]
-                return [self._template_body(u, tables, layout) for layout in layouts]  # type: ignore[arg-type]
+                return [self._template_body(u, tables, layout, limit(u)) for layout in layouts]  # type: ignore[arg-type]
 
             for u, bodies_of in zip(units, self._each(units, template_bodies)):
                 for body in bodies_of:

@@ -24,6 +24,7 @@ from imij_plugins.payload.entropy.bilevel import (
     encode_ops_py,
     level_counts,
     level_stream,
+    within,
     read_used_values,
     step_positions,
     template_planes,
@@ -229,12 +230,13 @@ def template_counts(index: np.ndarray, n: int, typical: np.ndarray, lanes: Lanes
 
 
 def template_stream(index: np.ndarray, n: int, typical: np.ndarray, lanes: Lanes, p: np.ndarray, q: np.ndarray,
-                    escape: Table | None) -> bytes | None:
+                    escape: Table | None, limit: int | None = None) -> bytes | None:
     """2.14: the rANS stream of a template stripe with record 35's probabilities (1/M units)
     and direct-index table; None when the tables cannot code it (an outcome without
-    probability, or an escape other than 0 without the table)."""
+    probability, or an escape other than 0 without the table) or the stream would pass
+    ``limit`` bytes."""
     if _backend.active() == "c":
-        return level_stream(index, n, typical, lanes, p, q, escape)
+        return level_stream(index, n, typical, lanes, p, q, escape, limit)
     ops = template_ops_py(index, n, typical, lanes)
     binary = ops.kind != 2
     prob = np.where(ops.kind == 0, p[np.minimum(ops.ctx, CONTEXTS - 1)], q[np.minimum(ops.ctx, CANDIDATE_CONTEXTS - 1)])
@@ -252,7 +254,7 @@ def template_stream(index: np.ndarray, n: int, typical: np.ndarray, lanes: Lanes
         cum = np.where(binary, cum, 0)
     if not freq.all():
         return None
-    return encode_ops_py(ops.lane.tolist(), freq.tolist(), cum.tolist(), lanes.active)
+    return within(encode_ops_py(ops.lane.tolist(), freq.tolist(), cum.tolist(), lanes.active), limit)
 
 
 def template_ops_py(index: np.ndarray, n: int, typical: np.ndarray, lanes: Lanes) -> TemplateOps:

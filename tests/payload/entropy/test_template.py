@@ -491,3 +491,28 @@ def test_bilevel_kernels_equal_the_reference():
         assert got["c"][1] == got["python"][1]
         streams += got["c"][1] is not None
     assert 0 < streams < 30  # both a stream and "no probability" were exercised
+
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_level_streams_stop_at_their_limit(backend):
+    """A chooser's candidate stream that would pass ``limit`` bytes is None on both backends;
+    at or above its length the limit changes nothing."""
+    from imij_plugins import _backend
+    from imij_plugins.payload.entropy.bilevel import bilevel_stream
+    from imij_plugins.payload.entropy.models import Table
+    from imij_plugins.payload.entropy.template import template_stream
+
+    if backend not in _backend.available():
+        pytest.skip("the C backend is not built")
+    _, index, n, typical, lanes = _level_planes(3)
+    p, q, escape = np.full(1024, 300), np.full(40, 500), Table.from_weights([1] * 256)
+    t = (index & 1).astype(np.uint8)
+    with _backend.use(backend):
+        for code in (lambda limit: template_stream(index, n, typical, lanes, p, q, escape, limit),
+                     lambda limit: bilevel_stream(t, lanes, p, limit)):
+            whole = code(None)
+            assert whole is not None and len(whole) > 8
+            assert code(len(whole)) == whole
+            assert code(len(whole) + 100) == whole
+            assert code(len(whole) - 1) is None
+            assert code(0) is None
