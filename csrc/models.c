@@ -172,3 +172,42 @@ int imij_read_tables(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t 
     }
     return 0;
 }
+
+int imij_read_models(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t count, const uint32_t *depths,
+                     const uint8_t *cross_ok, const uint16_t *schemes, imij_model_head *heads, uint32_t *last,
+                     uint32_t *weights, uint32_t *freq)
+{
+    bitbuf b = {buf, *bitpos, (uint64_t)len * 8};
+    if (b.pos > b.end)
+        return IMIJ_TBL_E_END;
+    for (uint32_t i = 0; i < count; i++) {
+        uint64_t k, m, cross, shift = 0, packed;
+        int err;
+        if ((err = take(&b, 5, &k)) || (err = take(&b, 3, &m)))
+            return err;
+        const uint16_t *scheme = schemes + 512 * (size_t)i + 2 * (8 * k + m);
+        if (!scheme[0])
+            return IMIJ_TBL_E_SCHEME; /* 3.3: k <= 16, m <= 4, k == kv, alphabet <= 256 */
+        if ((err = take(&b, 1, &cross)))
+            return err;
+        if (cross && !cross_ok[i])
+            return IMIJ_TBL_E_CROSS; /* 3.3 / 2.2 / ruling R1 */
+        if (depths[i] > 16 && (err = take(&b, 5, &shift)))
+            return err; /* 3.3: ctx_shift only when n > 16 */
+        if ((err = take(&b, 32, &packed)))
+            return err; /* 3.3: ctx_map, 2 bits per class, class 0 in the low bits */
+        imij_model_head *h = heads + i;
+        h->k = (uint32_t)k, h->m = (uint32_t)m, h->cross = (uint32_t)cross, h->ctx_shift = (uint32_t)shift;
+        h->ntables = 0;
+        for (uint32_t c = 0; c < 16; c++) {
+            h->ctx_map[c] = (uint8_t)(packed >> (2 * c) & 3u);
+            if (h->ctx_map[c] + 1u > h->ntables)
+                h->ntables = h->ctx_map[c] + 1u;
+        }
+        if ((err = imij_read_tables(buf, len, &b.pos, scheme[0], scheme[1], h->ntables, last + 4 * (size_t)i,
+                                    weights + 1024 * (size_t)i, freq + 1024 * (size_t)i)))
+            return err;
+    }
+    *bitpos = b.pos;
+    return 0;
+}

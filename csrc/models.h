@@ -20,8 +20,16 @@ enum {
     IMIJ_TBL_E_EXPONENT = -4, /* 3.3: a weight exponent outside 0..=32 */
     IMIJ_TBL_E_CAP = -5,      /* 3.3 / 3.2: a weight on a run token past the run cap */
     IMIJ_TBL_E_EMPTY = -6,    /* 3.3: no nonzero weight */
-    IMIJ_TBL_E_ARGS = -7      /* imij_normalize_table: count 0 or above 256 */
+    IMIJ_TBL_E_ARGS = -7,     /* imij_normalize_table: count 0 or above 256 */
+    IMIJ_TBL_E_SCHEME = -8,   /* 3.3: k and m that the slot's depth does not allow */
+    IMIJ_TBL_E_CROSS = -9     /* 3.3 / 2.2: a cross context in a slot that may not use it */
 };
+
+/* One model's fields before its tables (3.3); ntables = max(ctx_map) + 1. */
+typedef struct {
+    uint32_t k, m, cross, ctx_shift, ntables;
+    uint8_t ctx_map[16];
+} imij_model_head;
 
 /* Read one table (3.3) starting at bit *bitpos of buf[0..len) (LSB-first, section 0) for an
  * alphabet of `alphabet` symbols (<= 256) whose symbols from `first_capped` on are run tokens past
@@ -35,6 +43,17 @@ int imij_read_table(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t a
  * 256 entries of weights and freq at c * 256; stops at the first table rejected, returning its code. */
 int imij_read_tables(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t alphabet, uint32_t first_capped,
                      uint32_t count, uint32_t *last, uint32_t *weights, uint32_t *freq);
+
+/* `count` consecutive models (3.3) from bit *bitpos: model i of a slot depth_i bits deep (above
+ * 16: it has a ctx_shift field) that may use the cross context when cross_ok[i].
+ * schemes[512 i + 2 (8 k + m)] and the entry after it are the alphabet and the first run symbol
+ * past the cap of parameters (k, m) at depth_i, the alphabet 0 where 3.3 rejects them. Model i's
+ * fields go to heads[i], its tables as imij_read_tables to last[4 i ..] and the 256-entry rows of
+ * weights and freq from 1024 i. Returns 0 (with *bitpos past the last model), or the code of the
+ * first rule broken. */
+int imij_read_models(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t count, const uint32_t *depths,
+                     const uint8_t *cross_ok, const uint16_t *schemes, imij_model_head *heads, uint32_t *last,
+                     uint32_t *weights, uint32_t *freq);
 
 /* 3.3's normalization of weights[0..count) (count <= 256, weights below 2^32) into freq, as
  * imij_read_table does it (writers code with the decoder's frequencies). Returns 0, or

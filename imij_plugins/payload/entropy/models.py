@@ -7,7 +7,7 @@ Every validity rule of 3.3 is checked as the model is read, before any unit deco
 from __future__ import annotations
 
 import math
-from functools import cached_property
+from functools import cached_property, lru_cache
 from itertools import accumulate
 from dataclasses import dataclass
 from typing import Sequence
@@ -270,12 +270,62 @@ def read_models(data: bytes | memoryview, slots: list[tuple[int, bool]], palette
     """The models bit stream (2, 3.3): ``slots`` gives each slot's (depth, cross allowed).
 
     Reading past models_len bytes is Corrupt (BitReader); what follows the last model is
-    ignored (3.3 padding).
+    ignored (3.3 padding). On the C backend one kernel call reads every model
+    (csrc/models.c imij_read_models); the reference names the rule of a rejected stream.
     """
-    br = BitReader(data, "models")
-    models = [read_model(br, depth, cross_ok) for depth, cross_ok in slots]
-    palette_model = read_model(br, PALETTE_DEPTH, False) if palette else None  # 3.3: no cross
-    return models, palette_model
+    specs = [*slots, (PALETTE_DEPTH, False)] if palette else list(slots)  # 3.3: the palette model has no cross
+    if _backend.active() == "c" and specs:
+        models = _read_models_c(data, specs)
+    else:
+        br = BitReader(data, "models")
+        models = [read_model(br, depth, cross_ok) for depth, cross_ok in specs]
+    return models[: len(slots)], models[-1] if palette else None
+
+
+def _read_models_c(data: bytes | memoryview, specs: list[tuple[int, bool]]) -> list[Model]:
+    ffi, lib = _backend.ffi, _backend.lib
+    count = len(specs)
+    heads = ffi.new("imij_model_head[]", count)
+    lasts = np.zeros((count, 4), np.uint32)
+    tables = np.zeros((2, count, 4, 256), np.uint32)  # weights, freq: zeros past each table's last symbol
+    depths = np.array([d for d, _ in specs], np.uint32)
+    cross_ok = np.array([c for _, c in specs], np.uint8)
+    schemes = np.concatenate([_scheme_table(d) for d, _ in specs])
+    code = lib.imij_read_models(
+        ffi.from_buffer("uint8_t[]", data), len(data), ffi.new("uint64_t *", 0), count,
+        ffi.from_buffer("uint32_t[]", depths), ffi.from_buffer("uint8_t[]", cross_ok),
+        ffi.from_buffer("uint16_t[]", schemes), heads,
+        ffi.from_buffer("uint32_t[]", lasts, require_writable=True),
+        ffi.from_buffer("uint32_t[]", tables[0], require_writable=True),
+        ffi.from_buffer("uint32_t[]", tables[1], require_writable=True),
+    )
+    if code:  # the reference names the exact rule (csrc/models.h lists the codes)
+        br = BitReader(data, "models")
+        for depth, cross_ok_i in specs:
+            read_model(br, depth, bool(cross_ok_i))
+        raise Corrupt(f"models: rejected by the kernel (code {code})")
+    models = []
+    for i, (depth, _) in enumerate(specs):
+        h = heads[i]
+        n = h.ntables
+        models.append(Model(checked_scheme(h.k, h.m, depth), bool(h.cross), h.ctx_shift, tuple(h.ctx_map),
+                            tables[0, i, :n], tables[1, i, :n], tuple(lasts[i, :n].tolist())))
+    return models
+
+
+@lru_cache(maxsize=None)
+def _scheme_table(depth: int) -> np.ndarray:
+    """For the C model reader: per 5-bit k and 3-bit m, the alphabet and first capped run symbol
+    of their scheme at slot depth ``depth``, alphabet 0 where 3.3 rejects them (checked_scheme)."""
+    table = np.zeros((32, 8, 2), np.uint16)
+    for k in range(32):
+        for m in range(8):
+            try:
+                scheme = checked_scheme(k, m, depth)
+            except Corrupt:
+                continue
+            table[k, m] = scheme.alphabet, scheme.first_capped_run
+    return table
 
 
 # --- writing ---------------------------------------------------------------------------------

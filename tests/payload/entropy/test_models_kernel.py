@@ -10,7 +10,7 @@ import pytest
 from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
 from imij_plugins.payload.entropy import models
-from imij_plugins.payload.entropy.models import smallest_table, write_table
+from imij_plugins.payload.entropy.models import smallest_table, write_model, write_table
 from imij_plugins.payload.entropy.tokens import checked_scheme, valid_parameters
 from imij_plugins.wire.bits import BitReader, BitWriter
 
@@ -148,3 +148,62 @@ def test_a_models_tables_in_one_call_agree() -> None:
         assert c == _read_many("python", bytes(data), scheme, count)  # same tables, or the same message
         rejected += c[0] is Corrupt
     assert 0 < rejected < 150
+
+
+def _read_all(backend: str, data: bytes, specs: list[tuple[int, bool]], palette: bool):
+    """read_models' models as plain values, or (Corrupt, message), on one backend."""
+    with _backend.use(backend):
+        try:
+            slots, pmodel = models.read_models(data, specs, palette)
+        except Corrupt as exc:
+            return Corrupt, str(exc)
+    return [(m.scheme, m.cross, m.ctx_shift, m.ctx_map, m.weights.tolist(), m.freq.tolist(), m.lasts)
+            for m in [*slots, *([pmodel] if pmodel else [])]]
+
+
+def test_every_model_in_one_call_agrees() -> None:
+    """read_models (csrc/models.c imij_read_models): a payload's models back to back (slots of
+    random depths, cross allowed or not, an optional palette model), valid, mutated and cut; a
+    rejection carries the reference's message (k, m, cross, ctx_shift and every table rule)."""
+    rng = random.Random(17)
+    rejected = 0
+    for _ in range(120):
+        specs = [(rng.choice([1, 2, 5, 8, 10, 16, 17, 20, 24, 32]), rng.random() < 0.5) for _ in range(rng.randint(1, 8))]
+        palette = rng.random() < 0.3
+        bw = BitWriter()
+        for depth, cross_ok in [*specs, *([(8, False)] if palette else [])]:
+            k, m = rng.choice(valid_parameters(depth))
+            scheme = checked_scheme(k, m, depth)
+            ctx_map = tuple(rng.randint(0, 3) for _ in range(16))
+            tables = [smallest_table([rng.choice([0, 1, rng.randint(1, 1 << 20)]) if s < scheme.first_capped_run else 0
+                                      for s in range(rng.randint(1, scheme.alphabet))] or [1], None)
+                      for _ in range(max(ctx_map) + 1)]
+            tables = [t if any(t.weights) else smallest_table([1], None) for t in tables]
+            write_model(bw, scheme, cross_ok and rng.random() < 0.7, rng.randint(0, 31), ctx_map, tables)
+        data = bytearray(bw.getvalue())
+        if rng.random() < 0.5:
+            for _ in range(rng.randint(1, 3)):
+                data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+        if rng.random() < 0.2:
+            data = data[: rng.randrange(len(data))]
+        c = _read_all("c", bytes(data), specs, palette)
+        assert c == _read_all("python", bytes(data), specs, palette)
+        rejected += c[0] is Corrupt
+    assert 20 < rejected < 100
+
+
+@pytest.mark.parametrize(
+    "head, rule",
+    [
+        ("10001" + "000", "k 17"),  # k = 17 > 16
+        ("00000" + "101", "m 5"),  # m = 5 > 4
+        ("00100" + "000" + "1", "cross context"),  # k = 4, m = 0 at depth 8, cross in a slot without it
+        ("00100" + "000" + "0" + "1" * 10, "past"),  # the ctx_map runs past the end
+    ],
+)
+def test_model_kernel_rejections_name_the_rule(head: str, rule: str) -> None:
+    bw = BitWriter()
+    for b in head:
+        bw.write(int(b), 1)
+    with _backend.use("c"), pytest.raises(Corrupt, match=rule):
+        models.read_models(bw.getvalue(), [(8, False)], False)
