@@ -509,8 +509,8 @@ class LevelCoder:
     def _t_plane(u: _Unit, inv: int) -> np.ndarray:
         """2.10: the unit's t plane (uint8): its 1-bit values, or its index among the two
         entries, xor inv; made when needed, not kept."""
-        if u.bilevel_layout == LAYOUT_BILEVEL:  # the 1-bit values: each pixel's tuple
-            return u.tuples[:, 0].astype(np.uint8)[u.inverse].reshape(u.shape) ^ inv
+        if u.bilevel_layout == LAYOUT_BILEVEL:  # the 1-bit values: the tuples are 0 and 1 (commoner first),
+            return (u.inverse ^ (int(u.tuples[0, 0]) ^ inv)).reshape(u.shape)  # so a pixel's is its rank or the rank flipped
         assert u.bilevel_entries is not None
         return _index_plane(u, u.bilevel_entries, u.alias) ^ inv
 
