@@ -187,6 +187,11 @@ def _commonest_first(tuples: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.lexsort(tuple(tuples[:, j] for j in range(tuples.shape[1] - 1, -1, -1)) + (-counts,))
 
 
+def _as_tuples(tuples: np.ndarray) -> list[tuple[int, ...]]:
+    """Rows of a (k, nslots) array as tuples of Python ints (entries, set members)."""
+    return [tuple(t) for t in tuples.tolist()]
+
+
 def _entry_bytes(entries: Sequence[Sequence[int]], depths: Sequence[int]) -> bytes:
     """2.5: per entry, per slot in slot order, u8 (depth <= 8) or u16 LE."""
     out = bytearray()
@@ -324,7 +329,7 @@ class LevelCoder:
         if not self.single and self.entry_ok:
             found = self.image_tuples()
             if found is not None and len(found[0]) == 2:  # 5: the same two entries in every unit, the commoner first
-                two = [tuple(int(v) for v in t) for t in found[0]]
+                two = _as_tuples(found[0])
         inv = self.opts.inv
         if inv is None:
             if self.single:  # 5: the majority value reads as 0
@@ -341,10 +346,10 @@ class LevelCoder:
             if layout is None:
                 continue
             if layout == LAYOUT_BILEVEL_PALETTE:
-                if two is not None and all(tuple(int(v) for v in tup) in two for tup in u.tuples):
+                if two is not None and all(tup in two for tup in _as_tuples(u.tuples)):
                     entries = list(two)
                 else:  # a forced unit: its own tuples, commoner first
-                    entries = [tuple(int(v) for v in tup) for tup in u.tuples]
+                    entries = _as_tuples(u.tuples)
                     if u.seed:
                         random.Random(u.seed).shuffle(entries)
                 u.bilevel_entries = entries
@@ -408,7 +413,7 @@ class LevelCoder:
                 raise ValueError("shared entries need every slot at most 16 bits deep (2.14)")
             found = self.image_tuples()
             if found is not None:  # 5: the image's tuples (at most 256), most frequent first
-                shared = [tuple(int(v) for v in t) for t in found[0]]
+                shared = _as_tuples(found[0])
             elif self.opts.shared:
                 raise ValueError("shared entries for an image of more than 256 slot tuples")
         if any(u.forced == LAYOUT_TEMPLATE_SHARED for u in units) and shared is None:
@@ -419,7 +424,7 @@ class LevelCoder:
         onesq = np.zeros(CANDIDATE_CONTEXTS, np.int64)
         esc = np.zeros(256, np.int64)
         for u in units:
-            own = [tuple(int(v) for v in t) for t in u.tuples]  # by count in the unit
+            own = _as_tuples(u.tuples)  # by count in the unit
             if u.seed:
                 random.Random(u.seed).shuffle(own)
             u.own_entries = own
@@ -487,7 +492,7 @@ class LevelCoder:
         if layout == u.template_layout:
             index, typical = _index_plane(u, entries, u.alias), u.typical_rows
         else:
-            if layout == LAYOUT_TEMPLATE_SHARED and not {tuple(int(v) for v in t) for t in u.tuples} <= set(shared):
+            if layout == LAYOUT_TEMPLATE_SHARED and not set(_as_tuples(u.tuples)) <= set(shared):
                 return None
             index = _index_plane(u, entries, False)
             typical = self._typical(u, index)
