@@ -1002,6 +1002,132 @@ static inline uint32_t mapped(const imij_sample_store *st, uint32_t s, uint32_t 
     else                                                                                                  \
         STORE_SLOTS(uint32_t, WORD)
 
+#if IMIJ_ENT_AVX2
+/* The plain store of bytes: one byte per sample equal to its coded value, a pixel's samples
+ * adjacent (pixel stride = slots = 1, 3 or 4, every channel a slot's, no Const channel), 16
+ * lanes. `of` gets the slot of each channel. */
+static int plain_bytes(const imij_sample_store *st, const lane_geo *g, uint32_t *of)
+{
+    uint32_t seen = 0;
+    if (st->esize != 1 || st->nconst || g->active != 16 || st->pixel_stride != (int64_t)st->nslots ||
+        (st->nslots != 1 && st->nslots != 3 && st->nslots != 4))
+        return 0;
+    for (uint32_t s = 0; s < st->nslots; s++) {
+        if (st->channel[s] >= st->nslots || st->shift[s] || st->flip[s] || st->add[s] || st->neg_flip[s] || st->lut[s])
+            return 0;
+        seen |= 1u << st->channel[s];
+        of[st->channel[s]] = s;
+    }
+    return seen == (1u << st->nslots) - 1u;
+}
+
+/* 16 rows of 16 bytes, transposed in place (row k, byte l -> row l, byte k). */
+static inline AVX2_FN void transpose16(__m128i *m)
+{
+    __m128i t[16];
+    for (int i = 0; i < 8; i++) {
+        t[i] = _mm_unpacklo_epi8(m[2 * i], m[2 * i + 1]);
+        t[i + 8] = _mm_unpackhi_epi8(m[2 * i], m[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        for (int h = 0; h < 2; h++) {
+            m[8 * h + i] = _mm_unpacklo_epi16(t[8 * h + 2 * i], t[8 * h + 2 * i + 1]);
+            m[8 * h + i + 4] = _mm_unpackhi_epi16(t[8 * h + 2 * i], t[8 * h + 2 * i + 1]);
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        for (int q = 0; q < 4; q++) {
+            t[4 * q + i] = _mm_unpacklo_epi32(m[4 * q + 2 * i], m[4 * q + 2 * i + 1]);
+            t[4 * q + i + 2] = _mm_unpackhi_epi32(m[4 * q + 2 * i], m[4 * q + 2 * i + 1]);
+        }
+    }
+    /* t[2 p] and t[2 p + 1]: lanes 2 p and 2 p + 1 as 8-byte halves, rows 0-7 and rows 8-15 */
+    for (int p = 0; p < 8; p++) {
+        m[2 * p] = _mm_unpacklo_epi64(t[2 * p], t[2 * p + 1]);
+        m[2 * p + 1] = _mm_unpackhi_epi64(t[2 * p], t[2 * p + 1]);
+    }
+}
+
+/* Steps x0 .. x0 + 15 of one slot's block row (16 lanes of uint32 per step) as 16 rows of 16
+ * bytes, one per lane: lane l's columns x0 .. x0 + 15. */
+static inline AVX2_FN void lane_bytes(const uint32_t *v, uint32_t x0, __m128i *m)
+{
+    for (int k = 0; k < 16; k++) {
+        const __m256i *p = (const __m256i *)(v + (size_t)(x0 + k) * 16);
+        __m256i q = _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_loadu_si256(p), _mm256_loadu_si256(p + 1)), 0xd8);
+        m[k] = _mm_packus_epi16(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    }
+    transpose16(m);
+}
+
+/* 16 pixels of 3 samples from three planes of 16 bytes: 48 bytes at dst. */
+static inline AVX2_FN void put_rgb(uint8_t *dst, __m128i r, __m128i g, __m128i b)
+{
+    const __m128i r0 = _mm_setr_epi8(0, -1, -1, 1, -1, -1, 2, -1, -1, 3, -1, -1, 4, -1, -1, 5);
+    const __m128i g0 = _mm_setr_epi8(-1, 0, -1, -1, 1, -1, -1, 2, -1, -1, 3, -1, -1, 4, -1, -1);
+    const __m128i b0 = _mm_setr_epi8(-1, -1, 0, -1, -1, 1, -1, -1, 2, -1, -1, 3, -1, -1, 4, -1);
+    const __m128i r1 = _mm_setr_epi8(-1, -1, 6, -1, -1, 7, -1, -1, 8, -1, -1, 9, -1, -1, 10, -1);
+    const __m128i g1 = _mm_setr_epi8(5, -1, -1, 6, -1, -1, 7, -1, -1, 8, -1, -1, 9, -1, -1, 10);
+    const __m128i b1 = _mm_setr_epi8(-1, 5, -1, -1, 6, -1, -1, 7, -1, -1, 8, -1, -1, 9, -1, -1);
+    const __m128i r2 = _mm_setr_epi8(-1, 11, -1, -1, 12, -1, -1, 13, -1, -1, 14, -1, -1, 15, -1, -1);
+    const __m128i g2 = _mm_setr_epi8(-1, -1, 11, -1, -1, 12, -1, -1, 13, -1, -1, 14, -1, -1, 15, -1);
+    const __m128i b2 = _mm_setr_epi8(10, -1, -1, 11, -1, -1, 12, -1, -1, 13, -1, -1, 14, -1, -1, 15);
+    __m128i o0 = _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(r, r0), _mm_shuffle_epi8(g, g0)), _mm_shuffle_epi8(b, b0));
+    __m128i o1 = _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(r, r1), _mm_shuffle_epi8(g, g1)), _mm_shuffle_epi8(b, b1));
+    __m128i o2 = _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(r, r2), _mm_shuffle_epi8(g, g2)), _mm_shuffle_epi8(b, b2));
+    _mm_storeu_si128((__m128i *)dst, o0);
+    _mm_storeu_si128((__m128i *)(dst + 16), o1);
+    _mm_storeu_si128((__m128i *)(dst + 32), o2);
+}
+
+/* 16 pixels of 4 samples: 64 bytes at dst. */
+static inline AVX2_FN void put_rgba(uint8_t *dst, __m128i r, __m128i g, __m128i b, __m128i a)
+{
+    __m128i rg0 = _mm_unpacklo_epi8(r, g), rg1 = _mm_unpackhi_epi8(r, g);
+    __m128i ba0 = _mm_unpacklo_epi8(b, a), ba1 = _mm_unpackhi_epi8(b, a);
+    _mm_storeu_si128((__m128i *)dst, _mm_unpacklo_epi16(rg0, ba0));
+    _mm_storeu_si128((__m128i *)(dst + 16), _mm_unpackhi_epi16(rg0, ba0));
+    _mm_storeu_si128((__m128i *)(dst + 32), _mm_unpacklo_epi16(rg1, ba1));
+    _mm_storeu_si128((__m128i *)(dst + 48), _mm_unpackhi_epi16(rg1, ba1));
+}
+
+/* store_block for plain_bytes: per row, 16 steps of every lane at a time are transposed into
+ * the lanes' 16 consecutive columns and interleaved into pixels; the columns a whole 16 do not
+ * cover (a lane's last few, or past a narrow last lane's end) one at a time. */
+static AVX2_FN void store_plain_bytes(const imij_sample_store *st, const uint32_t *of, const uint32_t *planes,
+                                      size_t stride, lane_geo g, uint32_t r0, uint32_t rows)
+{
+    uint32_t ns = st->nslots, whole = g.lw & ~15u;
+    for (uint32_t i = 0; i < rows; i++) {
+        uint8_t *row = st->out + (int64_t)(r0 + i) * st->row_stride;
+        const uint32_t *v = planes + (FIRST_ROW + i) * g.row;
+        for (uint32_t x0 = 0; x0 < whole; x0 += 16) {
+            __m128i m[4][16];
+            for (uint32_t s = 0; s < ns; s++)
+                lane_bytes(v + s * stride, x0, m[s]);
+            uint32_t lanes = x0 + 16 <= g.last_w ? 16u : 15u; /* a narrow last lane: its columns below */
+            for (uint32_t l = 0; l < lanes; l++) {
+                uint8_t *dst = row + ((size_t)l * g.lw + x0) * ns;
+                if (ns == 3)
+                    put_rgb(dst, m[of[0]][l], m[of[1]][l], m[of[2]][l]);
+                else if (ns == 4)
+                    put_rgba(dst, m[of[0]][l], m[of[1]][l], m[of[2]][l], m[of[3]][l]);
+                else
+                    _mm_storeu_si128((__m128i *)dst, m[0][l]);
+            }
+        }
+        for (uint32_t l = 0; l < 16; l++) { /* the columns left to each lane */
+            uint32_t lane_w = l + 1 < 16 ? g.lw : g.last_w, done = l + 1 < 16 ? whole : (g.last_w & ~15u);
+            for (uint32_t x = done < whole ? done : whole; x < lane_w; x++) {
+                uint8_t *px = row + ((size_t)l * g.lw + x) * ns;
+                for (uint32_t c = 0; c < ns; c++)
+                    px[c] = (uint8_t)v[of[c] * stride + (size_t)x * 16 + l];
+            }
+        }
+    }
+}
+#endif
+
 static void store_block(const imij_sample_store *st, const uint32_t *planes, size_t stride, lane_geo g, uint32_t r0,
                         uint32_t rows)
 {
@@ -1017,6 +1143,13 @@ static void store_block(const imij_sample_store *st, const uint32_t *planes, siz
     memcpy(cword, st->const_word, sizeof cword);
     for (uint32_t s = 0; s < nslots; s++)
         simple &= !st->lut[s] && !st->add[s] && !st->neg_flip[s];
+#if IMIJ_ENT_AVX2
+    uint32_t of[4];
+    if (simd_path == 1 && plain_bytes(st, &g, of)) {
+        store_plain_bytes(st, of, planes, stride, g, r0, rows);
+        return;
+    }
+#endif
     if (simple) {
         STORE_SIZES(SHIFTED)
     } else {

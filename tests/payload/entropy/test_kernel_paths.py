@@ -172,3 +172,19 @@ def test_level_stripes_and_mutations(paths, seed):
         bad = mutate(rng, enc.payload, enc.head_len)
         scalar, simd = _both(paths, lambda: decode_entropy_payload(bad, hdr))
         assert _same(scalar, simd), (scalar[0], simd[0])
+
+
+@pytest.mark.parametrize("channels", [1, 3, 4])
+def test_plain_byte_stores(paths, channels):
+    """The SIMD store of plain 8-bit samples (16 lanes, 1, 3 or 4 channels, every channel its
+    coded value; csrc/entropy.c store_plain_bytes): lane widths that are and are not multiples of
+    16, a narrower last lane, column groups (rows of a wider image); both paths give the image."""
+    rng = np.random.default_rng(channels)
+    for width, group in [(256, None), (300, None), (513, None), (1000, None), (1000, 400), (700, 272)]:
+        img = _photo(rng, 20, width)[..., :channels] if channels <= 3 else \
+            np.concatenate([_photo(rng, 20, width), rng.integers(0, 256, (20, width, 1), dtype=np.uint8)], axis=2)
+        img[:, : width // 3] //= 7  # flat and noisy stretches
+        data = imij_plugins.encode(img, group_cols=group)
+        scalar, simd = _both(paths, lambda: imij_plugins.read(data, threads=1))
+        assert scalar[0] == "ok" and _same(scalar, simd), (width, group)
+        assert np.array_equal(np.asarray(simd[1]).reshape(img.shape), img), (width, group)
