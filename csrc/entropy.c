@@ -100,7 +100,37 @@ static inline int64_t sext(uint32_t v, uint32_t n)
 /* floor(v / 2) for a signed v, without relying on the shift of a negative number. */
 static inline int64_t floor_half(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }
 
-void imij_model_tables(imij_slot_model *m, const uint32_t *freq, uint32_t ntables)
+/* 3.2: token t of a scheme with parameters (k', m): base and nb. */
+static void split_token(uint32_t t, uint32_t kp, uint32_t m, uint32_t *base, uint8_t *nb)
+{
+    if (t < (1u << kp)) {
+        *base = t, *nb = 0;
+        return;
+    }
+    uint32_t q = t - (1u << kp), bits = kp + (q >> m) - m; /* msb - m */
+    *nb = (uint8_t)bits;
+    *base = ((1u << m) | (q & ((1u << m) - 1u))) << bits;
+}
+
+/* 3.2: the value tokens, then the run tokens (scheme (rk, m), rk = max(kv, m)), of a model with
+ * the clamped kv = k at depth n; zeros past the alphabet (at most 256 symbols, 3.3). */
+static void model_tokens(imij_slot_model *m, uint32_t n, uint32_t k, uint32_t mm)
+{
+    uint64_t nvalue = k >= n ? (uint64_t)1 << n : ((uint64_t)1 << k) + (uint64_t)(n - k) * (1u << mm);
+    uint32_t rk = k > mm ? k : mm, nrun = (1u << rk) + (24u - rk) * (1u << mm);
+    m->nvalue = (uint32_t)nvalue;
+    for (uint32_t t = 0; t < 256; t++) {
+        m->base[t] = 0, m->nb[t] = 0;
+        if (t < nvalue)
+            split_token(t, k, mm, &m->base[t], &m->nb[t]);
+        else if (t - nvalue < nrun)
+            split_token(t - (uint32_t)nvalue, rk, mm, &m->base[t], &m->nb[t]);
+    }
+}
+
+/* 3.3: set m->ntables and fill m->ent (ntables x 1024 entries) from `ntables` (1..=4) normalized
+ * tables, freq[c * 256 + sym], and m->high from m->nb. */
+static void model_tables(imij_slot_model *m, const uint32_t *freq, uint32_t ntables)
 {
     uint32_t tok[256];
     uint8_t high = 0;
@@ -120,6 +150,20 @@ void imij_model_tables(imij_slot_model *m, const uint32_t *freq, uint32_t ntable
                 m->ent[(size_t)c * M_SLOTS + cum] = (sym | f << 8 | k << 19) | (uint64_t)tok[sym] << 32;
             }
         }
+    }
+}
+
+void imij_models_fill(imij_slot_model *out, uint32_t count, const uint32_t *params, const uint8_t *ctx_maps,
+                      const uint32_t *freq, uint64_t *entries)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        const uint32_t *p = params + 7 * (size_t)i;
+        imij_slot_model *m = out + i;
+        m->depth = p[0], m->cross = p[3], m->ctx_shift = p[4], m->delta = p[5];
+        memcpy(m->ctx_map, ctx_maps + 16 * (size_t)i, 16);
+        model_tokens(m, p[0], p[1], p[2]);
+        m->ent = entries + 4 * (size_t)M_SLOTS * i;
+        model_tables(m, freq + 1024 * (size_t)i, p[6]);
     }
 }
 

@@ -66,9 +66,7 @@ enum {
  * An entry's low half is sym | freq << 8 | (slot - cum) << 19 (a decode step is one load); its
  * high half the token of its symbol for the SIMD step: base | nb << 24, or bit 31 when the
  * scalar path must finish the step (a run token, more than 16 extra bits, a value of 24 bits or
- * more); one 64-bit gather fetches both. The caller fills ctx_map, the flags, base and nb and
- * points ent at memory of its own (the tables a model has, not four), then imij_model_tables
- * fills it and high. */
+ * more); one 64-bit gather fetches both. imij_models_fill makes them. */
 typedef struct {
     uint32_t depth;        /* n_s, coded bits */
     uint32_t nvalue;       /* value tokens; symbols from nvalue on are run tokens */
@@ -83,10 +81,14 @@ typedef struct {
     uint8_t nb[256];
 } imij_slot_model;
 
-/* 3.3: set m->ntables and fill m->ent (ntables x 1024 entries, already pointing
- * at the caller's memory) from `ntables` (1..=4) normalized tables, freq[c * 256 + sym], each
- * summing to M = 1024 (a larger sum is cut at M), and m->high from m->nb. */
-void imij_model_tables(imij_slot_model *m, const uint32_t *freq, uint32_t ntables);
+/* A payload's `count` models (3.3) as structs, out[i] from params[7 i ..] = (depth, k, m, cross,
+ * ctx_shift, delta, ntables) of a valid model (3.3's rules already checked; k the clamped kv),
+ * its ctx_map at ctx_maps[16 i] and its ntables (1..=4) normalized tables at freq[1024 i + 256 c
+ * + sym] (each summing to M = 1024; a larger sum is cut at M): the tokens' base and nb (3.2),
+ * nvalue, high, and the entries, into entries[4096 i ..] (the caller's memory, which out[i].ent
+ * then points at). */
+void imij_models_fill(imij_slot_model *out, uint32_t count, const uint32_t *params, const uint8_t *ctx_maps,
+                      const uint32_t *freq, uint64_t *entries);
 
 /* What a unit decode needs besides its bytes. */
 typedef struct {

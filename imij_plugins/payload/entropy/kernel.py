@@ -10,12 +10,14 @@ for bit (tests/payload/entropy run every test on both).
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 
 from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
 from imij_plugins.payload.entropy.levels import LAYOUT_BILEVEL, LAYOUT_TEMPLATE_SHARED, LevelStructs, decode_level_c
-from imij_plugins.payload.entropy.models import M, PALETTE_DEPTH, Model
+from imij_plugins.payload.entropy.models import M, PALETTE_DEPTH
 from imij_plugins.payload.entropy.rans import Lanes
 from imij_plugins.payload.entropy.stripe import (
     SampleStore,
@@ -49,19 +51,27 @@ _MESSAGES = {
 
 
 class CModels:
-    """A plan's models as the kernel's structs: slots, then the palette index model."""
+    """A plan's models as the kernel's structs: slots, then the palette index model, made in one
+    kernel call (csrc/entropy.c imij_models_fill: tokens of 3.2, table entries of 3.3)."""
 
     def __init__(self, plan: UnitPlan):
         ffi = _backend.ffi
-        count = len(plan.slots) + (plan.palette_allowed and plan.palette_model is not None)
+        models = list(zip(plan.models, [s.depth for s in plan.slots], plan.bounds))
+        if plan.palette_allowed and plan.palette_model is not None:  # 2.5: palette stripes may occur
+            models.append((plan.palette_model, PALETTE_DEPTH, 0))
+        count = len(models)
         self.structs = ffi.new("imij_slot_model[]", max(count, 1))
-        self.tables: list[np.ndarray] = []  # each model's entries, which the structs point at
-        for i, (slot, model) in enumerate(zip(plan.slots, plan.models)):
-            self._fill(self.structs[i], model, slot.depth, plan.bounds[i])
-        self.palette = ffi.NULL
-        if count > len(plan.slots):  # 2.5: palette stripes may occur
-            self._fill(self.structs[len(plan.slots)], plan.palette_model, PALETTE_DEPTH, 0)  # type: ignore[arg-type]
-            self.palette = self.structs + len(plan.slots)
+        params = np.array([(depth, m.scheme.k, m.scheme.m, m.cross, m.ctx_shift, delta, len(m.freq))
+                           for m, depth, delta in models], dtype=np.uint32).reshape(count, 7)
+        ctx_maps = np.array([m.ctx_map for m, _, _ in models], dtype=np.uint8).reshape(count, 16)
+        freq = np.zeros((count, 4, 256), np.uint32)
+        for i, (m, _, _) in enumerate(models):
+            freq[i, : len(m.freq)] = m.freq
+        self.entries = np.empty((count, 4, M), np.uint64)  # the structs point into it
+        _backend.lib.imij_models_fill(self.structs, count, ffi.from_buffer("uint32_t[]", params),
+                                      ffi.from_buffer("uint8_t[]", ctx_maps), ffi.from_buffer("uint32_t[]", freq),
+                                      ffi.from_buffer("uint64_t[]", self.entries, require_writable=True))
+        self.palette = self.structs + len(plan.slots) if count > len(plan.slots) else ffi.NULL
         self.unit = ffi.new("imij_unit *")
         self.unit.lanes = plan.lanes
         self.unit.nslots = len(plan.slots)
@@ -69,23 +79,14 @@ class CModels:
         self.unit.inter_allowed = plan.sample_bits <= 32 and not plan.near  # section 4, 2.6
         self.unit.slots = self.structs
         self.unit.palette = self.palette
-        self.levels = LevelStructs(plan)  # 2.10 / 2.14: layouts 0x81-0x84 (csrc/bilevel.c)
+        self.plan = plan
         self.store = sample_store(plan)  # 4 step 4 in the kernel, for words of at most 32 bits
         self.store_struct = None if self.store is None else _store_struct(self.store)  # each unit sets its out
 
-    def _fill(self, s, model: Model, depth: int, delta: int) -> None:
-        scheme = model.scheme
-        s.depth, s.nvalue, s.cross, s.ctx_shift, s.delta = depth, scheme.value_tokens, model.cross, model.ctx_shift, delta
-        s.ctx_map = model.ctx_map
-        ffi = _backend.ffi
-        base, nb = scheme.token_arrays  # 3.2, per scheme
-        ffi.memmove(ffi.addressof(s, "base"), base, base.nbytes)
-        ffi.memmove(ffi.addressof(s, "nb"), nb, nb.nbytes)
-        freq = model.freq
-        entries = np.empty((len(freq), M), np.uint64)  # as many tables as the model has
-        self.tables.append(entries)
-        s.ent = ffi.from_buffer("uint64_t[]", entries, require_writable=True)  # entries outlives the struct's use
-        _backend.lib.imij_model_tables(ffi.addressof(s), ffi.from_buffer("uint32_t[]", freq), len(freq))
+    @cached_property
+    def levels(self) -> LevelStructs:
+        """2.10 / 2.14: layouts 0x81-0x84 (csrc/bilevel.c), built when a unit has one."""
+        return LevelStructs(self.plan)
 
     def unit_of(self, width: int, height: int):
         """The kernel's ``imij_unit`` for one unit of ``width`` x ``height`` (per call: units decode on many threads)."""
