@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
-import numpy as np
 
 from imij_plugins.errors import Corrupt
 
@@ -92,15 +91,6 @@ class Scheme:
         """
         is_run, base, _ = self.token(t)
         return is_run and base + 1 > RUN_CAP
-
-    @cached_property
-    def token_arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every symbol's base (uint32) and extra-bit count (uint8), 256 entries (zero past the
-        alphabet): the C decoder's per-symbol tables (3.2), built once per scheme."""
-        base, nb = np.zeros(MAX_ALPHABET, np.uint32), np.zeros(MAX_ALPHABET, np.uint8)
-        for t, (_, b, n) in enumerate(self.tokens[:MAX_ALPHABET]):
-            base[t], nb[t] = b, n
-        return base, nb
 
     @cached_property
     def first_capped_run(self) -> int:

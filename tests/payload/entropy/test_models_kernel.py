@@ -207,3 +207,25 @@ def test_model_kernel_rejections_name_the_rule(head: str, rule: str) -> None:
         bw.write(int(b), 1)
     with _backend.use("c"), pytest.raises(Corrupt, match=rule):
         models.read_models(bw.getvalue(), [(8, False)], False)
+
+
+def test_model_structs_carry_the_tokens_of_3_2() -> None:
+    """imij_models_fill's token tables: each symbol's base and extra-bit count are the reference's
+    (Scheme.tokens: value tokens, then run tokens), zeros past the alphabet, for every (k, m)
+    a model may carry at every depth."""
+    import numpy as np
+
+    ffi, lib = _backend.ffi, _backend.lib
+    for depth in range(1, 33):
+        for k, m in valid_parameters(depth):
+            scheme = checked_scheme(k, m, depth)
+            s = ffi.new("imij_slot_model[]", 1)
+            freq = np.zeros((4, 256), np.uint32)
+            freq[0, 0] = 1024
+            entries = np.empty((4, 1024), np.uint64)
+            lib.imij_models_fill(s, 1, ffi.from_buffer("uint32_t[]", np.array([depth, k, m, 0, 0, 0, 1], np.uint32)),
+                                 ffi.from_buffer("uint8_t[]", np.zeros(16, np.uint8)), ffi.from_buffer("uint32_t[]", freq),
+                                 ffi.from_buffer("uint64_t[]", entries, require_writable=True))
+            want = [(b, n) for _, b, n in scheme.tokens] + [(0, 0)] * (256 - scheme.alphabet)
+            assert s[0].nvalue == scheme.value_tokens
+            assert list(zip(s[0].base, s[0].nb)) == want, (depth, k, m)
