@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
-
 from imij_plugins.errors import Corrupt
 
 MAX_ALPHABET = 256  # 3.2: value + run tokens
