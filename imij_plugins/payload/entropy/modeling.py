@@ -13,6 +13,7 @@ reference), so every backend and thread count builds the same models.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import accumulate
 from functools import cached_property, lru_cache
 
 import numpy as np
@@ -195,9 +196,8 @@ def best_tables(hists: list[np.ndarray], precs: range) -> list[TableCode]:
 
 def table_of(code: TableCode) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(freq, cum) of a coded table, the decoder's normalization (3.3)."""
-    freq = normalized(code.weights)
-    cum = np.concatenate([[0], np.cumsum(freq)[:-1]]).tolist() if freq else []
-    return tuple(freq), tuple(int(c) for c in cum)
+    freq = tuple(normalized(code.weights))
+    return freq, tuple(accumulate(freq[:-1], initial=0)) if freq else ()
 
 
 def model_bits(plans: list["ModelPlan"]) -> bytes:
