@@ -13,8 +13,8 @@ reference), so every backend and thread count builds the same models.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import accumulate
 from functools import cached_property, lru_cache
+from itertools import accumulate
 
 import numpy as np
 

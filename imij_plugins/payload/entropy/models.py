@@ -283,6 +283,7 @@ def read_models(data: bytes | memoryview, slots: list[tuple[int, bool]], palette
 
 
 def _read_models_c(data: bytes | memoryview, specs: list[tuple[int, bool]]) -> list[Model]:
+    """read_models' kernel path: ``specs`` are the models' (depth, cross allowed), palette model included."""
     ffi, lib = _backend.ffi, _backend.lib
     count = len(specs)
     heads = ffi.new("imij_model_head[]", count)
@@ -325,6 +326,7 @@ def _scheme_table(depth: int) -> np.ndarray:
             except Corrupt:
                 continue
             table[k, m] = scheme.alphabet, scheme.first_capped_run
+    table.flags.writeable = False  # shared by every read at this depth
     return table
 
 
