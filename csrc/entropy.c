@@ -1047,9 +1047,9 @@ static inline uint32_t mapped(const imij_sample_store *st, uint32_t s, uint32_t 
         STORE_SLOTS(uint32_t, WORD)
 
 #if IMIJ_ENT_AVX2
-/* The plain store of bytes: one byte per sample equal to its coded value, a pixel's samples
- * adjacent (pixel stride = slots = 1, 3 or 4, every channel a slot's, no Const channel), 16
- * lanes. `of` gets the slot of each channel. */
+/* The plain store of bytes (4 step 4 of Lsb maps): one byte per sample equal to its coded
+ * value, a pixel's samples adjacent (pixel stride = slots = 1, 3 or 4, every channel a slot's,
+ * no Const channel), 16 lanes. `of` gets the slot of each channel. */
 static int plain_bytes(const imij_sample_store *st, const lane_geo *g, uint32_t *of)
 {
     uint32_t seen = 0;
