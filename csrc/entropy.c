@@ -1170,6 +1170,71 @@ static AVX2_FN void store_plain_bytes(const imij_sample_store *st, const uint32_
         }
     }
 }
+
+/* The plain store of 16-bit gray samples (4 step 4 of Lsb and Shift maps, the order map's sign
+ * flip): one slot whose word is (v << shift) ^ flip, pixels adjacent, no Const channel, 16 lanes. */
+static int plain_words(const imij_sample_store *st, const lane_geo *g)
+{
+    return st->esize == 2 && st->nslots == 1 && !st->nconst && g->active == 16 && st->pixel_stride == 2 &&
+           st->channel[0] == 0 && st->shift[0] < 16 && st->flip[0] <= 0xffffu && !st->add[0] && !st->neg_flip[0] &&
+           !st->lut[0];
+}
+
+/* 8 rows of 8 16-bit values in each 128-bit half, transposed in place per half. */
+static inline AVX2_FN void transpose8x16(__m256i *a)
+{
+    __m256i b[8], c[8];
+    for (int i = 0; i < 4; i++) {
+        b[2 * i] = _mm256_unpacklo_epi16(a[2 * i], a[2 * i + 1]);
+        b[2 * i + 1] = _mm256_unpackhi_epi16(a[2 * i], a[2 * i + 1]);
+    }
+    for (int h = 0; h < 2; h++) { /* rows 4 h .. 4 h + 3: b[4 h ..] */
+        c[4 * h] = _mm256_unpacklo_epi32(b[4 * h], b[4 * h + 2]);
+        c[4 * h + 1] = _mm256_unpackhi_epi32(b[4 * h], b[4 * h + 2]);
+        c[4 * h + 2] = _mm256_unpacklo_epi32(b[4 * h + 1], b[4 * h + 3]);
+        c[4 * h + 3] = _mm256_unpackhi_epi32(b[4 * h + 1], b[4 * h + 3]);
+    }
+    for (int j = 0; j < 4; j++) { /* columns 2 j and 2 j + 1: rows 0-3 in c[j], rows 4-7 in c[4 + j] */
+        a[2 * j] = _mm256_unpacklo_epi64(c[j], c[4 + j]);
+        a[2 * j + 1] = _mm256_unpackhi_epi64(c[j], c[4 + j]);
+    }
+}
+
+/* store_block for plain_words, as store_plain_bytes: each 16 x 16 block of 16-bit values is
+ * transposed as two 8-row halves, whose 128-bit halves are then paired per lane. */
+static AVX2_FN void store_plain_words(const imij_sample_store *st, const uint32_t *planes, lane_geo g, uint32_t r0,
+                                      uint32_t rows)
+{
+    uint32_t whole = g.lw & ~15u, sh = st->shift[0], fl = st->flip[0];
+    __m128i count = _mm_cvtsi32_si128((int)sh);
+    __m256i flip = _mm256_set1_epi16((short)fl);
+    for (uint32_t i = 0; i < rows; i++) {
+        uint16_t *row = (uint16_t *)(st->out + (int64_t)(r0 + i) * st->row_stride);
+        const uint32_t *v = planes + (FIRST_ROW + i) * g.row;
+        for (uint32_t x0 = 0; x0 < whole; x0 += 16) {
+            __m256i m[16];
+            for (int k = 0; k < 16; k++) { /* step x0 + k: 16 lanes as 16-bit values in lane order */
+                const __m256i *p = (const __m256i *)(v + (size_t)(x0 + k) * 16);
+                m[k] = _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_loadu_si256(p), _mm256_loadu_si256(p + 1)), 0xd8);
+            }
+            transpose8x16(m);     /* m[j]: lanes j and 8 + j, steps 0-7 */
+            transpose8x16(m + 8); /* m[8 + j]: the same lanes, steps 8-15 */
+            uint32_t lanes = x0 + 16 <= g.last_w ? 16u : 15u; /* a narrow last lane: its columns below */
+            for (uint32_t l = 0; l < lanes; l++) {
+                uint32_t j = l & 7u;
+                __m256i w = l < 8 ? _mm256_permute2x128_si256(m[j], m[8 + j], 0x20)
+                                  : _mm256_permute2x128_si256(m[j], m[8 + j], 0x31);
+                w = _mm256_xor_si256(_mm256_sll_epi16(w, count), flip);
+                _mm256_storeu_si256((__m256i *)(row + (size_t)l * g.lw + x0), w);
+            }
+        }
+        for (uint32_t l = 0; l < 16; l++) { /* the columns left to each lane */
+            uint32_t lane_w = l + 1 < 16 ? g.lw : g.last_w, done = l + 1 < 16 ? whole : (g.last_w & ~15u);
+            for (uint32_t x = done < whole ? done : whole; x < lane_w; x++)
+                row[(size_t)l * g.lw + x] = (uint16_t)((v[(size_t)x * 16 + l] << sh) ^ fl);
+        }
+    }
+}
 #endif
 
 static void store_block(const imij_sample_store *st, const uint32_t *planes, size_t stride, lane_geo g, uint32_t r0,
@@ -1191,6 +1256,10 @@ static void store_block(const imij_sample_store *st, const uint32_t *planes, siz
     uint32_t of[4];
     if (simd_path == 1 && plain_bytes(st, &g, of)) {
         store_plain_bytes(st, of, planes, stride, g, r0, rows);
+        return;
+    }
+    if (simd_path == 1 && plain_words(st, &g)) {
+        store_plain_words(st, planes, g, r0, rows);
         return;
     }
 #endif

@@ -188,3 +188,25 @@ def test_plain_byte_stores(paths, channels):
         scalar, simd = _both(paths, lambda: imij_plugins.read(data, threads=1))
         assert scalar[0] == "ok" and _same(scalar, simd), (width, group)
         assert np.array_equal(np.asarray(simd[1]).reshape(img.shape), img), (width, group)
+
+
+@pytest.mark.parametrize("kind", ["u16", "u12", "u12 shifted", "i16"])
+def test_plain_word_stores(paths, kind):
+    """The SIMD store of 16-bit gray samples (16 lanes; Lsb and Shift maps, the signed sign flip;
+    csrc/entropy.c store_plain_words) at the lane widths and column groups of the byte test."""
+    rng = np.random.default_rng(len(kind))
+    for width, group in [(256, None), (300, None), (513, None), (1000, None), (1000, 400), (700, 272)]:
+        ramp = np.cumsum(rng.integers(-3, 4, (20, width)), axis=1)
+        ramp[:, : width // 3] = ramp[:, : width // 3] // 7 * 7  # flat and noisy stretches
+        if kind == "u16":
+            img = (ramp + 40000).astype(np.uint16)
+        elif kind == "u12":
+            img = np.clip(ramp + 2000, 0, 4095).astype(np.uint16)
+        elif kind == "u12 shifted":
+            img = (np.clip(ramp + 2000, 0, 4095) << 4).astype(np.uint16)
+        else:
+            img = (ramp - 100).astype(np.int16)
+        data = imij_plugins.encode(img, group_cols=group)
+        scalar, simd = _both(paths, lambda: imij_plugins.read(data, threads=1))
+        assert scalar[0] == "ok" and _same(scalar, simd), (width, group)
+        assert np.array_equal(np.asarray(simd[1]).reshape(img.shape), img), (width, group)
