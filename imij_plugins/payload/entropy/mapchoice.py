@@ -41,6 +41,7 @@ from imij_plugins.payload.head import ChannelMap
 U64 = np.uint64
 TABLE_MAX_ENTRIES = 1 << 14  # 5: value tables of up to 2^14 entries
 SAMPLE = 4096  # values a 32-bit candidate is first tried on
+SMALL_CHANNEL = 1 << 18  # words up to which a channel's map tests run on its distinct values at once
 CHUNK_SAMPLES = 1 << 16  # coded values made through 64-bit words per step (bounds the transient)
 
 
@@ -96,9 +97,33 @@ def _strided_sample(w: np.ndarray, count: int) -> np.ndarray:
     return w[flat // w.shape[1], flat % w.shape[1]]
 
 
+def _first_exact(ch: Channel, tests: list[tuple[int, int, ChannelMap]]) -> tuple[int, int, ChannelMap] | None:
+    """The first of ``tests`` (in order) that codes every word of the channel exactly: n bits
+    code at most 2^n values. A small channel of at most 16-bit words is tested on its distinct
+    values at once; a larger one on a strided sample first (most candidates fail on it), and only
+    then on its distinct values (or, for 32-bit words, every word)."""
+    w = ch.word
+    if w.size <= SMALL_CHANNEL and ch.D <= 16:
+        distinct = _distinct(ch)
+        return next((t for t in tests if len(distinct) <= (1 << t[0]) and _exact(distinct, ch, t[2])), None)
+    sample = _strided_sample(w, SAMPLE).astype(U64)
+    small = sample[:: max(1, len(sample) // 64)]
+    seen = len(np.unique(sample))
+    live = [t for t in tests if seen <= (1 << t[0]) and _exact(small, ch, t[2]) and _exact(sample, ch, t[2])]
+    if not live:
+        return None
+    distinct = _distinct(ch)
+    count = len(distinct) if distinct is not None else len(np.unique(sample))
+    for bits, rank, cmap in live:
+        if bits < 64 and count > (1 << bits):
+            continue
+        if _exact(distinct, ch, cmap) if distinct is not None else _exact(w.ravel().astype(U64), ch, cmap):
+            return bits, rank, cmap
+    return None
+
+
 def candidate_maps(ch: Channel, allow_features: bool = True) -> list[ChannelMap]:
     """Every exact regular map of the channel (no tables), fewest bits first, simpler first on ties."""
-    w = ch.word
     D = ch.D
     omax, omin, oor, raw_or = ch.summarize()
     cands: list[tuple[int, int, ChannelMap]] = []  # (bits, rank, map)
@@ -127,23 +152,10 @@ def candidate_maps(ch: Channel, allow_features: bool = True) -> list[ChannelMap]
             tests.append((16, 4, ChannelMap(F16_IN_F32, 16, 0)))
         for bits in range(1, min(16, regular_bits - 1) + 1):
             tests.append((bits, 4, ChannelMap(UNORM_F32, bits, 0)))
-    if tests:
-        # a strided sample first: most candidates fail on it, and only then are the distinct
-        # values (or, for 32-bit words, every word) needed
-        sample = _strided_sample(w, SAMPLE).astype(U64)
-        small = sample[:: max(1, len(sample) // 64)]
-        seen = len(np.unique(sample))  # n bits code at most 2^n values
-        live = [t for t in sorted(tests, key=lambda t: (t[0], t[1]))
-                if seen <= (1 << t[0]) and _exact(small, ch, t[2]) and _exact(sample, ch, t[2])]
-        if live:
-            distinct = _distinct(ch)
-            count = len(distinct) if distinct is not None else len(np.unique(sample))
-            for bits, rank, cmap in live:
-                if bits < 64 and count > (1 << bits):  # n bits code at most 2^n values
-                    continue
-                if _exact(distinct, ch, cmap) if distinct is not None else _exact(w.ravel().astype(U64), ch, cmap):
-                    cands.append((bits, rank, cmap))
-                    break  # the fewest bits among the tested maps
+    tests.sort(key=lambda t: (t[0], t[1]))
+    found = _first_exact(ch, tests) if tests else None
+    if found is not None:
+        cands.append(found)  # the fewest bits among the tested maps
     cands.sort(key=lambda c: (c[0], c[1]))
     # 5: FloatShift when it codes as many bits as an F16InF32 map
     if cands[0][2].mode == F16_IN_F32:

@@ -566,6 +566,30 @@ def test_forward_map_agrees_with_the_encoders_coded_values():
             assert np.array_equal(coded(word, ch, cmap).astype(np.uint64), forward(word.astype(np.uint64), cc))
 
 
+def test_small_and_large_channels_find_the_same_tested_map(monkeypatch):
+    """5: a small channel's Replicate / Scale / UnormF32 maps are tested on its distinct values
+    at once, a large one's on a strided sample first; both find the same first exact map."""
+    from imij_plugins.payload.entropy import mapchoice
+    from imij_plugins.payload.entropy.mapchoice import Channel, candidate_maps
+
+    rng = np.random.default_rng(23)
+    words = [
+        (rng.integers(0, 16, (40, 70)) * 17).astype(np.uint8),  # Replicate 4 bits
+        ((rng.integers(0, 8, (40, 70)) * 255 + 3) // 7).astype(np.uint8),  # Scale 3 bits
+        (rng.integers(0, 16, (40, 70)) * 4369).astype(np.uint16),  # Replicate 4 bits of 16
+        rng.integers(0, 256, (40, 70)).astype(np.uint8),  # no tested map
+        (rng.integers(0, 16, (40, 70)) * 17 + (rng.random((40, 70)) < 0.001)).astype(np.uint8),  # nearly
+    ]
+    for w in words:
+        kind, D = "u", w.dtype.itemsize * 8
+        ch = lambda: Channel(0, w, kind, D, 0, f"u{D}", False, False)  # noqa: E731  # a fresh summary
+        small = candidate_maps(ch())
+        monkeypatch.setattr(mapchoice, "SMALL_CHANNEL", 0)
+        large = candidate_maps(ch())
+        monkeypatch.undo()
+        assert small == large
+
+
 @pytest.mark.parametrize("case", ["two", "few", "one unit many", "one bit"])
 def test_image_tuples_from_the_units(case):
     """5: the chooser's image tuples summed over the units (the encoder's way: no whole-image
