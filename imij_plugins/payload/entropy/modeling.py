@@ -108,7 +108,7 @@ def partition_classes(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray]
     H = th[used].astype(np.int64)
     H = H[:, : int(np.flatnonzero(H.any(axis=0))[-1]) + 1]  # up to the last used symbol
     cum = np.vstack([np.zeros(H.shape[1], dtype=np.int64), np.cumsum(H, axis=0)])
-    I, J = np.triu_indices(g + 1, 1)  # range [i, j) of used classes
+    I, J = _ranges(g)
     INF = np.int64(1 << 61)  # above any estimate (integers: the same choice on every backend)
     cost = np.full((g + 1, g + 1), INF, dtype=np.int64)
     cost[I, J] = K.row_costs(cum[J] - cum[I])
@@ -135,6 +135,14 @@ def partition_classes(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray]
             ctx_of_used[used[q]] = ctx
         hists.append(cum[j] - cum[i])
     return _ctx_map(used, ctx_of_used), hists, int(best[k][g])
+
+
+@lru_cache(maxsize=None)
+def _ranges(g: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every range [i, j) of g used classes, 0 <= i < j <= g (partition_classes' cost rows)."""
+    I, J = np.triu_indices(g + 1, 1)
+    I.flags.writeable = J.flags.writeable = False
+    return I, J
 
 
 def merge_classes(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray], int]:
@@ -168,10 +176,11 @@ def merge_classes(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray], in
 def _ctx_map(used: list[int], ctx_of: dict[int, int]) -> tuple[int, ...]:
     """3.3's ctx_map: each used class's context; an unused class takes that of the nearest used
     class below it (above it when none is below)."""
-    ctx_map = []
+    ctx_map, j = [], 0
     for c in range(CLASSES):
-        below = [d for d in used if d <= c]
-        ctx_map.append(ctx_of[below[-1] if below else used[0]])
+        while j + 1 < len(used) and used[j + 1] <= c:
+            j += 1
+        ctx_map.append(ctx_of[used[j]])  # used[j] <= c, or used[0] when no used class is below c
     return tuple(ctx_map)
 
 
