@@ -1092,13 +1092,27 @@ static inline AVX2_FN void transpose16(__m128i *m)
     }
 }
 
+/* Step x of a block row of 16 lanes (16 uint32 values, each below 2^16) as 16-bit values in
+ * lane order. */
+static inline AVX2_FN __m256i step_words(const uint32_t *v, uint32_t x)
+{
+    const __m256i *p = (const __m256i *)(v + (size_t)x * 16);
+    return _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_loadu_si256(p), _mm256_loadu_si256(p + 1)), 0xd8);
+}
+
+/* The columns of lane l that the plain stores write 16 at a time: all but a lane's last lw mod 16,
+ * and of a narrower last lane only whole 16s inside it (the rest one at a time). */
+static inline uint32_t simd_columns(const lane_geo *g, uint32_t l)
+{
+    return l + 1 < g->active ? g->lw & ~15u : g->last_w & ~15u;
+}
+
 /* Steps x0 .. x0 + 15 of one slot's block row (16 lanes of uint32 per step) as 16 rows of 16
  * bytes, one per lane: lane l's columns x0 .. x0 + 15. */
 static inline AVX2_FN void lane_bytes(const uint32_t *v, uint32_t x0, __m128i *m)
 {
     for (int k = 0; k < 16; k++) {
-        const __m256i *p = (const __m256i *)(v + (size_t)(x0 + k) * 16);
-        __m256i q = _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_loadu_si256(p), _mm256_loadu_si256(p + 1)), 0xd8);
+        __m256i q = step_words(v, x0 + k);
         m[k] = _mm_packus_epi16(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
     }
     transpose16(m);
@@ -1141,7 +1155,7 @@ static inline AVX2_FN void put_rgba(uint8_t *dst, __m128i r, __m128i g, __m128i 
 static AVX2_FN void store_plain_bytes(const imij_sample_store *st, const uint32_t *of, const uint32_t *planes,
                                       size_t stride, lane_geo g, uint32_t r0, uint32_t rows)
 {
-    uint32_t ns = st->nslots, whole = g.lw & ~15u;
+    uint32_t ns = st->nslots, whole = simd_columns(&g, 0);
     for (uint32_t i = 0; i < rows; i++) {
         uint8_t *row = st->out + (int64_t)(r0 + i) * st->row_stride;
         const uint32_t *v = planes + (FIRST_ROW + i) * g.row;
@@ -1149,7 +1163,7 @@ static AVX2_FN void store_plain_bytes(const imij_sample_store *st, const uint32_
             __m128i m[4][16];
             for (uint32_t s = 0; s < ns; s++)
                 lane_bytes(v + s * stride, x0, m[s]);
-            uint32_t lanes = x0 + 16 <= g.last_w ? 16u : 15u; /* a narrow last lane: its columns below */
+            uint32_t lanes = x0 + 16 <= simd_columns(&g, 15) ? 16u : 15u;
             for (uint32_t l = 0; l < lanes; l++) {
                 uint8_t *dst = row + ((size_t)l * g.lw + x0) * ns;
                 if (ns == 3)
@@ -1161,8 +1175,8 @@ static AVX2_FN void store_plain_bytes(const imij_sample_store *st, const uint32_
             }
         }
         for (uint32_t l = 0; l < 16; l++) { /* the columns left to each lane */
-            uint32_t lane_w = l + 1 < 16 ? g.lw : g.last_w, done = l + 1 < 16 ? whole : (g.last_w & ~15u);
-            for (uint32_t x = done < whole ? done : whole; x < lane_w; x++) {
+            uint32_t lane_w = l + 1 < 16 ? g.lw : g.last_w;
+            for (uint32_t x = simd_columns(&g, l); x < lane_w; x++) {
                 uint8_t *px = row + ((size_t)l * g.lw + x) * ns;
                 for (uint32_t c = 0; c < ns; c++)
                     px[c] = (uint8_t)v[of[c] * stride + (size_t)x * 16 + l];
@@ -1205,7 +1219,7 @@ static inline AVX2_FN void transpose8x16(__m256i *a)
 static AVX2_FN void store_plain_words(const imij_sample_store *st, const uint32_t *planes, lane_geo g, uint32_t r0,
                                       uint32_t rows)
 {
-    uint32_t whole = g.lw & ~15u, sh = st->shift[0], fl = st->flip[0];
+    uint32_t whole = simd_columns(&g, 0), sh = st->shift[0], fl = st->flip[0];
     __m128i count = _mm_cvtsi32_si128((int)sh);
     __m256i flip = _mm256_set1_epi16((short)fl);
     for (uint32_t i = 0; i < rows; i++) {
@@ -1213,13 +1227,11 @@ static AVX2_FN void store_plain_words(const imij_sample_store *st, const uint32_
         const uint32_t *v = planes + (FIRST_ROW + i) * g.row;
         for (uint32_t x0 = 0; x0 < whole; x0 += 16) {
             __m256i m[16];
-            for (int k = 0; k < 16; k++) { /* step x0 + k: 16 lanes as 16-bit values in lane order */
-                const __m256i *p = (const __m256i *)(v + (size_t)(x0 + k) * 16);
-                m[k] = _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_loadu_si256(p), _mm256_loadu_si256(p + 1)), 0xd8);
-            }
+            for (uint32_t k = 0; k < 16; k++)
+                m[k] = step_words(v, x0 + k);
             transpose8x16(m);     /* m[j]: lanes j and 8 + j, steps 0-7 */
             transpose8x16(m + 8); /* m[8 + j]: the same lanes, steps 8-15 */
-            uint32_t lanes = x0 + 16 <= g.last_w ? 16u : 15u; /* a narrow last lane: its columns below */
+            uint32_t lanes = x0 + 16 <= simd_columns(&g, 15) ? 16u : 15u;
             for (uint32_t l = 0; l < lanes; l++) {
                 uint32_t j = l & 7u;
                 __m256i w = l < 8 ? _mm256_permute2x128_si256(m[j], m[8 + j], 0x20)
@@ -1229,8 +1241,8 @@ static AVX2_FN void store_plain_words(const imij_sample_store *st, const uint32_
             }
         }
         for (uint32_t l = 0; l < 16; l++) { /* the columns left to each lane */
-            uint32_t lane_w = l + 1 < 16 ? g.lw : g.last_w, done = l + 1 < 16 ? whole : (g.last_w & ~15u);
-            for (uint32_t x = done < whole ? done : whole; x < lane_w; x++)
+            uint32_t lane_w = l + 1 < 16 ? g.lw : g.last_w;
+            for (uint32_t x = simd_columns(&g, l); x < lane_w; x++)
                 row[(size_t)l * g.lw + x] = (uint16_t)((v[(size_t)x * 16 + l] << sh) ^ fl);
         }
     }

@@ -115,7 +115,7 @@ def _first_exact(ch: Channel, tests: list[tuple[int, int, ChannelMap]]) -> tuple
     distinct = _distinct(ch)
     count = len(distinct) if distinct is not None else len(np.unique(sample))
     for bits, rank, cmap in live:
-        if bits < 64 and count > (1 << bits):
+        if count > (1 << bits):
             continue
         if _exact(distinct, ch, cmap) if distinct is not None else _exact(w.ravel().astype(U64), ch, cmap):
             return bits, rank, cmap
