@@ -1621,8 +1621,98 @@ int imij_enc_row_costs(const int64_t *h, uint32_t rows, uint32_t width, const in
     return 0;
 }
 
-/* One class's bucket counts as token counts th (and their extra bits): -1 for a negative count. */
-static int add_tokens(const int64_t *counts, const int64_t *tok, const int64_t *nbits, int64_t *th, int64_t *extra)
+/* 5: the split of the used classes of th (16 x 256), in class order, into at most 4 runs of
+ * neighbouring classes with the lowest summed row_cost, exactly over every split (the first
+ * fewest contexts and the first split start on ties, as modeling.partition_classes). */
+int64_t imij_enc_partition(const int64_t *th, const int64_t *log2fix, uint8_t *ctx_map, int64_t *hists,
+                           uint32_t *nctx, uint32_t *width)
+{
+    const int64_t INF = (int64_t)1 << 61;
+    uint32_t used[16], g = 0, w = 0;
+    for (uint32_t c = 0; c < 16; c++) {
+        uint32_t last1 = 0;
+        for (uint32_t s = 0; s < 256; s++) {
+            if (th[c * 256 + s] < 0)
+                return -1;
+            last1 = th[c * 256 + s] ? s + 1 : last1;
+        }
+        if (last1)
+            used[g++] = c;
+        w = last1 > w ? last1 : w;
+    }
+    memset(hists, 0, 4 * 256 * sizeof *hists);
+    if (!g) { /* nothing coded: one context of one symbol */
+        memset(ctx_map, 0, 16);
+        hists[0] = 1;
+        *nctx = 1;
+        *width = 256;
+        return 0;
+    }
+    /* cum[q]: the first q used classes summed; cost[i][j]: classes i .. j - 1 as one context */
+    int64_t cum[17][256], cost[17][17], row[256], best[5][17];
+    uint32_t back[5][17];
+    memset(cum[0], 0, sizeof cum[0]);
+    for (uint32_t q = 0; q < g; q++)
+        for (uint32_t s = 0; s < w; s++)
+            cum[q + 1][s] = cum[q][s] + th[used[q] * 256 + s];
+    for (uint32_t i = 0; i <= g; i++)
+        for (uint32_t j = 0; j <= g; j++) {
+            if (i >= j) {
+                cost[i][j] = INF;
+                continue;
+            }
+            for (uint32_t s = 0; s < w; s++)
+                row[s] = cum[j][s] - cum[i][s];
+            cost[i][j] = row_cost(row, w, log2fix);
+        }
+    for (uint32_t j = 0; j <= g; j++)
+        best[0][j] = j ? INF : 0;
+    for (uint32_t k = 1; k <= 4; k++)
+        for (uint32_t j = 0; j <= g; j++) {
+            int64_t low = INF;
+            uint32_t at = 0;
+            for (uint32_t i = 0; i <= g; i++) {
+                int64_t t = best[k - 1][i] + cost[i][j];
+                t = t < INF ? t : INF;
+                if (i == 0 || t < low) {
+                    low = t;
+                    at = i;
+                }
+            }
+            best[k][j] = low;
+            back[k][j] = at;
+        }
+    uint32_t k = 1;
+    for (uint32_t kk = 2; kk <= 4; kk++)
+        k = best[kk][g] < best[k][g] ? kk : k;
+    uint32_t start[4], end[4], j = g, ctx_of[16];
+    for (uint32_t kk = k; kk > 0; kk--) {
+        start[kk - 1] = back[kk][j];
+        end[kk - 1] = j;
+        j = back[kk][j];
+    }
+    for (uint32_t ctx = 0; ctx < k; ctx++) {
+        for (uint32_t q = start[ctx]; q < end[ctx]; q++)
+            ctx_of[q] = ctx;
+        for (uint32_t s = 0; s < w; s++)
+            hists[ctx * 256 + s] = cum[end[ctx]][s] - cum[start[ctx]][s];
+    }
+    /* 3.3's ctx_map: an unused class takes the context of the nearest used class below it
+     * (above it when none is below) */
+    for (uint32_t c = 0, q = 0; c < 16; c++) {
+        while (q + 1 < g && used[q + 1] <= c)
+            q++;
+        ctx_map[c] = (uint8_t)ctx_of[q];
+    }
+    *nctx = k;
+    *width = w;
+    return best[k][g];
+}
+
+/* One class's bucket counts as token counts th (and their extra bits), *width raised past every
+ * token counted: -1 for a negative count. */
+static int add_tokens(const int64_t *counts, const int64_t *tok, const int64_t *nbits, int64_t *th, int64_t *extra,
+                      uint32_t *width)
 {
     for (uint32_t b = 0; b < IMIJ_ENC_BUCKETS; b++)
         if (counts[b]) {
@@ -1630,26 +1720,29 @@ static int add_tokens(const int64_t *counts, const int64_t *tok, const int64_t *
                 return -1;
             th[tok[b]] += counts[b];
             *extra += counts[b] * nbits[b];
+            *width = (uint32_t)tok[b] >= *width ? (uint32_t)tok[b] + 1 : *width;
         }
     return 0;
 }
 
 /* Class c's token counts into th[256] (zeroed here) and its extra bits into *extra: its value
- * tokens, then its run tokens or, without runs, every covered position as value token 0. */
+ * tokens, then its run tokens or, without runs, every covered position as value token 0.
+ * Returns the width past its last counted token (th is zero from there), or -1. */
 static int class_tokens(const int64_t *vh, const int64_t *rh, const int64_t *zr, const int64_t *tokens, uint32_t runs,
                         uint32_t c, int64_t *th, int64_t *extra)
 {
     const int64_t *vt = tokens, *vn = tokens + IMIJ_ENC_BUCKETS, *rt = tokens + 2 * IMIJ_ENC_BUCKETS,
                   *rn = tokens + 3 * IMIJ_ENC_BUCKETS;
+    uint32_t width = 0;
     memset(th, 0, 256 * sizeof *th);
-    if (add_tokens(vh + (size_t)c * IMIJ_ENC_BUCKETS, vt, vn, th, extra))
+    if (add_tokens(vh + (size_t)c * IMIJ_ENC_BUCKETS, vt, vn, th, extra, &width))
         return -1;
     if (runs)
-        return add_tokens(rh + (size_t)c * IMIJ_ENC_BUCKETS, rt, rn, th, extra);
+        return add_tokens(rh + (size_t)c * IMIJ_ENC_BUCKETS, rt, rn, th, extra, &width) ? -1 : (int)width;
     if (zr[c] < 0)
         return -1;
     th[0] += zr[c];
-    return 0;
+    return zr[c] && !width ? 1 : (int)width;
 }
 
 static int tokens_ok(const int64_t *tokens)
@@ -1669,9 +1762,10 @@ int64_t imij_enc_token_cost(const int64_t *vh, const int64_t *rh, const int64_t 
         return -1;
     int64_t total = 0, extra = 0, th[256];
     for (uint32_t c = 0; c < 16; c++) {
-        if (class_tokens(vh, rh, zr, tokens, runs, c, th, &extra))
+        int width = class_tokens(vh, rh, zr, tokens, runs, c, th, &extra);
+        if (width < 0)
             return -1;
-        total += row_cost(th, 256, log2fix);
+        total += row_cost(th, (uint32_t)width, log2fix); /* the same cost: no count past width */
     }
     return total + (extra << COST_FIX);
 }
@@ -1683,7 +1777,7 @@ int imij_enc_token_counts(const int64_t *vh, const int64_t *rh, const int64_t *z
         return -1;
     int64_t extra = 0;
     for (uint32_t c = 0; c < 16; c++)
-        if (class_tokens(vh, rh, zr, tokens, runs, c, th + (size_t)c * 256, &extra))
+        if (class_tokens(vh, rh, zr, tokens, runs, c, th + (size_t)c * 256, &extra) < 0)
             return -1;
     return 0;
 }

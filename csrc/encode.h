@@ -106,6 +106,14 @@ int64_t imij_enc_token_cost(const int64_t *vh, const int64_t *rh, const int64_t 
 int imij_enc_token_counts(const int64_t *vh, const int64_t *rh, const int64_t *zr, const int64_t *tokens,
                           uint32_t runs, int64_t *th);
 
+/* 5: the exact split of the used classes of th (16 x 256 token counts) into at most
+ * 4 runs of neighbouring classes with the fewest estimated bits (row_cost's; the first on ties):
+ * ctx_map[16] (3.3's, unused classes as the nearest used one below, else above), *nctx contexts
+ * whose summed counts are hists[c * 256 ..] (4 x 256, zero past *width, the last used symbol
+ * + 1). Returns the estimate (bits * 2^16), or -1 for a negative count. */
+int64_t imij_enc_partition(const int64_t *th, const int64_t *log2fix, uint8_t *ctx_map, int64_t *hists,
+                           uint32_t *nctx, uint32_t *width);
+
 /* 3.3 / 5: per context (ctxs rows of counts H, width <= 256, each count below 2^32, each row
  * with a nonzero count) the precision prec_lo ..= prec_hi (1 ..= 8) whose table costs the fewest
  * table bits (exact) plus data bits (row_cost's normalization with the quantized weights; the

@@ -674,6 +674,23 @@ def token_cost(vh: np.ndarray, rh: np.ndarray, zr: np.ndarray, tokens: np.ndarra
     return int(row_costs(th).sum()) + (extra << COST_FIX)
 
 
+def partition(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray], int] | None:
+    """encode.h imij_enc_partition: modeling.partition_classes' split of the 16 classes of token
+    counts th (16, 256) into at most 4 contexts (ctx_map, per-context counts, estimate); None
+    without the C backend (the caller's reference then)."""
+    if not _c():
+        return None
+    ffi, lib = _backend.ffi, _backend.lib
+    th = np.ascontiguousarray(th, dtype=np.int64)
+    ctx_map, hists = np.empty(CLASSES, np.uint8), np.empty((4, 256), np.int64)
+    nctx, width = ffi.new("uint32_t *"), ffi.new("uint32_t *")
+    est = lib.imij_enc_partition(_ptr(ffi, "int64_t[]", th), _ptr(ffi, "int64_t[]", LOG2_FIX),
+                                 _ptr(ffi, "uint8_t[]", ctx_map, True), _ptr(ffi, "int64_t[]", hists, True), nctx, width)
+    if est < 0:
+        raise ValueError("imij_enc_partition: negative counts")
+    return tuple(ctx_map.tolist()), list(hists[: nctx[0], : width[0]]), int(est)
+
+
 def best_precisions(H: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """encode.h imij_enc_best_tables: per row of counts H (ctxs, width <= 256; below 2^32, each
     row with a nonzero count) the precision lo ..= hi with the fewest table plus data bits, the

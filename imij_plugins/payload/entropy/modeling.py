@@ -98,7 +98,10 @@ def partition_classes(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray]
     """Up to 4 contexts from the 16 classes (5): the split of the used classes, in class order,
     into at most 4 runs of neighbouring classes with the lowest estimated bits (ideal entropy
     plus a rough table size), found exactly over every split. Returns (ctx_map, per-context
-    histograms, estimated bits * 2^16)."""
+    histograms, estimated bits * 2^16). costs.partition on the C backend, this the reference."""
+    fast = K.partition(th)
+    if fast is not None:
+        return fast
     used = np.flatnonzero(th.any(axis=1)).tolist()
     if not used:
         h0 = np.zeros(th.shape[1], dtype=np.int64)
@@ -185,28 +188,34 @@ def _ctx_map(used: list[int], ctx_of: dict[int, int]) -> tuple[int, ...]:
 
 
 def best_tables(hists: list[np.ndarray], precs: range) -> list[TableCode]:
+    """Per context the precision (3.3) with the fewest table plus data bits (coded_tables')."""
+    return [code for code, _, _ in coded_tables(hists, precs)]
+
+
+def coded_tables(hists: list[np.ndarray], precs: range) -> list[tuple[TableCode, tuple[int, ...], tuple[int, ...]]]:
     """Per context the precision (3.3) with the fewest table plus data bits, all contexts and
-    precisions at once. Data bits use 3.3's normalization approximately (floor, at least 1, the
+    precisions at once, as (code, freq, cum): freq the decoder's normalization of the code's
+    weights (3.3). Data bits use 3.3's normalization approximately (floor, at least 1, the
     excess taken from the commonest symbol); the table bits are exact."""
-    width = max(1, max(int(np.flatnonzero(h)[-1]) + 1 if np.any(h) else 1 for h in hists))
-    H = np.zeros((len(hists), width), dtype=np.int64)
+    H = np.zeros((len(hists), max(1, max(len(h) for h in hists))), dtype=np.int64)
     for i, h in enumerate(hists):
-        hh = np.asarray(h, dtype=np.int64)[:width]
-        H[i, : len(hh)] = hh
-        if not H[i].any():
-            H[i, 0] = 1
+        H[i, : len(h)] = h
+    used = np.flatnonzero(H.any(axis=0))
+    H = H[:, : int(used[-1]) + 1 if used.size else 1]  # up to the last symbol any context uses
+    H[~H.any(axis=1), 0] = 1
     big = int(H.max())
     if big >= 1 << 32:  # 3.3: exponents up to 32
         shift = big.bit_length() - 32
         H = np.where(H > 0, np.maximum(1, H >> shift), 0)
     prec, last1, codes = K.best_precisions(H, precs.start, precs.stop - 1)
-    return [TableCode(p, tuple(map(tuple, c[:n].tolist()))) for p, n, c in zip(prec.tolist(), last1.tolist(), codes)]
-
-
-def table_of(code: TableCode) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """(freq, cum) of a coded table, the decoder's normalization (3.3)."""
-    freq = tuple(normalized(code.weights))
-    return freq, tuple(accumulate(freq[:-1], initial=0)) if freq else ()
+    e, nb, mant = codes.astype(np.int64).transpose(2, 0, 1)
+    # 3.3: weight = 0 if e == 0; 1 if e == 1; else ((1 << nb) | mant) << (e - 1 - nb)
+    weights = np.where(e <= 1, e, ((1 << nb) | mant) << np.maximum(e - 1 - nb, 0))
+    out = []
+    for p, n, c, w in zip(prec.tolist(), last1.tolist(), codes, weights):
+        freq = tuple(normalized(w[:n].tolist()))
+        out.append((TableCode(p, tuple(map(tuple, c[:n].tolist()))), freq, tuple(accumulate(freq[:-1], initial=0))))
+    return out
 
 
 def model_bits(plans: list["ModelPlan"]) -> bytes:
@@ -308,12 +317,11 @@ def choose_model(variants: dict[bool, SlotStats], n: int, ctx_shift: int, eff: M
         alt = merge_classes(th)
         if alt[2] < est:
             ctx_map, hists, est = alt
-    codes = best_tables(hists, eff.precs)
-    tables = [table_of(code) for code in codes]
+    tables = coded_tables(hists, eff.precs)
     scheme = Scheme(n, k, m)
     enc = EncModel(n, k, m, cross, ctx_shift, run_min if runs else 0, ctx_map,
-                   tuple(t[0] for t in tables), tuple(t[1] for t in tables))
-    return ModelPlan(scheme, cross, ctx_shift, ctx_map, tuple(codes), enc)
+                   tuple(t[1] for t in tables), tuple(t[2] for t in tables))
+    return ModelPlan(scheme, cross, ctx_shift, ctx_map, tuple(t[0] for t in tables), enc)
 
 
 def estimate_bits(st: SlotStats) -> float:
@@ -330,5 +338,5 @@ def estimate_bits(st: SlotStats) -> float:
 _EXTRA_BITS = np.where(np.arange(BUCKETS) < 256, 0, np.maximum(np.frexp(_REPR_A)[1] - 1, 0) - 4).astype(np.int64)
 
 
-__all__ = ["ModelEffort", "ModelPlan", "SlotStats", "best_tables", "choose_model", "effort_of", "estimate_bits",
+__all__ = ["ModelEffort", "ModelPlan", "SlotStats", "best_tables", "choose_model", "coded_tables", "effort_of", "estimate_bits",
            "merge_classes", "model_bits", "partition_classes"]

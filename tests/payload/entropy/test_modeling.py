@@ -153,3 +153,38 @@ def test_partition_is_the_best_split():
                 cost = int(K.row_costs(rows).sum())
                 best = cost if best is None else min(best, cost)
         assert est == best
+
+
+def _partition_cases(rng):
+    """Token counts of 0 to 16 used classes: sparse and dense rows, equal rows (ties between
+    splits), a single symbol, and sums up to 2^40 (an image of 2^40 positions)."""
+    yield np.zeros((K.CLASSES, 256), dtype=np.int64)
+    for _ in range(40):
+        th = np.zeros((K.CLASSES, 256), dtype=np.int64)
+        used = rng.choice(K.CLASSES, int(rng.integers(1, K.CLASSES + 1)), replace=False)
+        width = int(rng.integers(1, 257))
+        th[used, :width] = _counts(rng, len(used), width) << (16 if rng.random() < 0.2 else 0)
+        th[used, int(rng.integers(0, width))] += 1  # every chosen class used
+        if rng.random() < 0.3:
+            th[used] = th[used[0]]  # equal rows: every split of them ties
+        yield th
+
+
+@NEEDS_C
+def test_partition_kernel_is_the_reference():
+    """imij_enc_partition (C) gives partition_classes' reference split: the same ctx_map, the
+    same per-context counts and the same estimate, ties included."""
+    for th in _partition_cases(np.random.default_rng(11)):
+        (cmap, chists, cest), (pmap, phists, pest) = both(partition_classes, th)
+        assert (cmap, cest) == (pmap, pest)
+        assert len(chists) == len(phists)
+        for a, b in zip(chists, phists):
+            assert a.tolist() == b.tolist()
+
+
+@NEEDS_C
+def test_partition_kernel_rejects_negative_counts():
+    th = np.zeros((K.CLASSES, 256), dtype=np.int64)
+    th[3, 5] = -1
+    with _backend.use("c"), pytest.raises(ValueError):
+        partition_classes(th)
