@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "encode.h"
+#include "models.h"
 #include "predictors.inc"
 #include "runs.inc"
 
@@ -1797,7 +1798,7 @@ static inline int64_t quantized(int64_t h, uint32_t e, uint32_t prec, uint32_t *
 }
 
 int imij_enc_best_tables(const int64_t *H, uint32_t ctxs, uint32_t width, uint32_t prec_lo, uint32_t prec_hi,
-                         const int64_t *log2fix, uint32_t *prec, uint32_t *last1, uint32_t *codes)
+                         const int64_t *log2fix, uint32_t *prec, uint32_t *last1, uint32_t *codes, uint32_t *freq)
 {
     if (width < 1 || width > 256 || prec_lo < 1 || prec_hi > 8 || prec_lo > prec_hi)
         return -1;
@@ -1848,13 +1849,16 @@ int imij_enc_best_tables(const int64_t *H, uint32_t ctxs, uint32_t width, uint32
         }
         prec[c] = best_p;
         last1[c] = n;
+        uint32_t weights[256];
         for (uint32_t s = 0; s < n; s++) {
-            quantized(h[s], e[s], best_p, &nb, &mant);
+            weights[s] = (uint32_t)quantized(h[s], e[s], best_p, &nb, &mant); /* below 2^32: at most h[s] */
             uint32_t *code = codes + ((size_t)c * width + s) * 3;
             code[0] = e[s];
             code[1] = nb;
             code[2] = mant;
         }
+        if (imij_normalize_table(weights, n, freq + (size_t)c * width)) /* 3.3, as the decoder reads it */
+            return -1;
     }
     return 0;
 }

@@ -117,10 +117,11 @@ int64_t imij_enc_partition(const int64_t *th, const int64_t *log2fix, uint8_t *c
 /* 3.3 / 5: per context (ctxs rows of counts H, width <= 256, each count below 2^32, each row
  * with a nonzero count) the precision prec_lo ..= prec_hi (1 ..= 8) whose table costs the fewest
  * table bits (exact) plus data bits (row_cost's normalization with the quantized weights; the
- * first on ties): prec[c], last1[c] (last used symbol + 1) and codes[(c * width + s) * 3 ..] =
- * (e, nb, mant) of every symbol below last1[c]. Returns 0, or -1 for bad arguments. */
+ * first on ties): prec[c], last1[c] (last used symbol + 1), codes[(c * width + s) * 3 ..] =
+ * (e, nb, mant) of every symbol below last1[c] and freq[c * width + s] the table the decoder
+ * normalizes from their weights (3.3). Returns 0, or -1 for bad arguments. */
 int imij_enc_best_tables(const int64_t *H, uint32_t ctxs, uint32_t width, uint32_t prec_lo, uint32_t prec_hi,
-                         const int64_t *log2fix, uint32_t *prec, uint32_t *last1, uint32_t *codes);
+                         const int64_t *log2fix, uint32_t *prec, uint32_t *last1, uint32_t *codes, uint32_t *freq);
 
 /* Counts of every value of count words (esize 1 or 2 bytes, values below 2^depth, depth <= 16)
  * into counts[0 .. 2^depth), which are added to. Returns 0, or -1 for bad arguments or a value

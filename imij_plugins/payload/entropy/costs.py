@@ -20,7 +20,7 @@ import numpy as np
 
 from imij_plugins import _backend
 from imij_plugins.payload.entropy.maps import native_order
-from imij_plugins.payload.entropy.models import M
+from imij_plugins.payload.entropy.models import M, normalize
 from imij_plugins.payload.entropy.rans import Lanes, encode_stream, tokenize
 from imij_plugins.payload.entropy.tokens import RUN_CAP, Scheme
 
@@ -691,21 +691,22 @@ def partition(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray], int] |
     return tuple(ctx_map.tolist()), list(hists[: nctx[0], : width[0]]), int(est)
 
 
-def best_precisions(H: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def best_precisions(H: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """encode.h imij_enc_best_tables: per row of counts H (ctxs, width <= 256; below 2^32, each
     row with a nonzero count) the precision lo ..= hi with the fewest table plus data bits, the
-    last used symbol + 1 and every symbol's (e, nb, mant) at that precision (3.3)."""
+    last used symbol + 1, every symbol's (e, nb, mant) at that precision and the table the
+    decoder normalizes from their weights (3.3; zero past the last used symbol)."""
     H = np.ascontiguousarray(H, dtype=np.int64)
     ctxs, width = H.shape
     if _c():
         ffi, lib = _backend.ffi, _backend.lib
         prec, last1 = np.empty(ctxs, dtype=U32), np.empty(ctxs, dtype=U32)
-        codes = np.zeros((ctxs, width, 3), dtype=U32)
+        codes, freq = np.zeros((ctxs, width, 3), dtype=U32), np.zeros((ctxs, width), dtype=U32)
         if lib.imij_enc_best_tables(_ptr(ffi, "int64_t[]", H), ctxs, width, lo, hi, _ptr(ffi, "int64_t[]", LOG2_FIX),
                                     _ptr(ffi, "uint32_t[]", prec, True), _ptr(ffi, "uint32_t[]", last1, True),
-                                    _ptr(ffi, "uint32_t[]", codes, True)) != 0:
+                                    _ptr(ffi, "uint32_t[]", codes, True), _ptr(ffi, "uint32_t[]", freq, True)) != 0:
             raise ValueError("imij_enc_best_tables: bad counts or precisions")
-        return prec, last1, codes
+        return prec, last1, codes, freq
     nz = H > 0
     last1 = (nz * np.arange(1, width + 1)).max(axis=1)  # per row: last used symbol + 1
     inside = np.arange(width)[None, :] < last1[:, None]
@@ -731,7 +732,10 @@ def best_precisions(H: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.nda
     best = np.argmin((tbits << COST_FIX) + data, axis=1)
     at = np.arange(ctxs)
     codes = np.stack([e, nb[at, best], mant[at, best]], axis=2) * inside[:, :, None]
-    return best + lo, last1, codes
+    freq = np.zeros((ctxs, width), dtype=np.int64)
+    for c in range(ctxs):
+        freq[c, : last1[c]] = normalize(w[c, best[c], : last1[c]].tolist())
+    return best + lo, last1, codes, freq
 
 
 def token_counts(vh: np.ndarray, rh: np.ndarray, zr: np.ndarray, tokens: np.ndarray, runs: bool) -> np.ndarray:

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from itertools import accumulate
 
 import numpy as np
 
 from imij_plugins.payload.entropy import costs as K
 from imij_plugins.payload.entropy.costs import BUCKETS, CLASSES, EncModel
-from imij_plugins.payload.entropy.models import TableCode, normalized
+from imij_plugins.payload.entropy.models import TableCode
 from imij_plugins.payload.entropy.tokens import Scheme, join_token, valid_parameters
 
 MAX_CONTEXTS = 4
@@ -207,15 +206,10 @@ def coded_tables(hists: list[np.ndarray], precs: range) -> list[tuple[TableCode,
     if big >= 1 << 32:  # 3.3: exponents up to 32
         shift = big.bit_length() - 32
         H = np.where(H > 0, np.maximum(1, H >> shift), 0)
-    prec, last1, codes = K.best_precisions(H, precs.start, precs.stop - 1)
-    e, nb, mant = codes.astype(np.int64).transpose(2, 0, 1)
-    # 3.3: weight = 0 if e == 0; 1 if e == 1; else ((1 << nb) | mant) << (e - 1 - nb)
-    weights = np.where(e <= 1, e, ((1 << nb) | mant) << np.maximum(e - 1 - nb, 0))
-    out = []
-    for p, n, c, w in zip(prec.tolist(), last1.tolist(), codes, weights):
-        freq = tuple(normalized(w[:n].tolist()))
-        out.append((TableCode(p, tuple(map(tuple, c[:n].tolist()))), freq, tuple(accumulate(freq[:-1], initial=0))))
-    return out
+    prec, last1, codes, freq = K.best_precisions(H, precs.start, precs.stop - 1)
+    cum = np.cumsum(freq, axis=1) - freq
+    return [(TableCode(p, tuple(map(tuple, c[:n]))), tuple(f[:n]), tuple(cu[:n]))
+            for p, n, c, f, cu in zip(prec.tolist(), last1.tolist(), codes.tolist(), freq.tolist(), cum.tolist())]
 
 
 def model_bits(plans: list["ModelPlan"]) -> bytes:

@@ -159,20 +159,6 @@ def _write_gamma(bw: BitWriter, v: int) -> None:
     bw.write(v & ((1 << z) - 1), z)
 
 
-def normalized(weights: Sequence[int]) -> list[int]:
-    """normalize (3.3) through csrc/models.c's normalization where the kernels are built (the
-    one the C decoder reads with), else the reference; writers make their tables with it."""
-    if _backend.active() != "c" or not 0 < len(weights) <= 256:
-        return normalize(weights)
-    ffi, lib = _backend.ffi, _backend.lib
-    w = np.asarray(weights, dtype=np.uint32)
-    freq = np.empty(len(w), np.uint32)
-    if lib.imij_normalize_table(ffi.from_buffer("uint32_t[]", w), len(w),
-                                ffi.from_buffer("uint32_t[]", freq, require_writable=True)):
-        return normalize(weights)  # no nonzero weight: the reference's Corrupt
-    return freq.tolist()
-
-
 # --- reading ---------------------------------------------------------------------------------
 
 

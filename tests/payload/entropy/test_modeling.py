@@ -94,7 +94,8 @@ def test_best_precisions_agree(seed):
         H = _counts(rng, ctxs, width)
         if seed % 2:
             H = H << rng.integers(0, 20)
-        H[:, -1] |= 1  # every row used, the last symbol too
+        H[np.arange(ctxs), rng.integers(0, width, ctxs)] |= 1  # every row used
+        H[0, -1] |= 1  # and the last symbol (rows may end before it)
         for lo, hi in ((1, 8), (3, 7), (5, 5)):
             x, y = both(K.best_precisions, H, lo, hi)
             assert [a.tolist() for a in x] == [b.tolist() for b in y]
@@ -122,16 +123,22 @@ def test_estimate_kernels_refuse_bad_arguments():
             K.token_counts(z, z, np.zeros(K.CLASSES, dtype=np.int64), tokens, True)
 
 
+@NEEDS_C
 @pytest.mark.parametrize("seed", range(4))
-def test_normalized_is_the_decoders(seed):
-    """Writers' tables (models.normalized, the C normalization) are 3.3's (models.normalize)."""
+def test_c_normalization_is_the_references(seed):
+    """csrc/models.c's normalization (the C decoder's, and the tables imij_enc_best_tables makes)
+    is 3.3's (models.normalize) for any weights below 2^32."""
+    ffi, lib = _backend.ffi, _backend.lib
     rng = np.random.default_rng(seed)
     for _ in range(50):
         n = int(rng.integers(1, 257))
-        w = (rng.integers(0, 1 << 32, n, dtype=np.uint64) >> rng.integers(0, 32, n).astype(np.uint64)).astype(np.int64)
+        w = (rng.integers(0, 1 << 32, n, dtype=np.uint64) >> rng.integers(0, 32, n).astype(np.uint64)).astype(np.uint32)
         w[rng.random(n) < 0.5] = 0
         w[int(rng.integers(0, n))] |= 1
-        assert models.normalized(w.tolist()) == models.normalize(w.tolist())
+        freq = np.zeros(n, dtype=np.uint32)
+        assert lib.imij_normalize_table(ffi.from_buffer("uint32_t[]", w), n,
+                                        ffi.from_buffer("uint32_t[]", freq, require_writable=True)) == 0
+        assert freq.tolist() == models.normalize(w.tolist())
 
 
 def test_partition_is_the_best_split():
