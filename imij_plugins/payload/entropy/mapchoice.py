@@ -42,7 +42,7 @@ U64 = np.uint64
 TABLE_MAX_ENTRIES = 1 << 14  # 5: value tables of up to 2^14 entries
 SAMPLE = 4096  # values a 32-bit candidate is first tried on
 SMALL_CHANNEL = 1 << 18  # words up to which a channel's map tests run on its distinct values at once
-CHUNK_SAMPLES = 1 << 16  # coded values made through 64-bit words per step (bounds the transient)
+CHUNK_SAMPLES = 1 << 14  # coded values made through 64-bit words per step (bounds the transient)
 
 
 @dataclass
@@ -92,8 +92,12 @@ def _distinct(ch: Channel) -> np.ndarray | None:
 
 
 def _strided_sample(w: np.ndarray, count: int) -> np.ndarray:
-    """Every (size // count)-th word of w in raster order, gathered without a copy of w."""
-    flat = np.arange(0, w.size, max(1, w.size // count))
+    """Every (size // count)-th word of w in raster order: a view of contiguous words, else
+    gathered by index (three int64 per word taken) or, where that is larger, from a copy."""
+    step = max(1, w.size // count)
+    if w.flags.c_contiguous or step * w.itemsize <= 24:
+        return np.ascontiguousarray(w).reshape(-1)[::step]
+    flat = np.arange(0, w.size, step)
     return w[flat // w.shape[1], flat % w.shape[1]]
 
 
@@ -252,18 +256,26 @@ def table_candidate(ch: Channel, regular: ChannelMap) -> ChannelMap | None:
     leave gaps in its regular map's coded range (up to 2^14 entries); None otherwise."""
     if ch.D <= 8 or regular.mode == CONST:
         return None
-    o = native_order(ch.word, ch.kind, ch.D)
-    if ch.D <= 16:
-        values = distinct_values(o, ch.D)
-    else:
-        sample = o.ravel()[:: max(1, o.size // 65536)]
-        if len(np.unique(sample)) > TABLE_MAX_ENTRIES:
-            return None
-        values = np.unique(o.ravel())
-    if len(values) > TABLE_MAX_ENTRIES or len(values) >= (1 << regular.bits) or 4 * len(values) > o.size:
+    values = distinct_values(native_order(ch.word, ch.kind, ch.D), ch.D) if ch.D <= 16 else _distinct_wide(ch)
+    if values is None or len(values) > TABLE_MAX_ENTRIES or len(values) >= (1 << regular.bits) or 4 * len(values) > ch.word.size:
         return None  # (a table with more entries than a quarter of the samples cannot pay)
     table = tuple(int(v) for v in values)
     return ChannelMap(TABLE, (len(table) - 1).bit_length(), len(table) - 1, table)
+
+
+def _distinct_wide(ch: Channel) -> np.ndarray | None:
+    """The distinct ordered words of a channel of words wider than 16 bits, or None once they
+    pass a table's 2^14 entries: a strided sample first, then the rows a chunk at a time (no
+    whole-channel copy or sort)."""
+    if len(np.unique(native_order(_strided_sample(ch.word, 65536), ch.kind, ch.D))) > TABLE_MAX_ENTRIES:
+        return None
+    values = np.zeros(0, dtype=ch.word.dtype)
+    step = max(1, (1 << 18) // max(1, ch.word.shape[1]))
+    for r0 in range(0, ch.word.shape[0], step):
+        values = np.union1d(values, native_order(ch.word[r0 : r0 + step], ch.kind, ch.D))
+        if len(values) > TABLE_MAX_ENTRIES:
+            return None
+    return values
 
 
 def table_bytes(cmap: ChannelMap) -> int:

@@ -307,6 +307,56 @@ def test_value_table_coded_values(dtype):
     _roundtrip(word.view(dtype), effort=9)
 
 
+def _wide_channel(word: np.ndarray, dtype) -> "Channel":
+    from imij_plugins.payload.entropy.mapchoice import Channel
+
+    return Channel(0, word, np.dtype(dtype).kind, 32, 0, np.dtype(dtype).name, False, False)
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.float32])
+def test_value_table_candidate_of_wide_words(dtype):
+    """5: a table candidate of 32-bit words holds exactly their distinct ordered values, sorted
+    (found a chunk of rows at a time); of a channel view of a multi-channel image too."""
+    from imij_plugins.payload.entropy.mapchoice import table_candidate
+    from imij_plugins.payload.entropy.maps import order_map
+
+    rng = np.random.default_rng(5)
+    levels = rng.integers(0, 1 << 32, 3000, dtype=np.uint64).astype(np.uint32)
+    image = levels[rng.integers(0, len(levels), (700, 400, 2))]  # 1,024 rows per chunk: one chunk
+    tall = levels[rng.integers(0, len(levels), (2100, 300))]  # three chunks of 873 rows
+    for word in (image[:, :, 1], tall):
+        cand = table_candidate(_wide_channel(word, dtype), ChannelMap(LSB, 32, 0))
+        want = np.unique(order_map(word, np.dtype(dtype).kind, 32))
+        assert cand is not None and cand.mode == TABLE and cand.table == tuple(want.tolist())
+
+
+def test_value_table_candidate_stops_past_its_entries():
+    """5: no table of more than 2^14 entries, also where the strided sample sees one value and
+    only the rows between its words hold the others."""
+    from imij_plugins.payload.entropy.mapchoice import table_candidate
+
+    word = np.zeros((600, 600), dtype=np.uint32)
+    flat = word.reshape(-1)
+    step = word.size // 65536  # the sample's stride: its words stay 0
+    others = np.flatnonzero(np.arange(word.size) % step)
+    flat[others] = np.arange(1, len(others) + 1, dtype=np.uint32)
+    assert table_candidate(_wide_channel(word, np.uint32), ChannelMap(LSB, 32, 0)) is None
+    word[:] = 0
+    flat[others[: 1 << 13]] = np.arange(1, (1 << 13) + 1, dtype=np.uint32)  # few values: a table
+    assert table_candidate(_wide_channel(word, np.uint32), ChannelMap(LSB, 32, 0)).table[-1] == 1 << 13
+
+
+def test_strided_sample_views_copies_and_gathers_alike():
+    from imij_plugins.payload.entropy.mapchoice import _strided_sample
+
+    rng = np.random.default_rng(2)
+    image = rng.integers(0, 1 << 16, (97, 131, 3), dtype=np.uint16)
+    for word in (image[:, :, 0], np.ascontiguousarray(image[:, :, 2])):
+        for count in (10, 500, 4000, 1 << 16):
+            want = np.ascontiguousarray(word).reshape(-1)[:: max(1, word.size // count)]
+            assert np.array_equal(_strided_sample(word, count), want)
+
+
 def test_features_are_exactly_the_used_ones():
     rng = np.random.default_rng(8)
     img = _image(rng, np.uint8, 8, 8, 3)
