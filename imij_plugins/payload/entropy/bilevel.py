@@ -371,12 +371,14 @@ def binary_cost(zeros: np.ndarray, ones: np.ndarray, p: np.ndarray) -> np.ndarra
     with np.errstate(divide="ignore", invalid="ignore"):
         c0 = np.where(zeros > 0, zeros * -np.log2(np.maximum(p, 0) / M), 0.0)
         c1 = np.where(ones > 0, ones * -np.log2(np.maximum(M - p, 0) / M), 0.0)
-    return np.nan_to_num(c0, nan=np.inf, posinf=np.inf) + np.nan_to_num(c1, nan=np.inf, posinf=np.inf)
+    return c0 + c1  # no NaN: an outcome of probability 0 costs count * inf = inf, an absent one 0
 
 
-def fit_probabilities(zeros: np.ndarray, ones: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per context: the coded value v, its probability and whether writing it (``bits`` bits)
-    beats leaving the context unused (M / 2), from observed counts (5's notes: p_c =
+def fit_probabilities(zeros: np.ndarray, ones: np.ndarray,
+                      bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per context: the coded value v, its probability, whether writing it (``bits`` bits)
+    beats leaving the context unused (M / 2), and the bits of the context written (its value
+    and its outcomes at v's probability), from observed counts (5's notes: p_c =
     round(M * zeros / (zeros + ones)), limited to 1..=M-1 when both occur, M or 0 when only one
     does; probabilities of fewer than 11 bits are multiples of 2^(10 - b))."""
     zeros = zeros.astype(np.float64)
@@ -396,4 +398,4 @@ def fit_probabilities(zeros: np.ndarray, ones: np.ndarray, bits: int) -> tuple[n
     cost_used = bits + binary_cost(zeros, ones, p)
     cost_unused = total  # M / 2: one bit per outcome
     used = (total > 0) & (cost_used + 1e-9 < cost_unused)
-    return v, np.where(used, p, HALF), used
+    return v, np.where(used, p, HALF), used, cost_used

@@ -27,7 +27,6 @@ from imij_plugins.payload.entropy.bilevel import (
     bilevel_counts,
     bilevel_record,
     bilevel_stream,
-    binary_cost,
     fit_probabilities,
 )
 from imij_plugins.payload.entropy.levels import (
@@ -367,7 +366,7 @@ class LevelCoder:
         for z, o in self._each(units, lambda u: bilevel_counts(self._t_plane(u, inv), u.lanes)):
             zeros += z
             ones += o
-        v, probs, used = fit_probabilities(zeros, ones, 11)
+        v, probs, used, _ = fit_probabilities(zeros, ones, 11)
         if not self.opts.unused:
             used = (zeros + ones) > 0
             probs = np.where(used, v, HALF)
@@ -451,11 +450,13 @@ class LevelCoder:
         ones = np.concatenate([ones0, onesq])
         best = None
         for b in ([4 + self.opts.prec] if self.opts.prec is not None else range(4, 12)):
-            v, probs, used = fit_probabilities(zeros, ones, b)
+            v, probs, used, written = fit_probabilities(zeros, ones, b)
             if not self.opts.unused:
                 used = (zeros + ones) > 0
                 probs = np.where(used, v * (1 if b == 11 else 1 << (10 - b)), HALF)
-            cost = float(np.where(used, b + binary_cost(zeros, ones, probs), zeros + ones).sum())
+            # a used context costs its value's bits and its outcomes at v's probability (probs
+            # there), an unused one a bit per outcome
+            cost = float(np.where(used, written, zeros + ones).sum())
             if best is None or cost < best[0]:
                 best = (cost, b, v, probs, used)
         assert best is not None
