@@ -479,6 +479,7 @@ def _encode(plan: _Plan, workers: int, unit_table: str, ordinals: bool) -> Encod
 
     totals = _Totals(len(plan.depths), plan.geo.width * plan.geo.height)
     analyses = parallel_map(lambda i: _analyze(plan, i, totals), count, workers)
+    totals.merge()
 
     models, pmodel = _choose_models(plan, totals)
     del totals
@@ -559,16 +560,29 @@ class _Totals:
         self.slots: list[dict[bool, K.Counts]] = [{} for _ in range(slots)]  # per slot and cross variant
         self.palette: dict[bool, K.Counts] = {}  # the palette index plane's
         self._lock = threading.Lock()
+        self._mine = threading.local()  # each thread's own sums of counted units, added in by merge
+        self._threads: list[list[dict[bool, K.Counts]]] = []
 
     def count(self, plan: _Plan, u: np.ndarray) -> None:
-        """Add every slot's counts of a unit's residuals u to the sums in place (uint32 sums; the
-        kernel adds under the lock, the other threads' analyses go on meanwhile)."""
-        with self._lock:
-            for s, total in enumerate(self.slots):
-                for cross in (False, True) if s in plan.cross_slots else (False,):
-                    if cross not in total:
-                        total[cross] = K.new_counts(self.dtype)
-                _count(plan, u, s, {c: SlotStats(*counts) for c, counts in total.items()}, plan.shifts[s])
+        """Add every slot's counts of a unit's residuals u to this thread's sums in place (the
+        kernel adds to uint32 arrays no other thread touches: no lock around it)."""
+        own = getattr(self._mine, "slots", None)
+        if own is None:
+            own = self._mine.slots = [{} for _ in self.slots]
+            with self._lock:
+                self._threads.append(own)
+        for s, total in enumerate(own):
+            for cross in (False, True) if s in plan.cross_slots else (False,):
+                if cross not in total:
+                    total[cross] = K.new_counts(self.dtype)
+            _count(plan, u, s, {c: SlotStats(*counts) for c, counts in total.items()}, plan.shifts[s])
+
+    def merge(self) -> None:
+        """Add every thread's own sums to the shared ones (once every analysis has finished)."""
+        for own in self._threads:
+            for total, variants in zip(self.slots, own):
+                self._add(total, {cross: SlotStats(*counts) for cross, counts in variants.items()})
+        self._threads.clear()
 
     def take(self, a: _Analysis) -> _Analysis:
         """Add an analysis' own statistics (units that weighed a palette stripe) to the sums."""
