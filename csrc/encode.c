@@ -1424,11 +1424,13 @@ static int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32_t r1, uint32_
     return (int64_t)nops;
 }
 
-/* x / f for the reverse pass: a multiply by a 2^k / f reciprocal where 128-bit products exist. */
+/* x / f for the reverse pass: the high half of x * ceil(2^64 / f) where 128-bit products exist.
+ * Exact for 0 < x < 2^32 and 2 <= f <= 1024: x * rcp / 2^64 = x / f + e with 0 <= e < 2^-32,
+ * and x / f is at most 1 - 1/f past its floor. f = 1 (rcp 2^64 - 1 gives x - 1) adds 1 back;
+ * states are never 0 (at least 2^6 f when divided). */
 typedef struct {
 #if defined(__SIZEOF_INT128__)
     uint64_t rcp[1025];
-    uint32_t rsh[1025];
 #else
     int unused;
 #endif
@@ -1437,14 +1439,10 @@ typedef struct {
 static void divider_init(divider *dv)
 {
 #if defined(__SIZEOF_INT128__)
-    for (uint32_t f = 1; f <= 1024; f++) {
-        /* q = floor(x * rcp >> k) is exact for x < f * 2^22 when 2^k >= f^2 * 2^22 */
-        uint32_t c = 0;
-        while ((1u << c) < f)
-            c++;
-        dv->rsh[f] = 22 + 2 * c; /* at most 42: 2^k fits 64 bits */
-        dv->rcp[f] = (((uint64_t)1 << dv->rsh[f]) + f - 1) / f;
-    }
+    dv->rcp[0] = 0;
+    dv->rcp[1] = ~(uint64_t)0;
+    for (uint32_t f = 2; f <= 1024; f++)
+        dv->rcp[f] = ~(uint64_t)0 / f + 1; /* ceil(2^64 / f), powers of two included */
 #else
     (void)dv;
 #endif
@@ -1453,7 +1451,7 @@ static void divider_init(divider *dv)
 static inline uint32_t divide(const divider *dv, uint32_t x, uint32_t f)
 {
 #if defined(__SIZEOF_INT128__)
-    return (uint32_t)(((unsigned __int128)x * dv->rcp[f]) >> dv->rsh[f]);
+    return (uint32_t)(((unsigned __int128)x * dv->rcp[f]) >> 64) + (f == 1);
 #else
     (void)dv;
     return x / f;
