@@ -10,13 +10,14 @@ for bit (tests/payload/entropy run every test on both).
 
 from __future__ import annotations
 
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
 from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
 from imij_plugins.payload.entropy.levels import LAYOUT_BILEVEL, LAYOUT_TEMPLATE_SHARED, LevelStructs, decode_level_c
+from imij_plugins.payload.entropy.maps import CodedChannel, Slot
 from imij_plugins.payload.entropy.models import M, PALETTE_DEPTH
 from imij_plugins.payload.entropy.rans import Lanes
 from imij_plugins.payload.entropy.stripe import (
@@ -80,8 +81,8 @@ class CModels:
         self.unit.slots = self.structs
         self.unit.palette = self.palette
         self.plan = plan
-        self.store = sample_store(plan)  # 4 step 4 in the kernel, for words of at most 32 bits
-        self.store_struct = None if self.store is None else _store_struct(self.store)  # each unit sets its out
+        # 4 step 4 in the kernel, for words of at most 32 bits; each unit sets its out
+        self.store, self.store_struct = _stores(plan.sample_bits, plan.slots, plan.chans)
 
     @cached_property
     def levels(self) -> LevelStructs:
@@ -172,6 +173,14 @@ def _store_into(models: CModels, out: np.ndarray):
     st.out = _backend.ffi.cast("uint8_t *", out.ctypes.data)
     st.row_stride, st.pixel_stride, st.esize = out.strides[0], out.strides[1], out.itemsize
     return st
+
+
+@lru_cache(maxsize=64)
+def _stores(sample_bits: int, slots: tuple[Slot, ...], chans: tuple[CodedChannel, ...]):
+    """stripe.sample_store of a plan's maps and its struct (``_store_struct``), made once per
+    distinct maps: reads of like files share them (read only: each unit copies the struct)."""
+    store = sample_store(sample_bits, slots, chans)
+    return store, None if store is None else _store_struct(store)
 
 
 def _store_struct(store: SampleStore):

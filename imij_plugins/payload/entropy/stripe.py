@@ -11,6 +11,7 @@ Units share nothing but the plan (2.3).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
@@ -266,7 +267,7 @@ def assemble(plan: UnitPlan, coded: list[np.ndarray | None], height: int, width:
     C = plan.channel_count
     out = output_for(plan, height, width, out)
     raw = out.view(_uint_dtype(plan.sample_bits))  # the stored bits; same itemsize, so any strides
-    words = [_word(plan, cc, coded[cc.index]) for cc in plan.chans]
+    words = [_word(plan.sample_bits, cc, coded[cc.index]) for cc in plan.chans]
     if plan.sample_bits == 64:  # a 64-bit sample is (hi << 32) | lo: coded channels ch and C + ch
         for ch in range(C):
             raw[:, :, ch] = (np.asarray(words[ch], dtype=U64) << U64(32)) | words[C + ch]
@@ -303,14 +304,15 @@ class SampleStore:
     consts: tuple[tuple[int, int], ...]
 
 
-def sample_store(plan: UnitPlan) -> SampleStore | None:
-    """The plan's maps as a SampleStore, or None when one needs ``assemble`` (64-bit samples, or
-    a map other than Lsb, Shift and Offset on a slot wider than LUT_BITS)."""
-    if plan.sample_bits not in (8, 16, 32):
+def sample_store(sample_bits: int, plan_slots: Sequence[Slot], chans: Sequence[CodedChannel]) -> SampleStore | None:
+    """A plan's maps (its sample bits, slots and coded channels) as a SampleStore, or None when
+    one needs ``assemble`` (64-bit samples, or a map other than Lsb, Shift and Offset on a slot
+    wider than LUT_BITS)."""
+    if sample_bits not in (8, 16, 32):
         return None
-    slotted = {slot.coded.index for slot in plan.slots}
+    slotted = {slot.coded.index for slot in plan_slots}
     slots, consts = [], []
-    for slot in plan.slots:
+    for slot in plan_slots:
         cc, mode = slot.coded, slot.coded.map.mode
         top = cc.depth - 1
         if mode in (LSB, SHIFT) or (mode == OFFSET and cc.depth == 32):  # 2.1, Offset mod 2^32
@@ -323,17 +325,17 @@ def sample_store(plan: UnitPlan) -> SampleStore | None:
                 neg_flip=(1 << top) - 1 if cc.kind == "f" else 0,  # or a negative float's other bits
             ))
         elif slot.depth <= LUT_BITS:
-            words = _word(plan, cc, np.arange(1 << slot.depth, dtype=np.uint32))
+            words = _word(sample_bits, cc, np.arange(1 << slot.depth, dtype=np.uint32))
             slots.append(SlotWord(cc.channel, top=top, lut=np.ascontiguousarray(words, dtype=np.uint32)))
         else:
             return None
-    for cc in plan.chans:
+    for cc in chans:
         if cc.index not in slotted:
             consts.append((cc.channel, const_word(cc)))
     return SampleStore(tuple(slots), tuple(consts))
 
 
-def _word(plan: UnitPlan, cc: CodedChannel, s: np.ndarray | None) -> np.ndarray | int:
+def _word(sample_bits: int, cc: CodedChannel, s: np.ndarray | None) -> np.ndarray | int:
     """One coded channel's words (2.1, 4 step 4): an int for a Const channel (broadcast on store).
     Below 64-bit samples, Lsb, Shift, Replicate and Table maps and the order map inverse work on
     ``s`` in its own dtype (uint32 from the kernel: a word of at most 32 bits fits, so no
@@ -341,7 +343,7 @@ def _word(plan: UnitPlan, cc: CodedChannel, s: np.ndarray | None) -> np.ndarray 
     mode = cc.map.mode
     if mode == CONST or s is None:
         return const_word(cc)
-    if plan.sample_bits == 64 or mode not in (LSB, SHIFT, REPLICATE, TABLE):
+    if sample_bits == 64 or mode not in (LSB, SHIFT, REPLICATE, TABLE):
         return to_word(expand(s, cc), cc)
     if mode == REPLICATE:
         s = replicate(s, cc.map.bits, cc.depth)
