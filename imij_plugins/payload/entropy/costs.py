@@ -813,7 +813,7 @@ def palette(planes: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray] | No
     order = np.lexsort([tuples[:, s] for s in range(S - 1, -1, -1)] + [tuples.sum(axis=1)])
     rank = np.empty(n, dtype=np.uint8)
     rank[order] = np.arange(n, dtype=np.uint8)
-    return [tuple(t) for t in tuples[order].tolist()], rank[index].reshape(h, w)
+    return [tuple(t) for t in tuples[order].tolist()], rank.take(index).reshape(h, w)  # (take: faster than indexing)
 
 
 # --- streams -------------------------------------------------------------------------------------

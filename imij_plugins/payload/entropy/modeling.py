@@ -323,7 +323,7 @@ def estimate_bits(st: SlotStats) -> float:
     compare a palette stripe with the slots it replaces (5); on the nonzero counts only (no
     float copies of the 16 x 640 arrays)."""
     tot = (st.vh.sum(axis=1) + st.rh.sum(axis=1)).astype(np.float64)
-    used = np.concatenate([st.vh.ravel()[np.flatnonzero(st.vh)], st.rh.ravel()[np.flatnonzero(st.rh)]]).astype(np.float64)
+    used = np.concatenate([st.vh[st.vh != 0], st.rh[st.rh != 0]]).astype(np.float64)  # in C order
     ent = float((tot * np.log2(np.maximum(tot, 1))).sum() - (used * np.log2(used)).sum())
     return ent + float(int(st.vcol @ _EXTRA_BITS) + int(st.rcol @ _EXTRA_BITS))
 
