@@ -1150,13 +1150,14 @@ static int byte_palette(const uint8_t *p, size_t npix, uint32_t *entries, uint8_
 }
 
 /* imij_enc_palette for tuples that fit 64 bits (up to 8 byte or 4 two-byte slots): each tuple as
- * one integer key, hashed by a multiply, compared as one word. */
-#define PACKED_PALETTE(T)                                                                                     \
+ * one integer key, hashed by a multiply, compared as one word. NS: the slot count (a constant for
+ * 3 and 4 byte slots, so their key is built without a loop). */
+#define PACKED_PALETTE(T, NS)                                                                                 \
     {                                                                                                         \
         const T *p = (const T *)planes;                                                                       \
         for (size_t i = 0; i < npix; i++) {                                                                   \
             uint64_t key = 0;                                                                                 \
-            for (uint32_t s = 0; s < nslots; s++)                                                             \
+            for (uint32_t s = 0; s < (NS); s++)                                                               \
                 key |= (uint64_t)p[s * npix + i] << (s * 8 * sizeof(T));                                      \
             if (i && key == prev) { /* the tuple of the position before: flat areas skip the hash */          \
                 index[i] = index[i - 1];                                                                      \
@@ -1171,8 +1172,8 @@ static int byte_palette(const uint8_t *p, size_t npix, uint32_t *entries, uint8_
                     return -1;                                                                                \
                 table[slot] = (int16_t)count;                                                                 \
                 keys[slot] = key;                                                                             \
-                for (uint32_t s = 0; s < nslots; s++)                                                         \
-                    entries[(size_t)count * nslots + s] = p[s * npix + i];                                    \
+                for (uint32_t s = 0; s < (NS); s++)                                                           \
+                    entries[(size_t)count * (NS) + s] = p[s * npix + i];                                      \
                 count++;                                                                                      \
             }                                                                                                 \
             index[i] = (uint8_t)table[slot];                                                                  \
@@ -1187,10 +1188,14 @@ static int packed_palette(const void *planes, uint32_t esize, uint32_t nslots, s
     int count = 0;
     for (int i = 0; i < 1024; i++)
         table[i] = -1;
-    if (esize == 1)
-        PACKED_PALETTE(uint8_t)
+    if (esize == 1 && nslots == 3)
+        PACKED_PALETTE(uint8_t, 3)
+    else if (esize == 1 && nslots == 4)
+        PACKED_PALETTE(uint8_t, 4)
+    else if (esize == 1)
+        PACKED_PALETTE(uint8_t, nslots)
     else
-        PACKED_PALETTE(uint16_t)
+        PACKED_PALETTE(uint16_t, nslots)
     return count;
 }
 
