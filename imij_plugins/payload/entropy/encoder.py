@@ -513,7 +513,9 @@ def _choose_models(plan: _Plan, totals: "_Totals") -> tuple[list[ModelPlan], Mod
     for s, n in enumerate(plan.depths):
         # every unit a palette stripe: the slot models code nothing
         variants = _Totals.stats(totals.slots[s]) or {False: _empty_stats()}
+        totals.slots[s] = {}  # one slot's sums alive at a time, widened or not
         models.append(choose_model(variants, n, plan.shifts[s], eff, RUN_MIN))
+        del variants
     pal = totals.palette
     return models, choose_model(_Totals.stats(pal), PALETTE_DEPTH, 0, eff, RUN_MIN) if pal else None
 
@@ -578,10 +580,17 @@ class _Totals:
             _count(plan, u, s, {c: SlotStats(*counts) for c, counts in total.items()}, plan.shifts[s])
 
     def merge(self) -> None:
-        """Add every thread's own sums to the shared ones (once every analysis has finished)."""
+        """Add every thread's own sums to the shared ones (once every analysis has finished). A sum
+        the shared ones lack is moved, not copied, and each thread's are emptied: the worker
+        threads' locals would otherwise keep them alive until the models are chosen."""
         for own in self._threads:
             for total, variants in zip(self.slots, own):
-                self._add(total, {cross: SlotStats(*counts) for cross, counts in variants.items()})
+                for cross, counts in variants.items():
+                    if cross in total:
+                        self._add(total, {cross: SlotStats(*counts)})
+                    else:
+                        total[cross] = counts
+                variants.clear()
         self._threads.clear()
 
     def take(self, a: _Analysis) -> _Analysis:
