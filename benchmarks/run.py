@@ -19,7 +19,9 @@ writing 5 to /proc/self/clear_refs) minus the resident size at the reset, so all
 libraries (libpng, libwebp, libjxl, this package's kernels) count as well as numpy's. glibc is
 told to serve every block of 64 KiB or more by mmap and to trim freed memory, so a call's large
 buffers show up as new resident pages instead of reusing ones a previous call left. The largest
-peak over the timed runs is kept. Where /proc/self/clear_refs cannot be written, tracemalloc's
+peak over the timed runs after the first is kept (the first alone when it is the only run): a
+configuration's first calls in the process also pay one-time costs (lazy imports, thread pools,
+caches) that are not the memory of a call. Where /proc/self/clear_refs cannot be written, tracemalloc's
 peak is used instead (numpy and Python allocations only) and the report says so.
 
 Slow configurations: each configuration of this package is first timed on a 128x128 crop; one
@@ -157,7 +159,8 @@ class Timer:
         self.memory = memory
 
     def measure(self, fn: Callable[[], object]) -> tuple[object, list[float], int | None]:
-        """(first result, run times, largest peak memory); timing excludes the memory probes."""
+        """(first result, run times, largest peak memory of the runs after the first, or of the
+        first when it is the only one); timing excludes the memory probes."""
         times: list[float] = []
         peaks: list[int] = []
         first = None
@@ -183,7 +186,7 @@ class Timer:
                 break
             if n >= self.min_repeats and sum(times) >= self.min_time:
                 break
-        return first, times, (max(peaks) if peaks else None)
+        return first, times, (max(peaks[1:] or peaks) if peaks else None)
 
 
 # ----------------------------------------------------------------------------- the run
@@ -546,7 +549,9 @@ def report(data: dict) -> str:
     mem = {"rss+mallopt": "peak RSS (VmHWM after a /proc/self/clear_refs reset) above the RSS at the call, glibc "
                           "mmap threshold 64 KiB and malloc_trim(0) before each call (so memory freed earlier and "
                           "reused still counts), so C-library allocations count too; the kernel's RSS counters "
-                          "are approximate to a few hundred KiB, so the tables use it for images of at least 1 MiB only",
+                          "are approximate to a few hundred KiB, so the tables use it for images of at least 1 MiB "
+                          "only; the largest over the runs after the first (a configuration's first calls also pay "
+                          "one-time costs: imports, thread pools, caches), the first's when it is the only run",
            "rss": "peak RSS above the RSS at the call (VmHWM after a clear_refs reset), images of at least 1 MiB only",
            "tracemalloc": "tracemalloc peak (numpy and Python allocations only; C-library buffers are not seen)",
            "none": "not measured"}[data["memory_method"]]

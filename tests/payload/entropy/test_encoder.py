@@ -179,12 +179,15 @@ def test_geometry_defaults():
     assert choose_geometry(300, 300, 10, 100).unit_count == 30 * 3
 
 
-def test_threads_do_not_change_the_bytes(monkeypatch):
+@pytest.mark.parametrize("own_sums", [False, True])
+def test_threads_do_not_change_the_bytes(monkeypatch, own_sums):
     """Units coded on a pool (forced for these small images: PARALLEL_SAMPLES 0), a bilevel page
-    too (the level chooser's pool), give the bytes of one thread."""
+    too (the level chooser's pool), give the bytes of one thread, with the statistics summed
+    under the lock or per thread (OWN_SUMS_POSITIONS)."""
     from imij_plugins.payload.entropy import encoder
 
     monkeypatch.setattr(encoder, "PARALLEL_SAMPLES", 0)
+    monkeypatch.setattr(encoder, "OWN_SUMS_POSITIONS", 0 if own_sums else 1 << 40)
     rng = np.random.default_rng(11)
     img = _image(rng, np.uint8, 48, 40, 4)
     img[30:] = 7
@@ -690,3 +693,29 @@ def test_bilevel_and_template_stripes_where_they_pay():
     assert not (F.NEAR_LOSSLESS in near.features_used and near.features_used & {F.BILEVEL, F.TEMPLATE_PALETTES})
     out, _ = _decode(grays, near)
     _check_bound(grays, out, 3)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_encode_peak_memory(backend, threads):
+    """An encode of a 512 x 512 RGB u8 photo-like image peaks at <= 2x its input (tracemalloc is
+    exact here: the kernels write into numpy buffers); the statistics sums, about 80 KiB per slot
+    and cross variant, are the largest fixed part."""
+    import tracemalloc
+
+    if backend != "c":
+        pytest.skip("the bound is the C kernels' (the reference's loops make temporaries freely)")
+
+    import imij_plugins
+
+    from .test_kernel_paths import _photo
+
+    image = _photo(np.random.default_rng(1), 512, 512)
+    imij_plugins.encode(image, threads=threads)  # modules and caches settled outside the measurement
+    tracemalloc.start()
+    try:
+        data = imij_plugins.encode(image, threads=threads)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert np.array_equal(imij_plugins.read(data), image)
+    assert peak <= 2 * image.nbytes, peak / image.nbytes
