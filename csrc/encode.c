@@ -1131,6 +1131,12 @@ int imij_enc_histogram(const void *words, uint32_t esize, size_t count, uint32_t
     return bad ? -1 : 0;
 }
 
+void imij_enc_lookup8(const uint8_t *lut, const uint8_t *src, size_t n, uint8_t *dst)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = lut[src[i]];
+}
+
 /* imij_enc_palette for one slot of bytes: entries in the order of first appearance. */
 static int byte_palette(const uint8_t *p, size_t npix, uint32_t *entries, uint8_t *index)
 {

@@ -77,6 +77,10 @@ int imij_enc_stats(const void *u, const void *u0, uint32_t esize, uint32_t width
 int imij_enc_palette(const void *planes, uint32_t esize, uint32_t nslots, size_t npix,
                      uint32_t *entries, uint8_t *index);
 
+/* dst[i] = lut[src[i]] for n bytes (lut: 256 entries): an index plane through a rank table (2.5,
+ * 2.10, 2.14) without numpy's index widening (8 bytes a pixel of temporary). */
+void imij_enc_lookup8(const uint8_t *lut, const uint8_t *src, size_t n, uint8_t *dst);
+
 /* What the channel-map choice (2.1, 5) reads of every channel of interleaved words (pixels x
  * channels, esize bytes each, of D bits): per channel c, out[4c .. 4c + 3] = the largest and the
  * smallest ordered value (2.1's order map: kind 0 unsigned, 1 signed, 2 float), the or of the

@@ -20,7 +20,7 @@ from typing import Callable, Sequence, TypeVar
 import numpy as np
 
 from imij_plugins.payload.counts import histogram
-from imij_plugins.payload.entropy.costs import palette
+from imij_plugins.payload.entropy.costs import lookup8, palette
 from imij_plugins.payload.entropy.bilevel import (
     CONTEXTS,
     HALF,
@@ -139,7 +139,7 @@ def _distinct(planes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] |
     order = _commonest_first(tuples, counts)
     rank = np.empty(len(order), dtype=np.uint8)  # at most 256 tuples: one byte per pixel
     rank[order] = np.arange(len(order))
-    return tuples[order], rank.take(index.ravel()), counts[order]
+    return tuples[order], lookup8(rank, index.ravel()), counts[order]
 
 
 def _tuples(vals: Sequence[np.ndarray], beyond: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -216,7 +216,7 @@ def _index_plane(unit: _Unit, entries: Sequence[tuple[int, ...]], alias: bool) -
     lut = np.array([pos[tuple(tup)] for tup in np.asarray(unit.tuples).tolist()], dtype=np.uint8)  # <= 256 entries
     h, w = unit.shape
     same = np.array_equal(lut, np.arange(len(lut)))  # the entries in the unit's own order: its ranks
-    index = (unit.inverse if same else lut.take(unit.inverse)).astype(np.uint8, copy=False).reshape(h, w)
+    index = (unit.inverse.astype(np.uint8, copy=False) if same else lookup8(lut, unit.inverse)).reshape(h, w)
     n = len(entries)
     if alias and n < 256:
         rng = np.random.default_rng(unit.index + 17)

@@ -694,28 +694,3 @@ def test_bilevel_and_template_stripes_where_they_pay():
     out, _ = _decode(grays, near)
     _check_bound(grays, out, 3)
 
-
-@pytest.mark.parametrize("threads", [1, 2])
-def test_encode_peak_memory(backend, threads):
-    """An encode of a 512 x 512 RGB u8 photo-like image peaks at <= 2x its input (tracemalloc is
-    exact here: the kernels write into numpy buffers); the statistics sums, about 80 KiB per slot
-    and cross variant, are the largest fixed part."""
-    import tracemalloc
-
-    if backend != "c":
-        pytest.skip("the bound is the C kernels' (the reference's loops make temporaries freely)")
-
-    import imij_plugins
-
-    from .test_kernel_paths import _photo
-
-    image = _photo(np.random.default_rng(1), 512, 512)
-    imij_plugins.encode(image, threads=threads)  # modules and caches settled outside the measurement
-    tracemalloc.start()
-    try:
-        data = imij_plugins.encode(image, threads=threads)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert np.array_equal(imij_plugins.read(data), image)
-    assert peak <= 2 * image.nbytes, peak / image.nbytes
