@@ -469,3 +469,65 @@ def test_mutated_encodings_raise_only_imij_errors(npixels, geometry, data):
     except ImijError:
         return
     assert len(out) == size
+
+
+# --------------------------------------------------------------------------- planes of many lookups
+
+
+def test_planes_longer_than_a_lookup_chunk(backend):
+    """Kind 3 and kind 5 planes over several LOOKUP_CHUNK steps (and a partial last one) decode
+    every pixel, into a caller's buffer too; a bad index in a late step is still Corrupt."""
+    from imij_plugins.payload.quick import bitsmart
+
+    n = 2 * bitsmart.LOOKUP_CHUNK + 13
+    rng = np.random.default_rng(5)
+    idx = rng.integers(0, 3, n, dtype=np.uint8)
+    dict_body = unit(bytes([5, 2, 10, 20, 30]) + pack_bits(idx, 2))  # entries 10, 20, 30; width 2
+    assert bytes(decode_bitsmart(dict_body, n, 1, 1)) == bytes(np.array([10, 20, 30], np.uint8)[idx])
+    compact = rng.integers(0, 4, n, dtype=np.uint8)  # base 0x10, mask 0b101
+    mask_body = unit(bytes([3, 0x10, 0x05]) + pack_bits(compact, 2))
+    expect = 0x10 | (compact & 1) | ((compact >> 1) << 2)
+    into = bytearray(n)
+    assert decode_bitsmart(mask_body, n, 1, 1, memoryview(into)) is not None
+    assert bytes(into) == bytes(expect.astype(np.uint8))
+    late = idx.copy()
+    late[-1] = 3  # index 3 of 3 entries, in the last step
+    with pytest.raises(Corrupt, match="index exceeds"):
+        decode_bitsmart(unit(bytes([5, 2, 10, 20, 30]) + pack_bits(late, 2)), n, 1, 1)
+
+
+def test_packet_planes_longer_than_a_lookup_chunk(backend):
+    """Kind 6: dictionary indices as a packet stream over several steps; an index past the entries
+    in a late step is Corrupt."""
+    from imij_plugins.payload.quick import bitsmart
+    from imij_plugins.payload.quick.packets import encode_packets
+
+    n = bitsmart.LOOKUP_CHUNK + 100
+    idx = (np.arange(n) // 7 % 2).astype(np.uint8)
+    body = unit(bytes([6, 1, 100, 200]) + bytes(encode_packets(idx.tobytes(), n, 1, 1)))
+    assert bytes(decode_bitsmart(body, n, 1, 1)) == bytes(np.array([100, 200], np.uint8)[idx])
+    idx[-5] = 2
+    with pytest.raises(Corrupt, match="index exceeds"):
+        decode_bitsmart(unit(bytes([6, 1, 100, 200]) + bytes(encode_packets(idx.tobytes(), n, 1, 1))), n, 1, 1)
+
+
+def test_decode_into_needs_little_beyond_its_output(backend):
+    """A bit-smart unit of mask, dictionary and packet planes decoded into the caller's buffer
+    allocates well under a third of the output besides (tracemalloc): lookups go a chunk at a
+    time, packet planes are not copied again. Whole-plane lookups peaked near 3x."""
+    import tracemalloc
+
+    rng = np.random.default_rng(8)
+    n = 1 << 16
+    words = (rng.integers(0, 4, n) * 0x100 + (np.arange(n) // 9 % 3) * 0x1000000 + 0x70).astype("<u4")
+    body = encode_bitsmart(words, n, 1, 4)
+    assert {3, 5, 6} & set(kinds(body, 4))
+    into = bytearray(4 * n)
+    tracemalloc.start()
+    try:
+        decode_bitsmart(body, n, 1, 4, memoryview(into))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert bytes(into) == words.tobytes()
+    assert peak < 4 * n / 3, peak / (4 * n)

@@ -60,6 +60,7 @@ KIND_DICT_PACKETS = 6
 KIND_REPEAT = 7
 
 _MAX_VARINT_BYTES = 10
+LOOKUP_CHUNK = 1 << 13  # _look_up: values per step (a multiple of 8)
 _MAX_RUN = 62  # 2.13: one packet byte yields at most a 62-pixel run
 _U64_LIMIT = 1 << 64
 _BYTE_VALUES = np.arange(256, dtype=np.uint16)
@@ -123,11 +124,12 @@ def unpack_bits(data, count: int, width: int) -> np.ndarray:
     if buf.size * 8 < need:
         raise Corrupt(f"bit-smart: {buf.size} packed bytes hold fewer than {count} {width}-bit values")
     bits = np.unpackbits(buf[: (need + 7) // 8], bitorder="little", count=need).reshape(count, width)
-    if width != 8 * size:
-        full = np.zeros((count, 8 * size), dtype=np.uint8)
-        full[:, :width] = bits
-        bits = full
-    words = np.packbits(bits, axis=1, bitorder="little")
+    words = np.packbits(bits, axis=1, bitorder="little")  # a value's bytes, its last one zero-padded
+    del bits
+    if words.shape[1] != size:
+        full = np.zeros((count, size), dtype=np.uint8)
+        full[:, : words.shape[1]] = words
+        words = full
     return words.view(f"<u{size}").reshape(count).astype(f"u{size}", copy=False)
 
 
@@ -291,7 +293,24 @@ def _packets(content: memoryview, npixels: int, where: str) -> np.ndarray:
         raise Corrupt(f"bit-smart: {where}: {exc}") from exc
     if len(values) != npixels:  # the packet decoder's contract; a guard, not wire syntax
         raise Corrupt(f"bit-smart: {where} packet stream gave {len(values)} of {npixels} bytes")
-    return np.frombuffer(bytes(values), dtype=np.uint8)
+    return np.frombuffer(values, dtype=np.uint8)  # the decoder's buffer itself, not a copy
+
+
+def _look_up(column: np.ndarray, table: np.ndarray, packed, values: np.ndarray | None, width: int,
+             check: Callable[[np.ndarray], None]) -> None:
+    """column[i] = table[v_i] for the plane's compact values or indices v: ``values`` (a packet
+    stream's) or, when None, ``width``-bit values packed in ``packed``. LOOKUP_CHUNK values at a
+    time, each checked first: numpy's lookup widens its indices to intp (8 bytes a value), and
+    unpacking bits makes a byte per bit."""
+    npixels = column.shape[0]
+    for start in range(0, npixels, LOOKUP_CHUNK):
+        n = min(LOOKUP_CHUNK, npixels - start)
+        if values is None:  # a whole number of bytes per chunk: LOOKUP_CHUNK is a multiple of 8
+            chunk = unpack_bits(packed[start * width // 8 :], n, width)
+        else:
+            chunk = values[start : start + n]
+        check(chunk)
+        column[start : start + n] = table.take(chunk)
 
 
 def _decode_plane(plan: tuple, content: memoryview, grid: np.ndarray, ordinal: int) -> None:
@@ -307,32 +326,36 @@ def _decode_plane(plan: tuple, content: memoryview, grid: np.ndarray, ordinal: i
         column[:] = plan[1]
     elif kind in (KIND_MASK, KIND_MASK_PACKETS):
         _, base, mask, width = plan
-        if kind == KIND_MASK:
-            compact = unpack_bits(content[2:], npixels, width)
-        else:
-            compact = _packets(content[2:], npixels, where)
-            if compact.size and int(compact.max()) >> width:
+        packed = content[2:]
+        compact = None if kind == KIND_MASK else _packets(packed, npixels, where)
+
+        def deposit_check(values: np.ndarray) -> None:
+            if compact is not None and values.size and int(values.max()) >> width:
                 raise Corrupt(f"bit-smart: {where} compact value exceeds {width} bits")
-        column[:] = _deposit_table(base, mask)[compact]
+
+        _look_up(column, _deposit_table(base, mask), packed, compact, width, deposit_check)
     elif kind in (KIND_DICT, KIND_DICT_PACKETS):
         _, entries, width = plan
         count = entries.size
-        if kind == KIND_DICT:
-            indices = unpack_bits(content[1 + count :], npixels, width)
-        else:
-            indices = _packets(content[1 + count :], npixels, where)
-        if indices.size and int(indices.max()) >= count:
-            raise Corrupt(f"bit-smart: {where} index exceeds its {count} dictionary entries")
-        column[:] = entries[indices]
+        packed = content[1 + count :]
+        indices = None if kind == KIND_DICT else _packets(packed, npixels, where)
+
+        def index_check(values: np.ndarray) -> None:
+            if values.size and int(values.max()) >= count:
+                raise Corrupt(f"bit-smart: {where} index exceeds its {count} dictionary entries")
+
+        _look_up(column, entries, packed, indices, width, index_check)
     else:  # KIND_REPEAT
         column[:] = grid[:, plan[1]]
 
 
-def decode_bitsmart(body, npixels: int, channels: int, word_bytes: int) -> bytearray:
+def decode_bitsmart(body, npixels: int, channels: int, word_bytes: int,
+                    into: memoryview | None = None) -> bytearray | memoryview:
     """Reconstruct a mode-2 unit from ``body``, the unit record after its mode byte.
 
     Returns ``npixels * channels * word_bytes`` bytes: pixels interleaved, each sample
-    little-endian.  Raises :class:`Corrupt` for malformed bodies, :class:`Unsupported` for an
+    little-endian; with ``into`` (a writable byte buffer of that size) they are decoded there
+    and ``into`` is returned.  Raises :class:`Corrupt` for malformed bodies, :class:`Unsupported` for an
     unknown plane kind and :class:`TooLarge` when the output cannot be allocated.
     """
     planes = _plane_count(npixels, channels, word_bytes)
@@ -353,10 +376,13 @@ def decode_bitsmart(body, npixels: int, channels: int, word_bytes: int) -> bytea
         content = view[pos + 1 : pos + length]
         parsed.append((_parse_plane(view[pos], content, ordinal, npixels), content))
         pos += length
-    try:
-        out = bytearray(npixels * planes)
-    except (MemoryError, OverflowError) as exc:
-        raise TooLarge(f"bit-smart: cannot allocate {npixels} x {planes} plane bytes") from exc
+    if into is not None:
+        out = into
+    else:
+        try:
+            out = bytearray(npixels * planes)
+        except (MemoryError, OverflowError) as exc:
+            raise TooLarge(f"bit-smart: cannot allocate {npixels} x {planes} plane bytes") from exc
     grid = np.frombuffer(out, dtype=np.uint8).reshape(npixels, planes)
     for ordinal, (plan, content) in enumerate(parsed):
         _decode_plane(plan, content, grid, ordinal)

@@ -36,7 +36,7 @@ def _decode(body: memoryview, npixels: int, channels: int, word_bytes: int, bit_
     if mode == MODE_BIT_SMART:
         if not bit_smart:  # 2.13.1: a mode-2 unit without head bit 4 is Corrupt
             raise Corrupt("quick unit: bit-smart mode without head bit 4")
-        return decode_bitsmart(rest, npixels, channels, word_bytes)
+        return decode_bitsmart(rest, npixels, channels, word_bytes, into)
     raise Unsupported(f"quick unit mode {mode}")  # 2.13: other modes are Unsupported
 
 
