@@ -24,7 +24,7 @@ enum {
     IMIJ_QUICK_E_RUN = -4,       /* a RUN passes the unit's pixel count */
     IMIJ_QUICK_E_TRAILING = -5,  /* bytes follow the last pixel */
     IMIJ_QUICK_E_UNEQUAL = -6,   /* 1/2-channel unit whose three colour components differ */
-    IMIJ_QUICK_E_SPACE = -7      /* encoder: dst_cap below imij_quick_encode_bound() */
+    IMIJ_QUICK_E_SPACE = -7      /* encoder: the stream does not fit in dst_cap */
 };
 
 /* Decode one packet stream src[0..src_len) of exactly npixels pixels into dst, which must hold
@@ -39,8 +39,10 @@ int imij_quick_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t d
 size_t imij_quick_encode_bound(size_t npixels, int channels, int word_bytes);
 
 /* Encode src (npixels*channels*word_bytes bytes, the decoder's output layout) as one packet
- * stream into dst. dst_cap must be at least imij_quick_encode_bound(). Returns the number of
- * bytes written, or a negative IMIJ_QUICK_E_* code. */
+ * stream into dst. Returns the number of bytes written, or a negative IMIJ_QUICK_E_* code. With
+ * dst_cap below imij_quick_encode_bound() the encoder stops with IMIJ_QUICK_E_SPACE once fewer
+ * than 2 + channels*word_bytes bytes (what one pixel may write) are free: a stream of at most
+ * dst_cap - (2 + channels*word_bytes) bytes always fits, a longer one may be refused. */
 int64_t imij_quick_encode(const uint8_t *src, size_t src_len, size_t npixels, int channels,
                           int word_bytes, uint8_t *dst, size_t dst_cap);
 

@@ -266,7 +266,7 @@ size_t imij_quick_encode_bound(size_t npixels, int channels, int word_bytes)
  * For 1/2-channel images r = g = b always, so DIFF has three equal fields and LUMA has
  * rrrr = bbbb = 8: every op written is valid there. */
 QP_INLINE int64_t qp_encode_impl(const uint8_t *src, size_t npixels, const int ch, const int wb,
-                                 uint8_t *dst)
+                                 uint8_t *dst, size_t limit)
 {
     const uint64_t mask = qp_mask(wb);
     const size_t pxb = (size_t)ch * (size_t)wb;
@@ -281,6 +281,9 @@ QP_INLINE int64_t qp_encode_impl(const uint8_t *src, size_t npixels, const int c
         const uint8_t *s = src + i * pxb;
         uint64_t r, g, b, a;
         unsigned h;
+
+        if ((size_t)(o - dst) > limit) /* fewer bytes free than one pixel's largest output */
+            return IMIJ_QUICK_E_SPACE;
 
         if (ch >= 3) {
             r = qp_load(s, wb);
@@ -380,26 +383,32 @@ int64_t imij_quick_encode(const uint8_t *src, size_t src_len, size_t npixels, in
     bound = imij_quick_encode_bound(npixels, channels, word_bytes);
     if (bound == 0 || bound > (size_t)INT64_MAX)
         return IMIJ_QUICK_E_SIZE;
-    if (dst_cap < bound)
-        return IMIJ_QUICK_E_SPACE;
+    /* below the bound: stop once fewer bytes are free than a pixel may write (a pending run
+     * byte and its largest op) */
+    size_t step = 2 + (size_t)channels * (size_t)word_bytes, limit = SIZE_MAX;
+    if (dst_cap < bound) {
+        if (dst_cap < step)
+            return IMIJ_QUICK_E_SPACE;
+        limit = dst_cap - step;
+    }
 
     switch (word_bytes * 8 + channels) {
-    case 1 * 8 + 1: return qp_encode_impl(src, npixels, 1, 1, dst);
-    case 1 * 8 + 2: return qp_encode_impl(src, npixels, 2, 1, dst);
-    case 1 * 8 + 3: return qp_encode_impl(src, npixels, 3, 1, dst);
-    case 1 * 8 + 4: return qp_encode_impl(src, npixels, 4, 1, dst);
-    case 2 * 8 + 1: return qp_encode_impl(src, npixels, 1, 2, dst);
-    case 2 * 8 + 2: return qp_encode_impl(src, npixels, 2, 2, dst);
-    case 2 * 8 + 3: return qp_encode_impl(src, npixels, 3, 2, dst);
-    case 2 * 8 + 4: return qp_encode_impl(src, npixels, 4, 2, dst);
-    case 4 * 8 + 1: return qp_encode_impl(src, npixels, 1, 4, dst);
-    case 4 * 8 + 2: return qp_encode_impl(src, npixels, 2, 4, dst);
-    case 4 * 8 + 3: return qp_encode_impl(src, npixels, 3, 4, dst);
-    case 4 * 8 + 4: return qp_encode_impl(src, npixels, 4, 4, dst);
-    case 8 * 8 + 1: return qp_encode_impl(src, npixels, 1, 8, dst);
-    case 8 * 8 + 2: return qp_encode_impl(src, npixels, 2, 8, dst);
-    case 8 * 8 + 3: return qp_encode_impl(src, npixels, 3, 8, dst);
-    case 8 * 8 + 4: return qp_encode_impl(src, npixels, 4, 8, dst);
+    case 1 * 8 + 1: return qp_encode_impl(src, npixels, 1, 1, dst, limit);
+    case 1 * 8 + 2: return qp_encode_impl(src, npixels, 2, 1, dst, limit);
+    case 1 * 8 + 3: return qp_encode_impl(src, npixels, 3, 1, dst, limit);
+    case 1 * 8 + 4: return qp_encode_impl(src, npixels, 4, 1, dst, limit);
+    case 2 * 8 + 1: return qp_encode_impl(src, npixels, 1, 2, dst, limit);
+    case 2 * 8 + 2: return qp_encode_impl(src, npixels, 2, 2, dst, limit);
+    case 2 * 8 + 3: return qp_encode_impl(src, npixels, 3, 2, dst, limit);
+    case 2 * 8 + 4: return qp_encode_impl(src, npixels, 4, 2, dst, limit);
+    case 4 * 8 + 1: return qp_encode_impl(src, npixels, 1, 4, dst, limit);
+    case 4 * 8 + 2: return qp_encode_impl(src, npixels, 2, 4, dst, limit);
+    case 4 * 8 + 3: return qp_encode_impl(src, npixels, 3, 4, dst, limit);
+    case 4 * 8 + 4: return qp_encode_impl(src, npixels, 4, 4, dst, limit);
+    case 8 * 8 + 1: return qp_encode_impl(src, npixels, 1, 8, dst, limit);
+    case 8 * 8 + 2: return qp_encode_impl(src, npixels, 2, 8, dst, limit);
+    case 8 * 8 + 3: return qp_encode_impl(src, npixels, 3, 8, dst, limit);
+    case 8 * 8 + 4: return qp_encode_impl(src, npixels, 4, 8, dst, limit);
     default: return IMIJ_QUICK_E_ARGS;
     }
 }

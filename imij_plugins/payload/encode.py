@@ -71,7 +71,7 @@ def encode_quick_payload(
 
     def unit_record(index: int) -> bytes:
         x, y, w, h = geometry.unit_rect(index)
-        pixels = np.ascontiguousarray(image[y : y + h, x : x + w]).tobytes()
+        pixels = memoryview(np.ascontiguousarray(image[y : y + h, x : x + w])).cast("B")  # a view for full rows
         return encode_quick_unit(pixels, w * h, channels, word_bytes, bit_smart=bit_smart)
 
     count = geometry.unit_count

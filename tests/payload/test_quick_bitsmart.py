@@ -531,3 +531,13 @@ def test_decode_into_needs_little_beyond_its_output(backend):
         tracemalloc.stop()
     assert bytes(into) == words.tobytes()
     assert peak < 4 * n / 3, peak / (4 * n)
+
+
+def test_encoder_limit(backend):
+    """encode_bitsmart with a limit: the body when it fits, None when it is longer (it may stop
+    before the last plane)."""
+    words = (np.arange(5000) % 7 * 0x10101 + (np.arange(5000) // 50) * 0x1000000).astype("<u4")
+    body = encode_bitsmart(words, 5000, 1, 4)
+    assert encode_bitsmart(words, 5000, 1, 4, limit=len(body)) == body
+    assert encode_bitsmart(words, 5000, 1, 4, limit=len(body) - 1) is None
+    assert encode_bitsmart(words, 5000, 1, 4, limit=0) is None

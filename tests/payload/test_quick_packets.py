@@ -501,3 +501,36 @@ def test_c_checks_sizes_and_arguments():
     assert lib.imij_quick_encode(px, 3, 1, 4, 1, out, 64) == lib.IMIJ_QUICK_E_SIZE
     assert lib.imij_quick_encode(px, 4, 1, 4, 3, out, 64) == lib.IMIJ_QUICK_E_ARGS
     assert lib.imij_quick_encode(px, 0, 0, 4, 1, out, 0) == 0
+
+
+@pytest.mark.parametrize("channels, word_bytes", [(1, 1), (3, 1), (4, 2), (2, 8)])
+def test_encoder_limit(backend, channels, word_bytes):
+    """With a limit a stream longer than it is None (the kernel's buffer is then the limit and
+    one pixel's largest output, not the worst case); one of exactly the limit comes back whole."""
+    rng = random.Random(channels * 10 + word_bytes)
+    px = bytes(rng.randrange(256) for _ in range(300 * channels * word_bytes))
+    px = px[: 100 * channels * word_bytes] * 2 + px[200 * channels * word_bytes :]  # runs and literals
+    full = encode_packets(px, 300, channels, word_bytes)
+    assert encode_packets(px, 300, channels, word_bytes, limit=len(full)) == full
+    assert encode_packets(px, 300, channels, word_bytes, limit=len(full) + 1000) == full
+    assert encode_packets(px, 300, channels, word_bytes, limit=len(full) - 1) is None
+    assert encode_packets(px, 300, channels, word_bytes, limit=0) is None
+
+
+def test_kernel_space_below_the_bound():
+    """imij_quick_encode below its bound: a stream of dst_cap - (2 + C * word bytes) bytes fits,
+    and a buffer too small for the stream is refused without a write past it."""
+    if "c" not in _backend.available():
+        pytest.skip("C kernels not built")
+    ffi, lib = _backend.ffi, _backend.lib
+    px = bytes(range(256)) * 4  # 1024 literal-heavy one-byte pixels
+    stream = _encode_packets_py(px, 1024, 1, 1)
+    step = 2 + 1
+    for cap, fits in ((len(stream) + step, True), (len(stream) - 1, False), (2, False)):
+        out = bytearray(cap + 16)  # 16 guard bytes
+        n = lib.imij_quick_encode(ffi.from_buffer(px), len(px), 1024, 1, 1, ffi.from_buffer(out), cap)
+        if fits:
+            assert n == len(stream) and bytes(out[:n]) == stream
+        else:
+            assert n == packets._E_SPACE
+        assert out[cap:] == bytearray(16)

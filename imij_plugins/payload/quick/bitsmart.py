@@ -60,7 +60,7 @@ KIND_DICT_PACKETS = 6
 KIND_REPEAT = 7
 
 _MAX_VARINT_BYTES = 10
-LOOKUP_CHUNK = 1 << 13  # _look_up: values per step (a multiple of 8)
+LOOKUP_CHUNK = 1 << 13  # _look_up, _lookup: values per step (a multiple of 8)
 _MAX_RUN = 62  # 2.13: one packet byte yields at most a 62-pixel run
 _U64_LIMIT = 1 << 64
 _BYTE_VALUES = np.arange(256, dtype=np.uint16)
@@ -410,6 +410,15 @@ def _packet_floor(npixels: int) -> int:
     return (npixels + _MAX_RUN - 1) // _MAX_RUN
 
 
+def _lookup(table: np.ndarray, plane: np.ndarray) -> np.ndarray:
+    """``table[plane]`` for a flat byte plane, LOOKUP_CHUNK values at a time (numpy widens the
+    indices of a lookup to intp: 8 bytes a pixel for a whole plane)."""
+    out = np.empty(plane.shape, dtype=table.dtype)
+    for start in range(0, plane.size, LOOKUP_CHUNK):
+        out[start : start + LOOKUP_CHUNK] = table.take(plane[start : start + LOOKUP_CHUNK])
+    return out
+
+
 def _encode_plane(plane: np.ndarray, earlier: int | None, use_packets: bool) -> bytes:
     npixels = plane.size
     if npixels == 0:
@@ -423,14 +432,14 @@ def _encode_plane(plane: np.ndarray, earlier: int | None, use_packets: bool) -> 
 
     # (size, preference, builder): the smallest wins, ties go to the cheaper decode.
     options: list[tuple[int, int, Callable[[], bytes]]] = [
-        (1 + npixels, 0, lambda: bytes([KIND_RAW]) + plane.tobytes())
+        (1 + npixels, 0, lambda: bytes([KIND_RAW]) + memoryview(plane))
     ]
     base = int(np.bitwise_and.reduce(present))
     mask = int(np.bitwise_or.reduce(present)) ^ base
     width = bin(mask).count("1")  # >= 1: the plane is not constant
     compact = None
     if width <= 7:
-        compact = _extract_table(mask)[plane]
+        compact = _lookup(_extract_table(mask), plane)
         options.append(
             (
                 3 + _packed_size(npixels, width),
@@ -443,7 +452,7 @@ def _encode_plane(plane: np.ndarray, earlier: int | None, use_packets: bool) -> 
     dictionary = bytes([count - 1]) + present.tobytes()
     lookup = np.zeros(256, dtype=np.uint8)
     lookup[present] = np.arange(count, dtype=np.uint16).astype(np.uint8)
-    indices = lookup[plane]
+    indices = _lookup(lookup, plane)
     if index_width < 8:
         options.append(
             (
@@ -457,7 +466,11 @@ def _encode_plane(plane: np.ndarray, earlier: int | None, use_packets: bool) -> 
         def consider(overhead: int, preference: int, head: bytes, values: np.ndarray) -> None:
             if overhead + _packet_floor(npixels) >= min(options)[0]:
                 return
-            stream = bytes(encode_packets(values.tobytes(), npixels, 1, 1))
+            # a contiguous plane, no copy of it; only a strictly smaller stream can win (ties go
+            # to the earlier options, all of lower preference)
+            stream = encode_packets(values, npixels, 1, 1, limit=min(options)[0] - overhead - 1)
+            if stream is None:
+                return
             options.append((overhead + len(stream), preference, lambda: head + stream))
 
         consider(1, 3, bytes([KIND_PACKETS]), plane)
@@ -475,8 +488,8 @@ def _encode_plane(plane: np.ndarray, earlier: int | None, use_packets: bool) -> 
 
 
 def encode_bitsmart(
-    pixels, npixels: int, channels: int, word_bytes: int, *, packets: bool = True
-) -> bytes:
+    pixels, npixels: int, channels: int, word_bytes: int, *, packets: bool = True, limit: int | None = None
+) -> bytes | None:
     """Encode interleaved little-endian samples as a mode-2 unit body (after the mode byte).
 
     ``pixels`` is ``npixels * channels * word_bytes`` bytes (any buffer, or a numpy array
@@ -484,7 +497,8 @@ def encode_bitsmart(
     body: constant (2), a repeat of an earlier identical plane (7), dense mask (3),
     dictionary (5), raw (0) and, when ``packets`` is true, the packet forms 1, 4 and 6.  Ties
     prefer raw, then mask, dictionary and the packet forms in that order; the output is a
-    deterministic function of the input.
+    deterministic function of the input.  With ``limit``, None as soon as the body is known
+    to be longer than ``limit`` bytes (a candidate that cannot win).
     """
     planes = _plane_count(npixels, channels, word_bytes)
     grid = _as_byte_grid(pixels, npixels, planes)
@@ -497,4 +511,7 @@ def encode_bitsmart(
         bodies.append(_encode_plane(plane, earlier, packets))
         if earlier is None:
             seen.setdefault(key, []).append(ordinal)
-    return b"".join(_write_length(len(body)) for body in bodies) + b"".join(bodies)
+        if limit is not None and sum(map(len, bodies)) > limit:  # the lengths only add to it
+            return None
+    body = b"".join(_write_length(len(body)) for body in bodies) + b"".join(bodies)
+    return None if limit is not None and len(body) > limit else body

@@ -102,8 +102,10 @@ def decode_packets(body, npixels: int, channels: int, word_bytes: int, into: mem
     return into
 
 
-def encode_packets(pixels, npixels: int, channels: int, word_bytes: int) -> bytes:
-    """Encode ``npixels`` pixels (the layout :func:`decode_packets` returns) as one packet stream."""
+def encode_packets(pixels, npixels: int, channels: int, word_bytes: int, limit: int | None = None) -> bytes | None:
+    """Encode ``npixels`` pixels (the layout :func:`decode_packets` returns) as one packet stream;
+    with ``limit``, None for a stream longer than ``limit`` bytes (a candidate that cannot win:
+    the kernel's buffer is then about ``limit`` bytes, not the worst case, and it stops early)."""
     size = _check_args(npixels, channels, word_bytes)
     src = _bytes_view(pixels)
     if src.nbytes != size:
@@ -113,6 +115,8 @@ def encode_packets(pixels, npixels: int, channels: int, word_bytes: int) -> byte
     if _backend.active() == "c":
         ffi, lib = _backend.ffi, _backend.lib
         cap = encode_bound(npixels, channels, word_bytes)
+        if limit is not None:  # imij_quick_encode: a stream of cap - (2 + C * word bytes) always fits
+            cap = min(cap, max(limit, 0) + 2 + channels * word_bytes)
         out = bytearray(cap)
         n = lib.imij_quick_encode(
             ffi.from_buffer("uint8_t[]", src),
@@ -123,11 +127,15 @@ def encode_packets(pixels, npixels: int, channels: int, word_bytes: int) -> byte
             ffi.from_buffer("uint8_t[]", out, require_writable=True),
             cap,
         )
+        if n == _E_SPACE and limit is not None:
+            return None
         if n < 0:
             _raise(n)
         del out[n:]
-        return bytes(out)
-    return _encode_packets_py(src, npixels, channels, word_bytes)
+        stream = bytes(out)
+    else:
+        stream = _encode_packets_py(src, npixels, channels, word_bytes)
+    return None if limit is not None and len(stream) > limit else stream
 
 
 def _raise(rc: int):

@@ -40,14 +40,14 @@ def _decode(body: memoryview, npixels: int, channels: int, word_bytes: int, bit_
     raise Unsupported(f"quick unit mode {mode}")  # 2.13: other modes are Unsupported
 
 
-def encode_quick_unit(pixels: bytes, npixels: int, channels: int, word_bytes: int, *, bit_smart: bool) -> bytes:
+def encode_quick_unit(pixels: bytes | memoryview, npixels: int, channels: int, word_bytes: int, *, bit_smart: bool) -> bytes:
     """The smallest valid unit body for ``pixels``: raw, packets, or (when allowed) bit-smart planes
     (ties keep the earlier); one candidate is held at a time, the raw body made only if it wins."""
     best_len, best = 1 + len(pixels), None
     coders = [(MODE_PACKETS, encode_packets)] + ([(MODE_BIT_SMART, encode_bitsmart)] if bit_smart else [])
     for mode, encode in coders:
-        body = encode(pixels, npixels, channels, word_bytes)
-        if 1 + len(body) < best_len:
+        body = encode(pixels, npixels, channels, word_bytes, limit=best_len - 2)  # None: cannot win
+        if body is not None and 1 + len(body) < best_len:
             best_len, best = 1 + len(body), (mode, body)
         del body
     return bytes([MODE_RAW]) + pixels if best is None else bytes([best[0]]) + best[1]
