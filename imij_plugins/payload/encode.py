@@ -6,27 +6,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from imij_plugins.payload.geometry import Geometry
+from imij_plugins.payload.geometry import WIDE_GROUP, WIDE_IMAGE, Geometry
 from imij_plugins.payload.head import (
     PRESENT_BIT_SMART,
     PRESENT_QUICK,
     PRESENT_RECORDS,
     REC_ORDINALS,
-    REC_UNIT_RESERVE,
-    REC_UNIT_TABLE,
 )
 from imij_plugins.payload.parallel import default_threads, parallel_map
 from imij_plugins.payload.quick.unit import MODE_BIT_SMART, encode_quick_unit
-from imij_plugins.payload.units import RESERVE_CHECK_TAIL, RESERVE_EMPTY, RESERVE_FILLED, UNIT_STRIPE
+from imij_plugins.payload.units import UNIT_TABLES, join_units, record_prefix, unit_table_records
 from imij_plugins.wire.records import Record, encode_records
 from imij_plugins.wire.varint import encode_varint
 
-WIDE_IMAGE = 8192  # 5: images at least 8192 pixels wide use column groups of 2048
-WIDE_GROUP = 2048
 UNIT_PIXELS = 1 << 18  # about this many pixels per unit, so stripes decode in parallel
-
-
-UNIT_TABLES = ("hint", "none", "filled", "empty", "tail")
 
 
 @dataclass(frozen=True)
@@ -77,22 +70,11 @@ def encode_quick_payload(
     count = geometry.unit_count
     bodies = parallel_map(unit_record, count, threads if threads is not None else default_threads())
     uses_bit_smart = any(b[0] == MODE_BIT_SMART for b in bodies)
-    if ordinals:  # 2.7: each main record starts with its 0-based ordinal
-        bodies = [encode_varint(i) + b for i, b in enumerate(bodies)]
-    records = [encode_varint(UNIT_STRIPE) + encode_varint(len(b)) + b for b in bodies]
-    spans = [len(r) for r in records]
+    prefixes = [record_prefix(i, len(b), ordinals) for i, b in enumerate(bodies)]  # 2.7: ordinals first
+    spans = [len(p) + len(b) for p, b in zip(prefixes, bodies)]
     present = PRESENT_QUICK | (PRESENT_BIT_SMART if uses_bit_smart else 0)
     head_list = [Record(REC_ORDINALS, b"")] if ordinals else []
-    if unit_table == "hint" and count >= 2:  # 2.7: writers holding the payload whole, two or more units
-        head_list.append(Record(REC_UNIT_TABLE, b"".join(map(encode_varint, spans))))
-    elif unit_table == "filled":
-        width = max(1, (max(spans).bit_length() + 7) // 8)
-        fill = b"".join(s.to_bytes(width, "little") for s in spans)
-        head_list.append(Record(REC_UNIT_RESERVE, bytes([RESERVE_FILLED, width]) + fill))
-    elif unit_table == "empty":
-        head_list.append(Record(REC_UNIT_RESERVE, bytes([RESERVE_EMPTY])))
-    elif unit_table == "tail":
-        head_list.append(Record(REC_UNIT_RESERVE, bytes([RESERVE_CHECK_TAIL])))
+    head_list += unit_table_records(spans, unit_table)
     head_records = encode_records(sorted(head_list, key=lambda r: r.id))
     if head_list:
         present |= PRESENT_RECORDS
@@ -103,7 +85,7 @@ def encode_quick_payload(
         + encode_varint(geometry.group_cols)
         + (encode_varint(len(head_records)) + head_records if present & PRESENT_RECORDS else b"")
     )
-    payload = head + b"".join(records)
+    payload = join_units(head, prefixes, bodies)
     trailing = None
     if unit_table == "tail":  # 2.7: spans, then data_len; the container adds chunk_len and the tag
         trailing = b"".join(map(encode_varint, spans)) + len(payload).to_bytes(8, "little")

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+WIDE_IMAGE = 8192  # 5: writers give images at least 8192 pixels wide column groups of 2048
+WIDE_GROUP = 2048
+
 
 @dataclass(frozen=True)
 class Geometry:

@@ -1,4 +1,5 @@
-"""Unit records (2.7): walking them, ordinals, and the unit table in its three places."""
+"""Unit records (2.7): walking them, ordinals, and the unit table in its three places; and the
+writers' side: record prefixes, unit table records, the payload joined in one buffer."""
 
 from __future__ import annotations
 
@@ -7,13 +8,51 @@ from dataclasses import dataclass
 from imij_plugins.errors import Corrupt, ImijError, Unsupported
 from imij_plugins.payload.head import REC_UNIT_RESERVE, REC_UNIT_TABLE, LosslessHead
 from imij_plugins.wire.cursor import Cursor
-from imij_plugins.wire.varint import read_varint
+from imij_plugins.wire.records import Record
+from imij_plugins.wire.varint import encode_varint, read_varint
 
 UNIT_STRIPE = 9  # 2.7: lossless stripe
 KNOWN_MAIN = frozenset({1, 3, 5, 7, 9, 31})  # 2.7 and the registry's unit records
 
 # 2.7: reservation states
 RESERVE_EMPTY, RESERVE_CHECK_TAIL, RESERVE_FILLED = 0, 1, 2
+
+UNIT_TABLES = ("hint", "none", "filled", "empty", "tail")  # where a writer puts the unit spans (2.7)
+
+
+def record_prefix(index: int, body_len: int, ordinals: bool) -> bytes:
+    """2.7: a unit record's id and length (the length counts the ordinal when there is one)."""
+    ordinal = encode_varint(index) if ordinals else b""
+    return encode_varint(UNIT_STRIPE) + encode_varint(len(ordinal) + body_len) + ordinal
+
+
+def unit_table_records(spans: list[int], unit_table: str) -> list[Record]:
+    """2.7: the head records ``unit_table`` asks for: the hint (record 10, for two or more
+    units), a reservation filled in place, left empty, or pointing at the check tail; none."""
+    if unit_table not in UNIT_TABLES:
+        raise ValueError(f"unit_table must be one of {UNIT_TABLES}")
+    if unit_table == "hint" and len(spans) >= 2:
+        return [Record(REC_UNIT_TABLE, b"".join(encode_varint(s) for s in spans))]
+    if unit_table == "filled":
+        width = max(1, (max(spans).bit_length() + 7) // 8)
+        fill = b"".join(s.to_bytes(width, "little") for s in spans)
+        return [Record(REC_UNIT_RESERVE, bytes([RESERVE_FILLED, width]) + fill)]
+    if unit_table == "empty":
+        return [Record(REC_UNIT_RESERVE, bytes([RESERVE_EMPTY]))]
+    if unit_table == "tail":
+        return [Record(REC_UNIT_RESERVE, bytes([RESERVE_CHECK_TAIL]))]
+    return []
+
+
+def join_units(head: bytes, prefixes: list[bytes], bodies: list[bytes]) -> bytes:
+    """The payload: the head, then each unit's prefix and body, built in one buffer with each
+    body dropped from ``bodies`` once copied (the coded units are not held twice)."""
+    payload = bytearray(head)
+    for index, prefix in enumerate(prefixes):
+        payload += prefix
+        payload += bodies[index]
+        bodies[index] = b""
+    return bytes(payload)
 
 
 @dataclass(frozen=True)

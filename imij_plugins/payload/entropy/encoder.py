@@ -61,31 +61,26 @@ from imij_plugins.payload.entropy.tokens import Scheme
 from imij_plugins.payload.entropy.near import NEAR_SAMPLES, encode_bounds
 from imij_plugins.payload.entropy.stripe import LAYOUT_PALETTE, PALETTE_MAX_DEPTH
 from imij_plugins.payload.entropy.writer import EncodedEntropy, lossless_head
-from imij_plugins.payload.geometry import Geometry
+from imij_plugins.payload.geometry import WIDE_GROUP, WIDE_IMAGE, Geometry
 from imij_plugins.payload.parallel import parallel_map
 from imij_plugins.payload.head import (
     REC_NEAR,
     REC_ORDINALS,
-    REC_UNIT_RESERVE,
-    REC_UNIT_TABLE,
     ChannelMap,
 )
-from imij_plugins.payload.units import RESERVE_CHECK_TAIL, RESERVE_EMPTY, RESERVE_FILLED, UNIT_STRIPE
+from imij_plugins.payload.units import UNIT_TABLES, join_units, record_prefix, unit_table_records
 from imij_plugins.pixels.dtypes import as_image_array, layout_code, sample_code
 from imij_plugins.registry.features import FeatureId
 from imij_plugins.wire.records import Record
 from imij_plugins.wire.varint import encode_varint
 
 DEFAULT_EFFORT = 5
-WIDE_IMAGE = 8192  # 5: images at least 8192 pixels wide use column groups of 2048
-WIDE_GROUP = 2048
 UNIT_PIXELS = 1 << 17  # about this many pixels per unit: parallel decode at a small size cost ...
 MIN_UNIT_PIXELS = 1 << 16  # ... down to this, so that images of a quarter megapixel get 4 units
 MAX_LANES = 16
 RUN_MIN = 4  # 5: zero runs of at least 4 positions as run tokens
 LEVEL_TUPLES = 16  # units of at most this many slot tuples always go to the bilevel / template chooser
 LEVEL_RATIO = 0.8  # others when the predictive estimate is at least this share of the tuples' entropy
-UNIT_TABLES = ("hint", "none", "filled", "empty", "tail")
 OWN_SUMS_POSITIONS = 1 << 20  # _Totals: threads keep their own statistics sums from 1 megapixel
 ALL_PREDICTORS = 0x7F
 GEOMETRY_TRIES = {8: (16,), 9: (32, 16, 8)}  # stripe heights also tried at these efforts
@@ -458,7 +453,7 @@ def encode_tuned(image: np.ndarray, *, effort: int = DEFAULT_EFFORT, max_error: 
         raise ValueError(f"effort must be 1 ..= 9, not {effort!r}")
     if unit_table is None:
         unit_table = "none"
-    if unit_table not in UNIT_TABLES:
+    if unit_table not in UNIT_TABLES:  # before any coding
         raise ValueError(f"unit_table must be one of {UNIT_TABLES}")
     img = as_image_array(image)
     workers = threads if threads is not None else (os.cpu_count() or 1)
@@ -644,18 +639,9 @@ def _assemble(plan: _Plan, models: bytes, bodies: list[bytes], palette: bool, bo
     """2 / 2.7: the head, the unit records and the unit table; the features used (0.1). The
     payload is built in one buffer, each body dropped from ``bodies`` once copied."""
     features: set[int] = set(level_features)
-    prefixes = [_record_prefix(index, len(body), ordinals) for index, body in enumerate(bodies)]
+    prefixes = [record_prefix(index, len(body), ordinals) for index, body in enumerate(bodies)]
     spans = [len(p) + len(body) for p, body in zip(prefixes, bodies)]
-    head_records: list[Record] = []
-    if unit_table == "hint" and len(spans) >= 2:  # 2.7: the hint for two or more units
-        head_records.append(Record(REC_UNIT_TABLE, b"".join(encode_varint(s) for s in spans)))
-    elif unit_table == "filled":
-        width = max(1, (max(spans).bit_length() + 7) // 8)
-        head_records.append(Record(REC_UNIT_RESERVE, bytes([RESERVE_FILLED, width]) + b"".join(s.to_bytes(width, "little") for s in spans)))
-    elif unit_table == "empty":
-        head_records.append(Record(REC_UNIT_RESERVE, bytes([RESERVE_EMPTY])))
-    elif unit_table == "tail":
-        head_records.append(Record(REC_UNIT_RESERVE, bytes([RESERVE_CHECK_TAIL])))
+    head_records = unit_table_records(spans, unit_table)
     if bounds is not None:
         head_records.append(Record(REC_NEAR, encode_bounds(bounds)))
         features.add(FeatureId.NEAR_LOSSLESS)
@@ -664,18 +650,7 @@ def _assemble(plan: _Plan, models: bytes, bodies: list[bytes], palette: bool, bo
         head_records.append(Record(REC_ORDINALS, b""))
         features.add(FeatureId.UNIT_ORDINALS)
     head = lossless_head(plan.header, palette, plan.lanes, plan.geo, plan.maps, models, head_records, features)
-    payload = bytearray(head)
-    for index, prefix in enumerate(prefixes):
-        payload += prefix
-        payload += bodies[index]
-        bodies[index] = b""
-    return EncodedEntropy(bytes(payload), len(head), frozenset(features), len(spans))
-
-
-def _record_prefix(index: int, body_len: int, ordinals: bool) -> bytes:
-    """2.7: a unit record's id and length (the length counts the ordinal when there is one)."""
-    ordinal = encode_varint(index) if ordinals else b""
-    return encode_varint(UNIT_STRIPE) + encode_varint(len(ordinal) + body_len) + ordinal
+    return EncodedEntropy(join_units(head, prefixes, bodies), len(head), frozenset(features), len(spans))
 
 
 __all__ = ["DEFAULT_EFFORT", "EFFORTS", "Effort", "choose_geometry", "encode_tuned", "lanes_for"]
