@@ -1,6 +1,7 @@
 """The C kernel of one entropy-coded unit (csrc/entropy.c): ``stripe.decode_stripe``'s contract.
 
-``CModels`` converts a payload's settled plan into the kernel's ``imij_slot_model`` structs once;
+``CModels`` converts a payload's settled plan into the kernel's structs once (``imij_slot_model``
+on first use by a regular stripe);
 ``decode_unit_c`` then decodes one unit in row blocks: the kernel (GIL released) keeps every
 stream's place between calls and turns a block of rows into coded values in a small scratch,
 which ``stripe.assemble`` maps into the output before the next block. So a unit's decode holds
@@ -52,6 +53,28 @@ _MESSAGES = {
 
 
 class CModels:
+    """A payload's kernel structs, each made on first use: the slot and palette index models of
+    regular stripes (``regular``), the level tables of layouts 0x81-0x84 (``levels``), and the
+    sample store of its maps. A payload of bilevel or template stripes alone never builds the
+    slot models' tables (32 KiB per slot)."""
+
+    def __init__(self, plan: UnitPlan):
+        self.plan = plan
+        # 4 step 4 in the kernel, for words of at most 32 bits; each unit sets its out
+        self.store, self.store_struct = _stores(plan.sample_bits, plan.slots, plan.chans)
+
+    @cached_property
+    def regular(self) -> "SlotModels":
+        """3.2 / 3.3: the models of regular stripes (layouts 0-3)."""
+        return SlotModels(self.plan)
+
+    @cached_property
+    def levels(self) -> LevelStructs:
+        """2.10 / 2.14: layouts 0x81-0x84 (csrc/bilevel.c), built when a unit has one."""
+        return LevelStructs(self.plan)
+
+
+class SlotModels:
     """A plan's models as the kernel's structs: slots, then the palette index model, made in one
     kernel call (csrc/entropy.c imij_models_fill: tokens of 3.2, table entries of 3.3)."""
 
@@ -80,17 +103,10 @@ class CModels:
         self.unit.inter_allowed = plan.sample_bits <= 32 and not plan.near  # section 4, 2.6
         self.unit.slots = self.structs
         self.unit.palette = self.palette
-        self.plan = plan
-        # 4 step 4 in the kernel, for words of at most 32 bits; each unit sets its out
-        self.store, self.store_struct = _stores(plan.sample_bits, plan.slots, plan.chans)
-
-    @cached_property
-    def levels(self) -> LevelStructs:
-        """2.10 / 2.14: layouts 0x81-0x84 (csrc/bilevel.c), built when a unit has one."""
-        return LevelStructs(self.plan)
 
     def unit_of(self, width: int, height: int):
-        """The kernel's ``imij_unit`` for one unit of ``width`` x ``height`` (per call: units decode on many threads)."""
+        """The kernel's ``imij_unit`` for one unit of ``width`` x ``height`` (per call: units decode on
+        many threads); it points into this object, which the caller keeps alive while it is used."""
         unit = _backend.ffi.new("imij_unit *", self.unit[0])
         unit.width, unit.height = width, height
         return unit
@@ -138,7 +154,8 @@ def decode_unit_c(plan: UnitPlan, models: CModels, body: bytes | memoryview, wid
         return assemble(plan, decode_level_c(plan, models.levels, body, width, height), height, width, out)  # type: ignore[arg-type]
     ffi, lib = _backend.ffi, _backend.lib
     pred_ids = np.empty(height, dtype=np.uint8)  # 2.4: read by every block
-    state = _begin(plan, models, body, width, height, reference, pred_ids)
+    regular = models.regular  # held here: the state's unit points into it until the decode ends
+    state = _begin(plan, regular, body, width, height, reference, pred_ids)
     nplanes = max(len(plan.slots), 1)  # a palette stripe's index plane needs one
     lanes = Interleaved(width, plan.lanes)
     rows = block_rows(nplanes, lanes.row, height, MIN_STORED_ROWS if stored else MIN_BLOCK_ROWS)
@@ -198,7 +215,7 @@ def _store_struct(store: SampleStore):
     return st
 
 
-def _begin(plan: UnitPlan, models: CModels, body: bytes | memoryview, width: int, height: int,
+def _begin(plan: UnitPlan, models: SlotModels, body: bytes | memoryview, width: int, height: int,
            reference: np.ndarray | None, pred_ids: np.ndarray):
     """The kernel's ``imij_entropy_state`` after the unit's layout (2.4, 2.5) and stream openings (3)."""
     ffi = _backend.ffi

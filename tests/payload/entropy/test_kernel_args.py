@@ -39,10 +39,34 @@ def test_a_context_map_past_the_tables_is_refused(field):
     payload, body, w, h, _ = _one_unit()
     with _backend.use("c"):
         models = CModels(payload.plan)
-        s = models.structs[0]
+        s = models.regular.structs[0]
         if field == "ctx_map":
             s.ctx_map[15] = s.ntables  # one past its last table
         else:
             s.ntables = 5  # more than the four a model may have
         with pytest.raises(Corrupt, match="kernel error -1"):
             decode_unit_c(payload.plan, models, body, w, h, None, None)
+
+
+def test_slot_models_are_built_only_for_regular_stripes(monkeypatch, backend):
+    """A page of bilevel stripes alone decodes without the slot models' structs (32 KiB of table
+    entries per slot); an RGB image's regular stripes build them once per payload."""
+    import imij_plugins
+    from imij_plugins.payload.entropy import kernel
+
+    if backend != "c":
+        pytest.skip("the kernel's structs")
+    built = []
+    real = kernel.SlotModels.__init__
+    monkeypatch.setattr(kernel.SlotModels, "__init__", lambda self, plan: built.append(plan) or real(self, plan))
+    rng = np.random.default_rng(4)
+    page = np.zeros((300, 400), np.uint8)
+    page[40:260:9, 30:370] = 255  # text-like lines
+    page[rng.random(page.shape) < 0.01] = 255
+    rgb = rng.integers(0, 256, (300, 400, 3), dtype=np.uint8)
+    with _backend.use("c"):
+        for image, builds in ((page, 0), (rgb, 1)):
+            data = imij_plugins.encode(image)
+            built.clear()
+            assert np.array_equal(imij_plugins.read(data).reshape(image.shape), image)
+            assert len(built) == builds
