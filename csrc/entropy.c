@@ -156,14 +156,16 @@ static void model_tables(imij_slot_model *m, const uint32_t *freq, uint32_t ntab
 void imij_models_fill(imij_slot_model *out, uint32_t count, const uint32_t *params, const uint8_t *ctx_maps,
                       const uint32_t *freq, uint64_t *entries)
 {
+    size_t at = 0;
     for (uint32_t i = 0; i < count; i++) {
         const uint32_t *p = params + 7 * (size_t)i;
         imij_slot_model *m = out + i;
         m->depth = p[0], m->cross = p[3], m->ctx_shift = p[4], m->delta = p[5];
         memcpy(m->ctx_map, ctx_maps + 16 * (size_t)i, 16);
         model_tokens(m, p[0], p[1], p[2]);
-        m->ent = entries + 4 * (size_t)M_SLOTS * i;
+        m->ent = entries + at;
         model_tables(m, freq + 1024 * (size_t)i, p[6]);
+        at += (size_t)m->ntables * M_SLOTS; /* the next model's tables follow this one's */
     }
 }
 

@@ -87,8 +87,8 @@ typedef struct {
  * ctx_shift, delta, ntables) of a valid model (3.3's rules already checked; k the clamped kv),
  * its ctx_map at ctx_maps[16 i] and its ntables (1..=4) normalized tables at freq[1024 i + 256 c
  * + sym] (each summing to M = 1024; a larger sum is cut at M): the tokens' base and nb (3.2),
- * nvalue, high, and the entries, into entries[4096 i ..] (the caller's memory, which out[i].ent
- * then points at). */
+ * nvalue, high, and the entries: each model's min(ntables, 4) x 1024, one model after another
+ * from entries[0] (the caller's memory, which out[i].ent then points at). */
 void imij_models_fill(imij_slot_model *out, uint32_t count, const uint32_t *params, const uint8_t *ctx_maps,
                       const uint32_t *freq, uint64_t *entries);
 

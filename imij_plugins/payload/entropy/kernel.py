@@ -91,7 +91,8 @@ class SlotModels:
         freq = np.zeros((count, 4, 256), np.uint32)
         for i, (m, _, _) in enumerate(models):
             freq[i, : len(m.freq)] = m.freq
-        self.entries = np.empty((count, 4, M), np.uint64)  # the structs point into it
+        tables = sum(min(len(m.freq), 4) for m, _, _ in models)  # csrc: one model's after another
+        self.entries = np.empty(max(tables, 1) * M, np.uint64)  # the structs point into it
         _backend.lib.imij_models_fill(self.structs, count, ffi.from_buffer("uint32_t[]", params),
                                       ffi.from_buffer("uint8_t[]", ctx_maps), ffi.from_buffer("uint32_t[]", freq),
                                       ffi.from_buffer("uint64_t[]", self.entries, require_writable=True))

@@ -70,3 +70,30 @@ def test_slot_models_are_built_only_for_regular_stripes(monkeypatch, backend):
             built.clear()
             assert np.array_equal(imij_plugins.read(data).reshape(image.shape), image)
             assert len(built) == builds
+
+
+def test_models_of_fewer_tables_pack_their_entries(monkeypatch, backend):
+    """imij_models_fill places each model's min(ntables, 4) x 1024 entries right after the
+    previous model's: a payload whose models have 1, 2 ... tables holds only those, and decodes."""
+    import imij_plugins
+    from imij_plugins.payload.entropy import kernel
+
+    if backend != "c":
+        pytest.skip("the kernel's structs")
+    made = []
+    real = kernel.SlotModels.__init__
+    rng = np.random.default_rng(6)
+    y, x = np.mgrid[0:64, 0:64]
+    image = np.stack([x * 300 + y * 7, x * 5 + y * 200, (x + y) * 90], axis=-1) + rng.integers(0, 40, (64, 64, 3))
+    image = image.astype(np.uint16)
+    monkeypatch.setattr(kernel.SlotModels, "__init__", lambda self, plan: made.append((self, plan)) or real(self, plan))
+    with _backend.use("c"):
+        out = imij_plugins.read(imij_plugins.encode(image))
+    assert np.array_equal(out, image)
+    (models, plan), = made
+    tables = [len(m.freq) for m in plan.models]
+    assert sorted(tables) != [4] * len(tables)  # the case this test is about
+    assert models.entries.size == sum(tables) * 1024
+    ffi = _backend.ffi
+    starts = [int(ffi.cast("uintptr_t", models.structs[i].ent)) for i in range(len(tables))]
+    assert [b - a for a, b in zip(starts, starts[1:])] == [8 * 1024 * t for t in tables[:-1]]
