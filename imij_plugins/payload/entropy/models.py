@@ -295,8 +295,9 @@ def _read_models_c(data: bytes | memoryview, specs: list[tuple[int, bool]]) -> l
     for i, (depth, _) in enumerate(specs):
         h = heads[i]
         n = h.ntables
+        # copies of the tables a model has: views would keep all four of every model alive
         models.append(Model(checked_scheme(h.k, h.m, depth), bool(h.cross), h.ctx_shift, tuple(h.ctx_map),
-                            tables[0, i, :n], tables[1, i, :n], tuple(lasts[i, :n].tolist())))
+                            tables[0, i, :n].copy(), tables[1, i, :n].copy(), tuple(lasts[i, :n].tolist())))
     return models
 
 

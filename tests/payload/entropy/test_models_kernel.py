@@ -229,3 +229,14 @@ def test_model_structs_carry_the_tokens_of_3_2() -> None:
             want = [(b, n) for _, b, n in scheme.tokens] + [(0, 0)] * (256 - scheme.alphabet)
             assert s[0].nvalue == scheme.value_tokens
             assert list(zip(s[0].base, s[0].nb)) == want, (depth, k, m)
+
+
+def test_read_models_keep_only_their_tables() -> None:
+    """A model read by the kernel owns arrays of its own tables only (views of the call's
+    four-table scratch kept all of it alive: 8 KiB per model, a tenth of a small page's output)."""
+    bw = BitWriter()
+    write_model(bw, checked_scheme(0, 0, 8), False, 0, (0,) * 16, [smallest_table([5, 1, 1], None)])
+    with _backend.use("c"):
+        (model,), _ = models.read_models(bw.getvalue(), [(8, False)], False)
+    assert model.freq.shape == model.weights.shape == (1, 256)
+    assert model.freq.base is None and model.weights.base is None
