@@ -11,10 +11,13 @@ from imij_plugins.wire import encode_varint
 IMAGE = np.random.default_rng(1).integers(0, 9, (40, 13, 3), dtype=np.uint8)
 
 
+@pytest.mark.parametrize("codec", ["entropy", "quick"])
 @pytest.mark.parametrize("unit_table", ["hint", "none", "filled", "empty", "tail"])
 @pytest.mark.parametrize("ordinals", [False, True])
-def test_unit_table_modes_round_trip(unit_table, ordinals, backend):
-    data = imij_plugins.encode(IMAGE, stripe_rows=7, unit_table=unit_table, ordinals=ordinals)
+def test_unit_table_modes_round_trip(unit_table, ordinals, codec, backend):
+    """Both codecs' writers (payload/units.py's shared helpers) in every mode, read back whole and
+    by region (which walks the table)."""
+    data = imij_plugins.encode(IMAGE, stripe_rows=7, unit_table=unit_table, ordinals=ordinals, codec=codec)
     f = imij_plugins.open(data)
     assert np.array_equal(f.read(), IMAGE)
     assert ("unit_ordinals" in f.features) == ordinals

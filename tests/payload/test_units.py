@@ -664,3 +664,28 @@ def test_writer_single_unit_has_no_hint():
     f = imij_plugins.open(imij_plugins.encode(np.zeros((4, 4), np.uint8), codec="quick"))
     present, records, spans = walk_by_hand(bytes(f.container.payload(f.container.data)))
     assert len(spans) == 1 and records == b"" and not present & 2
+
+
+# --------------------------------------------------------------------------- the writers' side
+
+
+def test_unit_record_writers_byte_exact():
+    """2.7 from the spec's rules: a record's id 9 and its length (which counts the ordinal), the
+    unit table records of each mode, and the payload joined with each body dropped once copied."""
+    from imij_plugins.payload.head import REC_UNIT_RESERVE, REC_UNIT_TABLE
+    from imij_plugins.payload.units import join_units, record_prefix, unit_table_records
+    from imij_plugins.wire.records import Record
+
+    assert record_prefix(0, 5, False) == bytes([9, 5])
+    assert record_prefix(200, 5, True) == bytes([9, 7, 0xC8, 0x01])  # ordinal 200: two bytes
+    assert unit_table_records([5, 300], "hint") == [Record(REC_UNIT_TABLE, bytes([5, 0xAC, 0x02]))]
+    assert unit_table_records([5], "hint") == []  # one unit: no hint
+    assert unit_table_records([5, 300], "filled") == [Record(REC_UNIT_RESERVE, bytes([2, 2, 5, 0, 0x2C, 0x01]))]
+    assert unit_table_records([5, 300], "empty") == [Record(REC_UNIT_RESERVE, bytes([0]))]
+    assert unit_table_records([5, 300], "tail") == [Record(REC_UNIT_RESERVE, bytes([1]))]
+    assert unit_table_records([5, 300], "none") == []
+    with pytest.raises(ValueError):
+        unit_table_records([5], "elsewhere")
+    bodies = [b"abc", b"de"]
+    assert join_units(b"H", [b"\x09\x03", b"\x09\x02"], bodies) == b"H\x09\x03abc\x09\x02de"
+    assert bodies == [b"", b""]
