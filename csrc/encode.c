@@ -1274,7 +1274,7 @@ static inline void join_token(uint32_t v, uint32_t kp, uint32_t m, uint32_t *t, 
 }
 
 #define OP_BITS 0x80000000u
-#define BLOCK_SAMPLES 8192u /* positions per block of rows the stream writer codes at once */
+#define BLOCK_SAMPLES 4096u /* positions per block of rows the stream writer codes at once (3 op words each: 48 KiB of scratch) */
 
 /* Rows per block of the stream writer: about BLOCK_SAMPLES positions, at least one row, at most
  * the unit's (a small unit's scratch is its own size). */
