@@ -42,6 +42,7 @@ U64 = np.uint64
 TABLE_MAX_ENTRIES = 1 << 14  # 5: value tables of up to 2^14 entries
 SAMPLE = 4096  # values a 32-bit candidate is first tried on
 SMALL_CHANNEL = 1 << 18  # words up to which a channel's map tests run on its distinct values at once
+EXACT_CHUNK = 1 << 13  # words per step of a map's exactness test
 CHUNK_SAMPLES = 1 << 14  # coded values made through 64-bit words per step (bounds the transient)
 
 
@@ -71,13 +72,19 @@ def _cc(ch: Channel, cmap: ChannelMap) -> CodedChannel:
 
 
 def _exact(values: np.ndarray, ch: Channel, cmap: ChannelMap) -> bool:
-    """Whether ``cmap`` reproduces every raw word in ``values`` (maps.forward's test)."""
+    """Whether ``cmap`` reproduces every raw word in ``values`` (maps.forward's test), EXACT_CHUNK
+    words at a time: the test makes several 64-bit temporaries of what it is given, and a channel's
+    distinct 16-bit values can be as many as its words."""
     cc = _cc(ch, cmap)
     with np.errstate(all="ignore"):
-        s = reduce(values, cc) if cmap.mode != LSB else order_map(values, ch.kind, ch.D)
-        if cmap.bits < 64 and np.any(s >> U64(cmap.bits)):
-            return False
-        return bool(np.array_equal(to_word(expand(s, cc), cc), values))
+        for start in range(0, len(values), EXACT_CHUNK):
+            part = values[start : start + EXACT_CHUNK].astype(U64, copy=False)
+            s = reduce(part, cc) if cmap.mode != LSB else order_map(part, ch.kind, ch.D)
+            if cmap.bits < 64 and np.any(s >> U64(cmap.bits)):
+                return False
+            if not np.array_equal(to_word(expand(s, cc), cc), part):
+                return False
+    return True
 
 
 def _trailing_zeros(v: int, D: int) -> int:
@@ -121,7 +128,7 @@ def _first_exact(ch: Channel, tests: list[tuple[int, int, ChannelMap]]) -> tuple
     for bits, rank, cmap in live:
         if count > (1 << bits):
             continue
-        if _exact(distinct, ch, cmap) if distinct is not None else _exact(w.ravel().astype(U64), ch, cmap):
+        if _exact(distinct if distinct is not None else w.ravel(), ch, cmap):  # (no 64-bit copy of w)
             return bits, rank, cmap
     return None
 
