@@ -15,7 +15,7 @@ from imij_plugins.payload.head import (
 )
 from imij_plugins.payload.parallel import default_threads, parallel_map
 from imij_plugins.payload.quick.unit import MODE_BIT_SMART, encode_quick_unit
-from imij_plugins.payload.units import UNIT_TABLES, join_units, record_prefix, unit_table_records
+from imij_plugins.payload.units import check_unit_table, join_units, record_prefix, unit_table_records
 from imij_plugins.wire.records import Record, encode_records
 from imij_plugins.wire.varint import encode_varint
 
@@ -58,8 +58,7 @@ def encode_quick_payload(
     units), "none", a reservation "filled" in place, left "empty", or "tail" (check tail, with
     a trailing uIDX index). ``ordinals`` adds head record 37 and each record's ordinal.
     """
-    if unit_table not in UNIT_TABLES:
-        raise ValueError(f"unit_table must be one of {UNIT_TABLES}")
+    check_unit_table(unit_table)
     channels, word_bytes = image.shape[2], image.dtype.itemsize
 
     def unit_record(index: int) -> bytes:

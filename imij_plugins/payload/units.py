@@ -26,11 +26,16 @@ def record_prefix(index: int, body_len: int, ordinals: bool) -> bytes:
     return encode_varint(UNIT_STRIPE) + encode_varint(len(ordinal) + body_len) + ordinal
 
 
+def check_unit_table(unit_table: str) -> None:
+    """A writer's ``unit_table`` choice is one of UNIT_TABLES (checked before any coding)."""
+    if unit_table not in UNIT_TABLES:
+        raise ValueError(f"unit_table must be one of {UNIT_TABLES}")
+
+
 def unit_table_records(spans: list[int], unit_table: str) -> list[Record]:
     """2.7: the head records ``unit_table`` asks for: the hint (record 10, for two or more
     units), a reservation filled in place, left empty, or pointing at the check tail; none."""
-    if unit_table not in UNIT_TABLES:
-        raise ValueError(f"unit_table must be one of {UNIT_TABLES}")
+    check_unit_table(unit_table)
     if unit_table == "hint" and len(spans) >= 2:
         return [Record(REC_UNIT_TABLE, b"".join(encode_varint(s) for s in spans))]
     if unit_table == "filled":

@@ -68,7 +68,7 @@ from imij_plugins.payload.head import (
     REC_ORDINALS,
     ChannelMap,
 )
-from imij_plugins.payload.units import UNIT_TABLES, join_units, record_prefix, unit_table_records
+from imij_plugins.payload.units import check_unit_table, join_units, record_prefix, unit_table_records
 from imij_plugins.pixels.dtypes import as_image_array, layout_code, sample_code
 from imij_plugins.registry.features import FeatureId
 from imij_plugins.wire.records import Record
@@ -453,8 +453,7 @@ def encode_tuned(image: np.ndarray, *, effort: int = DEFAULT_EFFORT, max_error: 
         raise ValueError(f"effort must be 1 ..= 9, not {effort!r}")
     if unit_table is None:
         unit_table = "none"
-    if unit_table not in UNIT_TABLES:  # before any coding
-        raise ValueError(f"unit_table must be one of {UNIT_TABLES}")
+    check_unit_table(unit_table)
     img = as_image_array(image)
     workers = threads if threads is not None else (os.cpu_count() or 1)
     if img.size < PARALLEL_SAMPLES:  # a pool's hand-offs cost more than such units gain (the bytes are the same)

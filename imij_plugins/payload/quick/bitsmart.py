@@ -60,7 +60,7 @@ KIND_DICT_PACKETS = 6
 KIND_REPEAT = 7
 
 _MAX_VARINT_BYTES = 10
-LOOKUP_CHUNK = 1 << 13  # _look_up, _lookup: values per step (a multiple of 8)
+LOOKUP_CHUNK = 1 << 13  # _lookup_into, _lookup: values per step (a multiple of 8)
 _MAX_RUN = 62  # 2.13: one packet byte yields at most a 62-pixel run
 _U64_LIMIT = 1 << 64
 _BYTE_VALUES = np.arange(256, dtype=np.uint16)
@@ -296,12 +296,12 @@ def _packets(content: memoryview, npixels: int, where: str) -> np.ndarray:
     return np.frombuffer(values, dtype=np.uint8)  # the decoder's buffer itself, not a copy
 
 
-def _look_up(column: np.ndarray, table: np.ndarray, packed, values: np.ndarray | None, width: int,
-             check: Callable[[np.ndarray], None]) -> None:
+def _lookup_into(column: np.ndarray, table: np.ndarray, packed, values: np.ndarray | None, width: int,
+                 bound: int | None, message: str) -> None:
     """column[i] = table[v_i] for the plane's compact values or indices v: ``values`` (a packet
     stream's) or, when None, ``width``-bit values packed in ``packed``. LOOKUP_CHUNK values at a
-    time, each checked first: numpy's lookup widens its indices to intp (8 bytes a value), and
-    unpacking bits makes a byte per bit."""
+    time, each first checked below ``bound`` (Corrupt ``message`` otherwise): numpy's lookup
+    widens its indices to intp (8 bytes a value), and unpacking bits makes a byte per bit."""
     npixels = column.shape[0]
     for start in range(0, npixels, LOOKUP_CHUNK):
         n = min(LOOKUP_CHUNK, npixels - start)
@@ -309,7 +309,8 @@ def _look_up(column: np.ndarray, table: np.ndarray, packed, values: np.ndarray |
             chunk = unpack_bits(packed[start * width // 8 :], n, width)
         else:
             chunk = values[start : start + n]
-        check(chunk)
+        if bound is not None and chunk.size and int(chunk.max()) >= bound:
+            raise Corrupt(message)
         column[start : start + n] = table.take(chunk)
 
 
@@ -328,23 +329,17 @@ def _decode_plane(plan: tuple, content: memoryview, grid: np.ndarray, ordinal: i
         _, base, mask, width = plan
         packed = content[2:]
         compact = None if kind == KIND_MASK else _packets(packed, npixels, where)
-
-        def deposit_check(values: np.ndarray) -> None:
-            if compact is not None and values.size and int(values.max()) >> width:
-                raise Corrupt(f"bit-smart: {where} compact value exceeds {width} bits")
-
-        _look_up(column, _deposit_table(base, mask), packed, compact, width, deposit_check)
+        # 2.13.1: a packet stream's compact values must fit popcount(mask) bits (packed ones do)
+        _lookup_into(column, _deposit_table(base, mask), packed, compact, width,
+                     None if compact is None else 1 << width, f"bit-smart: {where} compact value exceeds {width} bits")
     elif kind in (KIND_DICT, KIND_DICT_PACKETS):
         _, entries, width = plan
         count = entries.size
         packed = content[1 + count :]
         indices = None if kind == KIND_DICT else _packets(packed, npixels, where)
-
-        def index_check(values: np.ndarray) -> None:
-            if values.size and int(values.max()) >= count:
-                raise Corrupt(f"bit-smart: {where} index exceeds its {count} dictionary entries")
-
-        _look_up(column, entries, packed, indices, width, index_check)
+        # 2.13.1: every index names one of the entries
+        _lookup_into(column, entries, packed, indices, width, count,
+                     f"bit-smart: {where} index exceeds its {count} dictionary entries")
     else:  # KIND_REPEAT
         column[:] = grid[:, plan[1]]
 
