@@ -283,7 +283,7 @@ static int decode_binary(lvl_rans *rs, const uint16_t *prob16, uint8_t *P, size_
     uint32_t ctx[16] = {0}, last[16] = {0}, prob[1024];
     int32_t offs[16];
     lvl_tail tl;
-    int simd = IMIJ_ENT_AVX2 && imij_entropy_simd(-1) == 1;
+    int simd = IMIJ_ENT_AVX2 && imij_entropy_simd(-1) >= 1;
     for (uint32_t i = 0; i < 1024; i++) /* 32-bit entries: a gather reads 4 bytes */
         prob[i] = prob16[i];
     lane_offsets(ln, offs);
@@ -404,7 +404,7 @@ static int decode_template(lvl_rans *rs, const imij_template_tables *tt, uint32_
     uint32_t p32[1024], hist[2][16] = {{0}};
     int32_t offs[16];
     lvl_tail tl;
-    int simd = IMIJ_ENT_AVX2 && imij_entropy_simd(-1) == 1;
+    int simd = IMIJ_ENT_AVX2 && imij_entropy_simd(-1) >= 1;
     for (uint32_t i = 0; i < 1024; i++) /* 32-bit entries: a gather reads 4 bytes */
         p32[i] = tt->p[i];
     lane_offsets(ln, offs);

@@ -348,6 +348,77 @@ static inline AVX2_FN int simd_step(const imij_slot_model *m, uint32_t *st, uint
 }
 #endif
 
+#if IMIJ_ENT_AVX512
+/* ---- 3.1 with AVX-512: the 16 lanes of one step as one vector ----
+ *
+ * simd_step's contract and order of work, on one 16-lane vector with mask registers: the same
+ * words read, states, values and runs. Renormalization expands the next popcount(need) words
+ * into the lanes that need one, in lane order (3.1); it reads 32 bytes at *w. */
+static inline AVX512_FN __m512i simd16_renorm(__m512i xs, __mmask16 live, const uint8_t **w)
+{
+    __mmask16 need = _mm512_mask_cmplt_epu32_mask(live, xs, _mm512_set1_epi32((int)STATE_LOW));
+    if (!need)
+        return xs;
+    __m512i words = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)*w)); /* little-endian u16 */
+    *w += 2 * (uint32_t)__builtin_popcount(need);
+    return _mm512_mask_or_epi32(xs, need, _mm512_slli_epi32(xs, 16), _mm512_maskz_expand_epi32(need, words));
+}
+
+/* 3.1 T(v) = min(v >> ctx_shift, 2^16) (v itself when narrow). */
+static inline AVX512_FN __m512i simd16_term(__m512i v, __m512i shift, int narrow)
+{
+    if (narrow)
+        return v;
+    return _mm512_min_epu32(_mm512_srlv_epi32(v, shift), _mm512_set1_epi32(65536));
+}
+
+static inline AVX512_FN int simd16_step(const imij_slot_model *m, uint32_t *st, uint32_t *run, uint32_t nl,
+                                         uint32_t *at, const uint32_t *wat, const uint32_t *up, const uint32_t *c0,
+                                         uint32_t *w_prev, int w_valid, const uint8_t **w, uint32_t *sym_of,
+                                         const int narrow, const int cross)
+{
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i shift = _mm512_set1_epi32((int)m->ctx_shift);
+    /* 3.1 ctx = ctx_map[min(bit_length(sum), 15)], as the slot's table offset */
+    const __m512i ctx_at = _mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)m->ctx_map)), M_BITS);
+    __mmask16 in_step = (__mmask16)((1u << nl) - 1u);
+    __m512i runs = _mm512_maskz_loadu_epi32(in_step, run);
+    __mmask16 live = _mm512_mask_cmpeq_epu32_mask(in_step, runs, zero); /* no run */
+    __m512i wv = w_valid ? _mm512_loadu_si512(w_prev) : _mm512_maskz_loadu_epi32(live, wat);
+    __m512i nv = _mm512_maskz_loadu_epi32(live, up);
+    __m512i sum = _mm512_add_epi32(simd16_term(wv, shift, narrow), simd16_term(nv, shift, narrow));
+    if (cross) /* slot 0's term, always clamped */
+        sum = _mm512_add_epi32(sum, simd16_term(_mm512_maskz_loadu_epi32(live, c0), shift, 0));
+    __m512i cls = _mm512_min_epu32(_mm512_sub_epi32(_mm512_set1_epi32(32), _mm512_lzcnt_epi32(sum)),
+                                   _mm512_set1_epi32(15));
+    __m512i s0 = _mm512_loadu_si512(st);
+    __m512i slot = _mm512_or_si512(_mm512_permutexvar_epi32(cls, ctx_at), _mm512_and_si512(s0, _mm512_set1_epi32(M_SLOTS - 1)));
+    const long long *base = (const long long *)m->ent;
+    __m512i e = _mm512_i32gather_epi32(slot, (const int *)base, 8);
+    __m512i tok = _mm512_mask_i32gather_epi32(zero, live, slot, (const int *)base + 1, 8);
+    __m512i freq = _mm512_and_si512(_mm512_srli_epi32(e, 8), _mm512_set1_epi32(0x7ff));
+    __m512i x1 = _mm512_add_epi32(_mm512_mullo_epi32(freq, _mm512_srli_epi32(s0, M_BITS)), _mm512_srli_epi32(e, 19));
+    __m512i xs = _mm512_mask_mov_epi32(s0, live, simd16_renorm(x1, live, w));
+    if (_mm512_movepi32_mask(tok)) { /* a token the scalar path finishes */
+        _mm512_storeu_si512(st, xs);
+        _mm512_storeu_si512(sym_of, _mm512_and_si512(e, _mm512_set1_epi32(0xff)));
+        return 0;
+    }
+    /* extra-bits phase (lanes with nb > 0 only): every nb <= 16, so the high phase reads nothing */
+    __m512i nb = _mm512_srli_epi32(tok, 24);
+    __m512i ex = _mm512_andnot_si512(_mm512_sllv_epi32(_mm512_set1_epi32(-1), nb), xs);
+    __mmask16 some = _mm512_mask_cmpneq_epu32_mask(live, nb, zero);
+    xs = simd16_renorm(_mm512_srlv_epi32(xs, nb), some, w);
+    _mm512_storeu_si512(st, xs);
+    /* a lane inside a run: tok and ex are 0, so its value is 0; its run counts down */
+    _mm512_storeu_si512(run, _mm512_mask_sub_epi32(_mm512_loadu_si512(run), in_step & ~live, runs, _mm512_set1_epi32(1)));
+    __m512i val = _mm512_add_epi32(_mm512_and_si512(tok, _mm512_set1_epi32(0xffffff)), ex);
+    _mm512_storeu_si512(w_prev, val);
+    _mm512_mask_storeu_epi32(at, in_step, val);
+    return 1;
+}
+#endif
+
 /* 3.1: rows [r0, r0 + rows) of one slot's stream, resumed from `ss` and saved back to it: lanes
  * decode in (step, phase, lane) order into u, the block's rows (contiguous, lane-interleaved). `up0` holds the
  * residuals of row r0 - 1 (read when r0 > 0), `u0` slot 0's residuals of the block's rows (the
@@ -408,6 +479,12 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
                 if (r && x) {
                     const uint8_t *from = slen - wpos >= 64 ? s + wpos : tail + (wpos - tail_at), *wp = from;
                     size_t ax = (size_t)x * active;
+#if IMIJ_ENT_AVX512
+                    if (simd == 2)
+                        taken = simd16_step(m, st, run, nl, row + ax, row + ax - active, up + ax, c0 + ax, w_prev,
+                                            w_valid, &wp, sym_of, narrow, cross);
+                    else
+#endif
                     taken = simd_step(m, st, run, nl, active > 8 ? 2 : 1, row + ax, row + ax - active, up + ax,
                                       c0 + ax, w_prev, w_valid, &wp, sym_of, narrow, cross);
                     wpos += (size_t)(wp - from);
@@ -510,15 +587,25 @@ static int decode_rows_scalar(ROWS_PARAMS) { DECODE_ROWS_AS(0); }
 #if IMIJ_ENT_AVX2
 static AVX2_FN int decode_rows_avx2(ROWS_PARAMS) { DECODE_ROWS_AS(1); }
 #endif
+#if IMIJ_ENT_AVX512
+static AVX512_FN int decode_rows_avx512(ROWS_PARAMS) { DECODE_ROWS_AS(2); }
+#endif
 
 /* The path in use (entropy_dispatch.h): -1 until chosen, then 0 scalar or 1 AVX2. */
 static int simd_path = -1;
 
+/* The fastest path this CPU (and its OS, which must save the vector registers) supports. */
 static int simd_supported(void)
 {
 #if IMIJ_ENT_AVX2
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("popcnt"))
+        return 0;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512vl"))
+        return 2;
+    return 1;
 #else
     return 0;
 #endif
@@ -528,10 +615,12 @@ int imij_entropy_simd(int mode)
 {
     if (mode < 0 && simd_path < 0) {
         const char *env = getenv("IMIJ_ENTROPY_SIMD");
-        mode = env && env[0] == '0' ? 0 : 1;
+        mode = env && env[0] >= '0' && env[0] <= '1' ? env[0] - '0' : 2;
     }
-    if (mode >= 0)
-        simd_path = mode > 0 && simd_supported();
+    if (mode >= 0) {
+        int best = simd_supported();
+        simd_path = mode < best ? mode : best;
+    }
     return simd_path;
 }
 
@@ -540,6 +629,10 @@ static int decode_rows(ROWS_PARAMS)
 {
 #if IMIJ_ENT_AVX2
     int path = simd_path < 0 ? imij_entropy_simd(-1) : simd_path;
+#if IMIJ_ENT_AVX512
+    if (path == 2)
+        return decode_rows_avx512(ROWS_ARGS);
+#endif
     if (path == 1)
         return decode_rows_avx2(ROWS_ARGS);
 #endif
@@ -679,7 +772,7 @@ static void intra_row(uint32_t id, uint32_t *cur, const uint32_t *up, const lane
     }
     intra_column_fn column = intra_column;
 #if IMIJ_ENT_AVX2
-    if (simd_path == 1)
+    if (simd_path >= 1)
         column = intra_column_avx2;
 #endif
     for (uint32_t l = 0; l < full; l++) /* column 0: W = NW = N */
@@ -1268,11 +1361,11 @@ static void store_block(const imij_sample_store *st, const uint32_t *planes, siz
         simple &= !st->lut[s] && !st->add[s] && !st->neg_flip[s];
 #if IMIJ_ENT_AVX2
     uint32_t of[4];
-    if (simd_path == 1 && plain_bytes(st, &g, of)) {
+    if (simd_path >= 1 && plain_bytes(st, &g, of)) {
         store_plain_bytes(st, of, planes, stride, g, r0, rows);
         return;
     }
-    if (simd_path == 1 && plain_words(st, &g)) {
+    if (simd_path >= 1 && plain_words(st, &g)) {
         store_plain_words(st, planes, g, r0, rows);
         return;
     }

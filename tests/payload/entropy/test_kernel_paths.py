@@ -1,15 +1,16 @@
 """The C kernels' SIMD and scalar paths agree on every input (csrc/entropy_dispatch.h): entropy
 stripes (csrc/entropy.c) and bilevel and template stripes (csrc/bilevel.c).
 
-``lib.imij_entropy_simd(0)`` forces the scalar path and ``lib.imij_entropy_simd(1)`` restores the
-fastest one the CPU supports (``IMIJ_ENTROPY_SIMD=0`` in the environment selects the scalar path
-at start-up). Each payload decodes on both paths; the outputs, or the errors, must be identical,
-including for random-byte-mutated payloads whose errors arise deep inside the streams.
+``lib.imij_entropy_simd(p)`` selects the fastest path up to ``p``: 0 scalar, 1 AVX2, 2 AVX-512
+(``IMIJ_ENTROPY_SIMD=0`` in the environment selects the scalar path at start-up). Each payload
+decodes on the scalar path and on every SIMD path the CPU has; the outputs, or the errors, must
+be identical, including for random-byte-mutated payloads whose errors arise deep inside the
+streams.
 
 The SIMD path takes steps with x > 0 and r > 0, lanes inside zero runs masked, and reads a
 stream's last 64 bytes from a zero-padded copy, so the cases here are wide and tall enough for it
 to run for many steps, and include nearly constant images whose streams are shorter than 64 bytes;
-on a CPU without AVX2 both runs take the scalar path and the test still holds.
+on a CPU without AVX2 every run takes the scalar path and the test still holds.
 """
 
 from __future__ import annotations
@@ -62,11 +63,24 @@ def _same(a, b) -> bool:
     )
 
 
+def simd_paths(lib) -> list[int]:
+    """The SIMD paths this CPU has (csrc/entropy_dispatch.h); restores the path in use."""
+    before = lib.imij_entropy_simd(-1)
+    paths = sorted({lib.imij_entropy_simd(p) for p in (1, 2)} - {0})
+    lib.imij_entropy_simd(before)
+    return paths
+
+
 def _both(lib, fn):
+    """The scalar path's outcome, and the one SIMD outcome every SIMD path agrees on."""
     lib.imij_entropy_simd(0)
     scalar = _outcome(fn)
-    lib.imij_entropy_simd(1)
-    simd = _outcome(fn)
+    simd = scalar
+    for i, path in enumerate(simd_paths(lib)):
+        lib.imij_entropy_simd(path)
+        got = _outcome(fn)
+        assert i == 0 or _same(got, simd), (path, got[0], simd[0])
+        simd = got
     return scalar, simd
 
 
@@ -210,3 +224,12 @@ def test_plain_word_stores(paths, kind):
         scalar, simd = _both(paths, lambda: imij_plugins.read(data, threads=1))
         assert scalar[0] == "ok" and _same(scalar, simd), (width, group)
         assert np.array_equal(np.asarray(simd[1]).reshape(img.shape), img), (width, group)
+
+
+def test_path_selection(paths):
+    """A mode selects the fastest path up to it: 0 scalar, 1 AVX2, 2 AVX-512 (csrc/entropy_dispatch.h)."""
+    best = paths.imij_entropy_simd(2)
+    assert best in (0, 1, 2)
+    assert paths.imij_entropy_simd(0) == 0 and paths.imij_entropy_simd(-1) == 0
+    assert paths.imij_entropy_simd(1) == min(1, best)
+    assert paths.imij_entropy_simd(7) == best
