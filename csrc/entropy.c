@@ -918,9 +918,12 @@ static int begin_palette(imij_entropy_state *state, reader *rd)
             v |= hi << 8;
             if (v > mask_of(unit->slots[s].depth))
                 return IMIJ_ENT_E_PALETTE; /* 2.5: each entry < 2^n_s */
-            state->entries[e][s] = (uint16_t)v;
+            state->entries[s][e] = (uint16_t)v;
         }
     }
+    for (uint32_t s = 0; s < unit->nslots; s++) /* 2.5: an index >= n takes entry 0 */
+        for (uint32_t e = state->count; e < 256; e++)
+            state->entries[s][e] = state->entries[s][0];
     if ((err = read_predictors(rd, unit->height, 0, state->pred_ids)))
         return err;
     if ((err = rd_varint(rd, &slen)))
@@ -1027,10 +1030,11 @@ static int palette_rows(imij_entropy_state *state, uint32_t rows, size_t stride,
         reconstruct(row, state->pred_ids, NULL, &g, r0 + i, 8, 0);
     }
     memcpy(idx + CARRY_V * g.row, idx + last, g.row * sizeof *idx);
-    for (size_t i = first; i < first + count; i++) { /* each index is read before plane 0 takes its entry */
-        const uint16_t *entry = state->entries[idx[i] < state->count ? idx[i] : 0]; /* entry 0 when i >= n */
-        for (uint32_t s = 0; s < unit->nslots; s++)
-            planes[s * stride + i] = entry[s];
+    for (uint32_t s = unit->nslots; s-- > 0;) { /* plane 0 last: it holds the indices (each < 2^8) */
+        const uint16_t *entry = state->entries[s];
+        uint32_t *plane = planes + s * stride;
+        for (size_t i = first; i < first + count; i++)
+            plane[i] = entry[idx[i]];
     }
     return 0;
 }

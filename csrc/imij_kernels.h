@@ -119,7 +119,7 @@ typedef struct {
     uint32_t count;           /* 2.5: palette entries */
     uint32_t row;             /* the next stripe row to decode */
     int32_t error;            /* the first error; every later call returns it */
-    uint16_t entries[256][8]; /* 2.5: per entry, each slot's coded value */
+    uint16_t entries[8][256]; /* 2.5: per slot, each index's coded value (indices >= count: entry 0's) */
     imij_stream_state streams[8];
 } imij_entropy_state;
 
