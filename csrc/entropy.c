@@ -128,6 +128,13 @@ static void model_tokens(imij_slot_model *m, uint32_t n, uint32_t k, uint32_t mm
     }
 }
 
+/* The SIMD token of a symbol (the high half of its table entries): base | nb << 24, TOK_RUN for a
+ * run token (its value is the run's len - 1), or TOK_SCALAR for one the scalar path decodes
+ * (nb > 16, or values of 2^24 and more). */
+#define TOK_SCALAR 0x80000000u
+#define TOK_RUN 0x40000000u
+#define TOK_NB(tok) ((tok) >> 24 & 31u)
+
 /* 3.3: set m->ntables and fill m->ent (ntables x 1024 entries) from `ntables` (1..=4) normalized
  * tables, freq[c * 256 + sym], and m->high from m->nb. */
 static void model_tables(imij_slot_model *m, const uint32_t *freq, uint32_t ntables)
@@ -135,9 +142,8 @@ static void model_tables(imij_slot_model *m, const uint32_t *freq, uint32_t ntab
     uint32_t tok[256];
     uint8_t high = 0;
     for (uint32_t t = 0; t < 256; t++) {
-        int scalar = t >= m->nvalue || m->nb[t] > 16 ||
-                     (uint64_t)m->base[t] + (1u << m->nb[t]) - 1 >= (1u << 24); /* its largest value */
-        tok[t] = scalar ? 0x80000000u : m->base[t] | (uint32_t)m->nb[t] << 24;
+        int scalar = m->nb[t] > 16 || (uint64_t)m->base[t] + (1u << m->nb[t]) - 1 >= (1u << 24); /* its largest value */
+        tok[t] = scalar ? TOK_SCALAR : m->base[t] | (uint32_t)m->nb[t] << 24 | (t >= m->nvalue ? TOK_RUN : 0);
         high |= m->nb[t] > 16;
     }
     m->high = high;
@@ -200,6 +206,17 @@ static lane_geo geometry(uint32_t width, uint32_t lanes)
         }                                                                                          \
     } while (0)
 
+/* 3.1: the zero run that a run token of value `len1` (len - 1) starts at lane l's column x of
+ * stripe row r: the positions it covers after this one. Positions past the unit's last one are
+ * never visited: the excess is ignored, as a region decode stopping above them would (2.7). */
+static inline uint32_t run_length(uint64_t len1, uint32_t l, uint32_t x, uint32_t r, uint32_t height,
+                                  const lane_geo *g)
+{
+    uint32_t lane_w = l + 1 < g->active ? g->lw : g->last_w;
+    uint64_t left = (uint64_t)(lane_w - 1 - x) + (uint64_t)(height - 1 - r) * lane_w;
+    return (uint32_t)(len1 < left ? len1 : left);
+}
+
 /* 3.1 / 3.2: a token's value, or a zero run of len - 1 = base + e more positions of the lane. */
 #define PUT_VALUE(i)                                                                               \
     do {                                                                                           \
@@ -207,11 +224,7 @@ static lane_geo geometry(uint32_t width, uint32_t lanes)
         size_t at_ = (size_t)x * active + l_;                                                      \
         uint64_t value_ = (uint64_t)m->base[sym_of[i]] + e_of[i];                                  \
         if (sym_of[i] >= nvalue) {                                                                 \
-            /* positions past the unit's last one are never visited: the excess is ignored, as a  \
-             * region decode stopping above them would (2.7) */                                    \
-            uint32_t lane_w_ = l_ + 1 < active ? lw : last_w;                                      \
-            uint64_t left_ = (uint64_t)(lane_w_ - 1 - x) + (uint64_t)(height - 1 - r) * lane_w_;   \
-            run[l_] = (uint32_t)(value_ < left_ ? value_ : left_);                                 \
+            run[l_] = run_length(value_, l_, x, r, height, &g);                                    \
             row[at_] = 0;                                                                          \
         } else {                                                                                   \
             if (value_ > 0xffffffffu)                                                              \
@@ -288,12 +301,13 @@ static inline AVX2_FN void simd_entries(const uint64_t *ent, __m256i slot, __m25
  * and `c0` point at column x of the step's row, the row above and slot 0's row, lane-interleaved
  * (lane l at +l), `wat` at column x - 1. Lanes inside a zero run (3.1) take no token and output
  * 0. `halves`: 1 when at most 8 lanes are active. Returns 1 when the step is complete (values at
- * `at` and in w_prev, runs counted down), 0 when only the token phase ran (st and sym_of, by lane,
- * hold its result for the lanes outside runs; the scalar path finishes the step). */
+ * `at` and in w_prev, runs counted down; *started: the lanes whose token was a run token, their
+ * value its len - 1, for the caller to turn into runs), 0 when only the token phase ran (st and
+ * sym_of, by lane, hold its result for the lanes outside runs; the scalar path finishes the step). */
 static inline AVX2_FN int simd_step(const imij_slot_model *m, uint32_t *st, uint32_t *run,
                                     uint32_t nl, int halves, uint32_t *at, const uint32_t *wat, const uint32_t *up,
                                     const uint32_t *c0, uint32_t *w_prev, int w_valid, const uint8_t **w,
-                                    uint32_t *sym_of, const int narrow, const int cross)
+                                    uint32_t *sym_of, uint32_t *started, const int narrow, const int cross)
 {
     const __m256i lane_no = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256i ctx_map = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)m->ctx_map));
@@ -331,8 +345,9 @@ static inline AVX2_FN int simd_step(const imij_slot_model *m, uint32_t *st, uint
     }
     /* extra-bits phase (lanes with nb > 0 only, as the scalar path). Every nb <= 16 here and every
      * state is >= 2^16 after it, so the high phase (n2 = 0) changes nothing and reads no word. */
+    uint32_t runs_started = 0;
     for (int h = 0; h < halves; h++) {
-        __m256i nb = _mm256_srli_epi32(tok[h], 24);
+        __m256i nb = _mm256_and_si256(_mm256_srli_epi32(tok[h], 24), _mm256_set1_epi32(31));
         __m256i ex = _mm256_andnot_si256(_mm256_sllv_epi32(_mm256_set1_epi32(-1), nb), xs[h]);
         __m256i some = _mm256_andnot_si256(_mm256_cmpeq_epi32(nb, _mm256_setzero_si256()), live[h]); /* nb > 0 */
         xs[h] = simd_renorm(_mm256_srlv_epi32(xs[h], nb), some, w);
@@ -343,7 +358,9 @@ static inline AVX2_FN int simd_step(const imij_slot_model *m, uint32_t *st, uint
         __m256i val = _mm256_add_epi32(_mm256_and_si256(tok[h], _mm256_set1_epi32(0xffffff)), ex);
         _mm256_storeu_si256((__m256i *)(w_prev + 8 * h), val);
         _mm256_maskstore_epi32((int *)(at + 8 * h), in_step[h], val);
+        runs_started |= (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_slli_epi32(tok[h], 1))) << 8 * h;
     }
+    *started = runs_started;
     return 1;
 }
 #endif
@@ -375,7 +392,7 @@ static inline AVX512_FN __m512i simd16_term(__m512i v, __m512i shift, int narrow
 static inline AVX512_FN int simd16_step(const imij_slot_model *m, uint32_t *st, uint32_t *run, uint32_t nl,
                                          uint32_t *at, const uint32_t *wat, const uint32_t *up, const uint32_t *c0,
                                          uint32_t *w_prev, int w_valid, const uint8_t **w, uint32_t *sym_of,
-                                         const int narrow, const int cross)
+                                         uint32_t *started, const int narrow, const int cross)
 {
     const __m512i zero = _mm512_setzero_si512();
     const __m512i shift = _mm512_set1_epi32((int)m->ctx_shift);
@@ -405,7 +422,7 @@ static inline AVX512_FN int simd16_step(const imij_slot_model *m, uint32_t *st, 
         return 0;
     }
     /* extra-bits phase (lanes with nb > 0 only): every nb <= 16, so the high phase reads nothing */
-    __m512i nb = _mm512_srli_epi32(tok, 24);
+    __m512i nb = _mm512_and_si512(_mm512_srli_epi32(tok, 24), _mm512_set1_epi32(31));
     __m512i ex = _mm512_andnot_si512(_mm512_sllv_epi32(_mm512_set1_epi32(-1), nb), xs);
     __mmask16 some = _mm512_mask_cmpneq_epu32_mask(live, nb, zero);
     xs = simd16_renorm(_mm512_srlv_epi32(xs, nb), some, w);
@@ -415,6 +432,7 @@ static inline AVX512_FN int simd16_step(const imij_slot_model *m, uint32_t *st, 
     __m512i val = _mm512_add_epi32(_mm512_and_si512(tok, _mm512_set1_epi32(0xffffff)), ex);
     _mm512_storeu_si512(w_prev, val);
     _mm512_mask_storeu_epi32(at, in_step, val);
+    *started = _mm512_test_epi32_mask(tok, _mm512_set1_epi32((int)TOK_RUN));
     return 1;
 }
 #endif
@@ -476,24 +494,32 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
 #if IMIJ_ENT_AVX2
             if (simd) {
                 int taken = -1;
+                uint32_t started = 0;
                 if (r && x) {
                     const uint8_t *from = slen - wpos >= 64 ? s + wpos : tail + (wpos - tail_at), *wp = from;
                     size_t ax = (size_t)x * active;
 #if IMIJ_ENT_AVX512
                     if (simd == 2)
                         taken = simd16_step(m, st, run, nl, row + ax, row + ax - active, up + ax, c0 + ax, w_prev,
-                                            w_valid, &wp, sym_of, narrow, cross);
+                                            w_valid, &wp, sym_of, &started, narrow, cross);
                     else
 #endif
                     taken = simd_step(m, st, run, nl, active > 8 ? 2 : 1, row + ax, row + ax - active, up + ax,
-                                      c0 + ax, w_prev, w_valid, &wp, sym_of, narrow, cross);
+                                      c0 + ax, w_prev, w_valid, &wp, sym_of, &started, narrow, cross);
                     wpos += (size_t)(wp - from);
                     if (wpos > slen)
                         return IMIJ_ENT_E_WORDS;
                 }
                 w_valid = taken == 1;
-                if (taken == 1)
+                if (taken == 1) {
+                    for (; started; started &= started - 1) { /* run tokens start their runs (PUT_VALUE) */
+                        uint32_t l = (uint32_t)__builtin_ctz(started);
+                        run[l] = run_length(w_prev[l], l, x, r, height, &g);
+                        w_prev[l] = 0;
+                        row[(size_t)x * active + l] = 0;
+                    }
                     continue;
+                }
                 if (taken == 0) { /* the token phase ran: the scalar phases finish the step */
                     for (uint32_t l = 0; l < nl; l++) {
                         if (run[l]) { /* 3.1: inside a zero run */

@@ -24,9 +24,16 @@ import pytest
 import imij_plugins
 from imij_plugins import _backend
 from imij_plugins.errors import ImijError
-from imij_plugins.payload.entropy.decoder import decode_entropy_payload
+from imij_plugins.payload.data import read_data
+from imij_plugins.payload.entropy.decoder import decode_entropy_payload, prepare
 from imij_plugins.payload.entropy.level_writer import LevelOptions
-from imij_plugins.payload.entropy.writer import EntropyOptions, UnitChoice, encode_entropy_payload, header_for
+from imij_plugins.payload.entropy.writer import (
+    EntropyOptions,
+    ModelChoice,
+    UnitChoice,
+    encode_entropy_payload,
+    header_for,
+)
 
 from .gen import header_of, random_case
 from .test_bilevel_mutation_cases import mutate
@@ -128,6 +135,15 @@ def _sparse(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
     return img
 
 
+def _text(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
+    """Gray glyph-like strokes on a flat background."""
+    img = np.zeros((h, w), np.uint8)
+    for _ in range(300):
+        y0, x0 = rng.integers(0, h - 3), rng.integers(0, w - 6)
+        img[y0 : y0 + rng.integers(1, 3), x0 : x0 + rng.integers(1, 6)] = rng.integers(60, 256)
+    return img
+
+
 @pytest.mark.parametrize("kind", ["photo", "screen", "sparse", "gray16"])
 def test_files_and_byte_mutations(paths, kind):
     rng = np.random.default_rng(7)
@@ -152,6 +168,27 @@ def test_files_and_byte_mutations(paths, kind):
         bad = bytes(buf)
         scalar, simd = _both(paths, lambda: imij_plugins.read(bad, threads=1))
         assert _same(scalar, simd), (scalar[0], simd[0], scalar[1:] if scalar[0] == "error" else None)
+
+
+@pytest.mark.parametrize("lanes, runs", [(16, 1), (16, 4), (11, 4), (5, 2)])
+def test_run_tokens_and_mutations(paths, lanes, runs):
+    """Run tokens (3.1, 3.2) in most steps, taken by the SIMD steps: the runs they start, those
+    reaching past a lane's or the unit's last position (mutations), lanes of a step inside runs."""
+    img = _text(np.random.default_rng(lanes), 96, 400)
+    options = EntropyOptions(lanes=lanes, models=[ModelChoice(k=6, m=2, runs=runs)], unit=UnitChoice(palette=False))
+    enc = encode_entropy_payload(img, options=options)
+    hdr = header_for(img, enc)
+    data = read_data(enc.payload, hdr, 0, len(enc.payload))
+    model = prepare(hdr, data.head).plan.models[0]
+    assert max(model.lasts) >= (1 << 6) + 2 * (1 << 2)  # run tokens past the 72 value tokens
+    scalar, simd = _both(paths, lambda: decode_entropy_payload(enc.payload, hdr))
+    assert scalar[0] == "ok" and _same(scalar, simd)
+    assert np.array_equal(np.asarray(simd[1]).reshape(img.shape), img)
+    rng = random.Random(lanes * 10 + runs)
+    for _ in range(40):
+        bad = _mutate(rng, enc.payload, enc.head_len)
+        scalar, simd = _both(paths, lambda: decode_entropy_payload(bad, hdr))
+        assert _same(scalar, simd), (scalar[0], simd[0])
 
 
 def _level_case(seed: int):
