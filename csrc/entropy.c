@@ -389,51 +389,91 @@ static inline AVX512_FN __m512i simd16_term(__m512i v, __m512i shift, int narrow
     return _mm512_min_epu32(_mm512_srlv_epi32(v, shift), _mm512_set1_epi32(65536));
 }
 
-static inline AVX512_FN int simd16_step(const imij_slot_model *m, uint32_t *st, uint32_t *run, uint32_t nl,
-                                         uint32_t *at, const uint32_t *wat, const uint32_t *up, const uint32_t *c0,
-                                         uint32_t *w_prev, int w_valid, const uint8_t **w, uint32_t *sym_of,
-                                         uint32_t *started, const int narrow, const int cross)
+/* Steps x .. x_end - 1 of stripe row r >= 1 (x >= 1; the same nl lanes at each), each as
+ * simd_step's, with the lanes' states, runs and previous values kept in registers from one step to
+ * the next; a stream's last 64 bytes are read from `tail` (a zero-padded copy from tail_at), as
+ * there. Returns the steps completed (run tokens have started their runs), stopping early at a
+ * step where every lane is inside a zero run (the caller passes over those at once) or after the
+ * token phase of a step with a token only the scalar path finishes (*half = 1: st and sym_of, by
+ * lane, hold its result, runs as before it); IMIJ_ENT_E_WORDS when the stream runs short. */
+static inline AVX512_FN int64_t simd16_steps(const imij_slot_model *m, uint32_t *st, uint32_t *run, uint32_t nl,
+                                             uint32_t *row, const uint32_t *up, const uint32_t *c0, uint32_t x,
+                                             uint32_t x_end, uint32_t *w_prev, int w_valid, const uint8_t *s,
+                                             size_t slen, size_t *wpos, const uint8_t *tail, size_t tail_at,
+                                             uint32_t *sym_of, int *half, uint32_t r, uint32_t height,
+                                             const lane_geo *g, const int narrow, const int cross)
 {
-    const __m512i zero = _mm512_setzero_si512();
+    const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi32(1);
     const __m512i shift = _mm512_set1_epi32((int)m->ctx_shift);
     /* 3.1 ctx = ctx_map[min(bit_length(sum), 15)], as the slot's table offset */
     const __m512i ctx_at = _mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)m->ctx_map)), M_BITS);
-    __mmask16 in_step = (__mmask16)((1u << nl) - 1u);
-    __m512i runs = _mm512_maskz_loadu_epi32(in_step, run);
-    __mmask16 live = _mm512_mask_cmpeq_epu32_mask(in_step, runs, zero); /* no run */
-    __m512i wv = w_valid ? _mm512_loadu_si512(w_prev) : _mm512_maskz_loadu_epi32(live, wat);
-    __m512i nv = _mm512_maskz_loadu_epi32(live, up);
-    __m512i sum = _mm512_add_epi32(simd16_term(wv, shift, narrow), simd16_term(nv, shift, narrow));
-    if (cross) /* slot 0's term, always clamped */
-        sum = _mm512_add_epi32(sum, simd16_term(_mm512_maskz_loadu_epi32(live, c0), shift, 0));
-    __m512i cls = _mm512_min_epu32(_mm512_sub_epi32(_mm512_set1_epi32(32), _mm512_lzcnt_epi32(sum)),
-                                   _mm512_set1_epi32(15));
-    __m512i s0 = _mm512_loadu_si512(st);
-    __m512i slot = _mm512_or_si512(_mm512_permutexvar_epi32(cls, ctx_at), _mm512_and_si512(s0, _mm512_set1_epi32(M_SLOTS - 1)));
-    const long long *base = (const long long *)m->ent;
-    __m512i e = _mm512_i32gather_epi32(slot, (const int *)base, 8);
-    __m512i tok = _mm512_mask_i32gather_epi32(zero, live, slot, (const int *)base + 1, 8);
-    __m512i freq = _mm512_and_si512(_mm512_srli_epi32(e, 8), _mm512_set1_epi32(0x7ff));
-    __m512i x1 = _mm512_add_epi32(_mm512_mullo_epi32(freq, _mm512_srli_epi32(s0, M_BITS)), _mm512_srli_epi32(e, 19));
-    __m512i xs = _mm512_mask_mov_epi32(s0, live, simd16_renorm(x1, live, w));
-    if (_mm512_movepi32_mask(tok)) { /* a token the scalar path finishes */
-        _mm512_storeu_si512(st, xs);
-        _mm512_storeu_si512(sym_of, _mm512_and_si512(e, _mm512_set1_epi32(0xff)));
-        return 0;
+    const int *ent = (const int *)m->ent; /* 64-bit entries: the decode entry, then the SIMD token */
+    const size_t active = g->active;
+    const __mmask16 in_step = (__mmask16)((1u << nl) - 1u);
+    __m512i runs = _mm512_maskz_loadu_epi32(in_step, run), xs = _mm512_loadu_si512(st);
+    __m512i wv = w_valid ? _mm512_loadu_si512(w_prev) : _mm512_maskz_loadu_epi32(in_step, row + (x - 1) * active);
+    size_t pos = *wpos;
+    uint32_t x0 = x;
+    *half = 0;
+    for (; x < x_end; x++) {
+        __mmask16 live = _mm512_mask_cmpeq_epu32_mask(in_step, runs, zero); /* no run */
+        if (!live)
+            break;
+        const uint8_t *from = slen - pos >= 64 ? s + pos : tail + (pos - tail_at), *w = from;
+        size_t ax = (size_t)x * active;
+        __m512i sum = _mm512_add_epi32(simd16_term(wv, shift, narrow),
+                                       simd16_term(_mm512_maskz_loadu_epi32(live, up + ax), shift, narrow));
+        if (cross) /* slot 0's term, always clamped */
+            sum = _mm512_add_epi32(sum, simd16_term(_mm512_maskz_loadu_epi32(live, c0 + ax), shift, 0));
+        __m512i cls = _mm512_min_epu32(_mm512_sub_epi32(_mm512_set1_epi32(32), _mm512_lzcnt_epi32(sum)),
+                                       _mm512_set1_epi32(15));
+        __m512i slot = _mm512_or_si512(_mm512_permutexvar_epi32(cls, ctx_at),
+                                       _mm512_and_si512(xs, _mm512_set1_epi32(M_SLOTS - 1)));
+        __m512i e = _mm512_i32gather_epi32(slot, ent, 8);
+        __m512i tok = _mm512_mask_i32gather_epi32(zero, live, slot, ent + 1, 8);
+        __m512i freq = _mm512_and_si512(_mm512_srli_epi32(e, 8), _mm512_set1_epi32(0x7ff));
+        __m512i x1 = _mm512_add_epi32(_mm512_mullo_epi32(freq, _mm512_srli_epi32(xs, M_BITS)), _mm512_srli_epi32(e, 19));
+        __m512i xt = _mm512_mask_mov_epi32(xs, live, simd16_renorm(x1, live, &w));
+        if (_mm512_movepi32_mask(tok)) { /* a token the scalar path finishes */
+            _mm512_storeu_si512(st, xt);
+            _mm512_storeu_si512(sym_of, _mm512_and_si512(e, _mm512_set1_epi32(0xff)));
+            *half = 1;
+            pos += (size_t)(w - from);
+            break;
+        }
+        /* extra-bits phase (lanes with nb > 0 only): every nb <= 16, so the high phase reads nothing */
+        __m512i nb = _mm512_and_si512(_mm512_srli_epi32(tok, 24), _mm512_set1_epi32(31));
+        __m512i ex = _mm512_andnot_si512(_mm512_sllv_epi32(_mm512_set1_epi32(-1), nb), xt);
+        xs = simd16_renorm(_mm512_srlv_epi32(xt, nb), _mm512_mask_cmpneq_epu32_mask(live, nb, zero), &w);
+        pos += (size_t)(w - from);
+        if (pos > slen)
+            return IMIJ_ENT_E_WORDS;
+        /* a lane inside a run: tok and ex are 0, so its value is 0; its run counts down */
+        runs = _mm512_mask_sub_epi32(runs, in_step & ~live, runs, one);
+        __m512i val = _mm512_add_epi32(_mm512_and_si512(tok, _mm512_set1_epi32(0xffffff)), ex);
+        __mmask16 started = _mm512_test_epi32_mask(tok, _mm512_set1_epi32((int)TOK_RUN));
+        if (started) { /* run tokens start their runs (PUT_VALUE): the value is the run's len - 1 */
+            uint32_t len1[16], left[16];
+            _mm512_storeu_si512(len1, val);
+            _mm512_storeu_si512(left, runs);
+            for (uint32_t b = started; b; b &= b - 1) {
+                uint32_t l = (uint32_t)__builtin_ctz(b);
+                left[l] = run_length(len1[l], l, x, r, height, g);
+            }
+            runs = _mm512_loadu_si512(left);
+            val = _mm512_maskz_mov_epi32((__mmask16)~started, val);
+        }
+        _mm512_mask_storeu_epi32(row + ax, in_step, val);
+        wv = val;
     }
-    /* extra-bits phase (lanes with nb > 0 only): every nb <= 16, so the high phase reads nothing */
-    __m512i nb = _mm512_and_si512(_mm512_srli_epi32(tok, 24), _mm512_set1_epi32(31));
-    __m512i ex = _mm512_andnot_si512(_mm512_sllv_epi32(_mm512_set1_epi32(-1), nb), xs);
-    __mmask16 some = _mm512_mask_cmpneq_epu32_mask(live, nb, zero);
-    xs = simd16_renorm(_mm512_srlv_epi32(xs, nb), some, w);
-    _mm512_storeu_si512(st, xs);
-    /* a lane inside a run: tok and ex are 0, so its value is 0; its run counts down */
-    _mm512_storeu_si512(run, _mm512_mask_sub_epi32(_mm512_loadu_si512(run), in_step & ~live, runs, _mm512_set1_epi32(1)));
-    __m512i val = _mm512_add_epi32(_mm512_and_si512(tok, _mm512_set1_epi32(0xffffff)), ex);
-    _mm512_storeu_si512(w_prev, val);
-    _mm512_mask_storeu_epi32(at, in_step, val);
-    *started = _mm512_test_epi32_mask(tok, _mm512_set1_epi32((int)TOK_RUN));
-    return 1;
+    if (pos > slen)
+        return IMIJ_ENT_E_WORDS;
+    if (!*half)
+        _mm512_storeu_si512(st, xs);
+    _mm512_mask_storeu_epi32(run, in_step, runs);
+    _mm512_storeu_si512(w_prev, wv);
+    *wpos = pos;
+    return (int64_t)(x - x0);
 }
 #endif
 
@@ -495,15 +535,26 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
             if (simd) {
                 int taken = -1;
                 uint32_t started = 0;
+#if IMIJ_ENT_AVX512
+                if (simd == 2 && r && x) { /* steps in registers until one needs the caller */
+                    int half = 0;
+                    int64_t done = simd16_steps(m, st, run, nl, row, up, c0, x, x < last_w ? last_w : lw, w_prev,
+                                                w_valid, s, slen, &wpos, tail, tail_at, sym_of, &half, r, height, &g,
+                                                narrow, cross);
+                    if (done < 0)
+                        return (int)done;
+                    x += (uint32_t)done;
+                    if (done && !half) {
+                        w_valid = 1;
+                        x--;
+                        continue;
+                    }
+                    taken = half ? 0 : -1;
+                } else
+#endif
                 if (r && x) {
                     const uint8_t *from = slen - wpos >= 64 ? s + wpos : tail + (wpos - tail_at), *wp = from;
                     size_t ax = (size_t)x * active;
-#if IMIJ_ENT_AVX512
-                    if (simd == 2)
-                        taken = simd16_step(m, st, run, nl, row + ax, row + ax - active, up + ax, c0 + ax, w_prev,
-                                            w_valid, &wp, sym_of, &started, narrow, cross);
-                    else
-#endif
                     taken = simd_step(m, st, run, nl, active > 8 ? 2 : 1, row + ax, row + ax - active, up + ax,
                                       c0 + ax, w_prev, w_valid, &wp, sym_of, &started, narrow, cross);
                     wpos += (size_t)(wp - from);
