@@ -1097,7 +1097,8 @@ IMIJ_CLONES int imij_enc_word_summary(const void *words, uint32_t esize, size_t 
     return 0;
 }
 
-int imij_enc_histogram(const void *words, uint32_t esize, size_t count, uint32_t depth, uint64_t *counts)
+int imij_enc_histogram(const void *words, uint32_t esize, size_t count, size_t stride, uint32_t depth,
+                       uint64_t *counts)
 {
     if ((esize != 1 && esize != 2) || depth < 1 || depth > 16 || depth > 8 * esize)
         return -1;
@@ -1107,14 +1108,15 @@ int imij_enc_histogram(const void *words, uint32_t esize, size_t count, uint32_t
         for (size_t at = 0; at < count; at += (size_t)1 << 30) {
             uint32_t part[4][256] = {{0}};
             size_t n = count - at < ((size_t)1 << 30) ? count - at : (size_t)1 << 30, i = 0;
-            for (; i + 4 <= n; i += 4) {
-                part[0][p[at + i]]++;
-                part[1][p[at + i + 1]]++;
-                part[2][p[at + i + 2]]++;
-                part[3][p[at + i + 3]]++;
+            const uint8_t *q = p + at * stride;
+            for (; i + 4 <= n; i += 4, q += 4 * stride) {
+                part[0][q[0]]++;
+                part[1][q[stride]]++;
+                part[2][q[2 * stride]]++;
+                part[3][q[3 * stride]]++;
             }
-            for (; i < n; i++)
-                part[0][p[at + i]]++;
+            for (; i < n; i++, q += stride)
+                part[0][q[0]]++;
             for (uint32_t v = 0; v < 256; v++) {
                 uint64_t c = (uint64_t)part[0][v] + part[1][v] + part[2][v] + part[3][v];
                 bad |= c && v >= limit;
@@ -1124,8 +1126,9 @@ int imij_enc_histogram(const void *words, uint32_t esize, size_t count, uint32_t
     } else {
         const uint16_t *p = (const uint16_t *)words;
         for (size_t i = 0; i < count; i++) {
-            bad |= p[i] >= limit;
-            counts[p[i] & (limit - 1)]++;
+            uint16_t w = p[i * stride];
+            bad |= w >= limit;
+            counts[w & (limit - 1)]++;
         }
     }
     return bad ? -1 : 0;

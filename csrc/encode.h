@@ -127,10 +127,11 @@ int64_t imij_enc_partition(const int64_t *th, const int64_t *log2fix, uint8_t *c
 int imij_enc_best_tables(const int64_t *H, uint32_t ctxs, uint32_t width, uint32_t prec_lo, uint32_t prec_hi,
                          const int64_t *log2fix, uint32_t *prec, uint32_t *last1, uint32_t *codes, uint32_t *freq);
 
-/* Counts of every value of count words (esize 1 or 2 bytes, values below 2^depth, depth <= 16)
- * into counts[0 .. 2^depth), which are added to. Returns 0, or -1 for bad arguments or a value
- * of 2^depth or more. */
-int imij_enc_histogram(const void *words, uint32_t esize, size_t count, uint32_t depth, uint64_t *counts);
+/* Counts of every value of count words (esize 1 or 2 bytes, `stride` words apart, values below
+ * 2^depth, depth <= 16) into counts[0 .. 2^depth), which are added to. Returns 0, or -1 for bad
+ * arguments or a value of 2^depth or more. */
+int imij_enc_histogram(const void *words, uint32_t esize, size_t count, size_t stride, uint32_t depth,
+                       uint64_t *counts);
 
 /* One model as the stream writer codes with it (3.2, 3.3). */
 typedef struct {

@@ -16,9 +16,10 @@ def histogram(words: np.ndarray, D: int) -> np.ndarray:
     (uint8 / uint16, values below 2^D)."""
     if _backend.active() == "c" and words.dtype in NARROW and D <= 8 * words.itemsize:
         ffi, lib = _backend.ffi, _backend.lib
-        flat = np.ascontiguousarray(words).reshape(-1)
+        stride = _word_stride(words)
+        flat = words if stride else np.ascontiguousarray(words)  # one channel of pixels: counted in place
         counts = np.zeros(1 << D, dtype=np.uint64)
-        if lib.imij_enc_histogram(ffi.from_buffer(flat), flat.itemsize, flat.size, D,
+        if lib.imij_enc_histogram(ffi.cast("void *", flat.ctypes.data), flat.itemsize, flat.size, stride or 1, D,
                                   ffi.from_buffer("uint64_t[]", counts, require_writable=True)) != 0:
             raise ValueError(f"imij_enc_histogram: a value of {D + 1} bits or more")
         return counts.view(np.int64)
@@ -28,6 +29,23 @@ def histogram(words: np.ndarray, D: int) -> np.ndarray:
     for i in range(0, flat.size, step):  # bincount widens its input: a chunk at a time
         counts += np.bincount(flat[i : i + step], minlength=1 << D)
     return counts
+
+
+def _word_stride(words: np.ndarray) -> int:
+    """The words' step in elements when, in C order, they lie one step apart in memory (a
+    contiguous array, or one channel of a contiguous image: step C), else 0."""
+    dims = [(n, st) for n, st in zip(words.shape, words.strides) if n != 1]
+    if not dims:
+        return 1
+    step = dims[-1][1]
+    if step <= 0 or step % words.itemsize:
+        return 0
+    expect = step
+    for n, st in reversed(dims):
+        if st != expect:
+            return 0
+        expect = st * n
+    return step // words.itemsize
 
 
 def distinct_values(words: np.ndarray, D: int) -> np.ndarray:
