@@ -261,7 +261,7 @@ def _analyze(plan: _Plan, index: int, totals: "_Totals") -> _Analysis:
         u = K.residuals(planes, plan.depths, plan.lanes, preds, mode, refs)
     del planes  # the residuals are all the counts need: one copy of the unit per thread at a time
     if pal is None:  # no palette stripe to weigh: the counts go straight into the sums
-        totals.count(plan, u)
+        totals.count(plan, u, index)
         return _Analysis(None, mode, preds, [], plan.depths == [1])
     stats = _slot_stats(plan, u, plan.cross_slots, plan.shifts)
     del u
@@ -556,38 +556,42 @@ class _Totals:
     Each thread counts into its own sums on images of OWN_SUMS_POSITIONS or more (a shared sum's
     cache lines move between cores: encodes of 0.3-1 megapixel took 3-12% longer at 2 threads with
     one); on smaller images, where a thread's copy (about 80 KiB per slot and cross variant) would
-    be a large part of the input, every thread adds to the shared sums under the lock."""
+    be a large part of the input, every thread adds to the shared sums, each slot's under its own
+    lock: threads counting different slots (a unit starts at the slot of its index) do not wait."""
 
     def __init__(self, slots: int, positions: int):
         self.dtype = np.uint32 if positions < 1 << 32 else np.int64
         self.own = positions >= OWN_SUMS_POSITIONS
         self.slots: list[dict[bool, K.Counts]] = [{} for _ in range(slots)]  # per slot and cross variant
         self.palette: dict[bool, K.Counts] = {}  # the palette index plane's
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the palette's sums and the thread list
+        self._slot_locks = [threading.Lock() for _ in range(slots)]
         self._mine = threading.local()  # each thread's own sums of counted units, added in by merge
         self._threads: list[list[dict[bool, K.Counts]]] = []
 
-    def count(self, plan: _Plan, u: np.ndarray) -> None:
-        """Add every slot's counts of a unit's residuals u to this thread's sums in place (the
-        kernel adds to uint32 arrays no other thread touches: no lock around it), or, on small
-        images, to the shared sums under the lock."""
+    def count(self, plan: _Plan, u: np.ndarray, index: int) -> None:
+        """Add every slot's counts of unit ``index``'s residuals u to this thread's sums in place
+        (the kernel adds to uint32 arrays no other thread touches: no lock around it), or, on
+        small images, to the shared sums, a slot at a time under its lock."""
         if not self.own:
-            with self._lock:
-                self._count(plan, u, self.slots)
+            for k in range(len(self.slots)):
+                s = (index + k) % len(self.slots)
+                with self._slot_locks[s]:
+                    self._count(plan, u, s, self.slots[s])
             return
         own = getattr(self._mine, "slots", None)
         if own is None:
             own = self._mine.slots = [{} for _ in self.slots]
             with self._lock:
                 self._threads.append(own)
-        self._count(plan, u, own)
+        for s, total in enumerate(own):
+            self._count(plan, u, s, total)
 
-    def _count(self, plan: _Plan, u: np.ndarray, sums: list[dict[bool, K.Counts]]) -> None:
-        for s, total in enumerate(sums):
-            for cross in (False, True) if s in plan.cross_slots else (False,):
-                if cross not in total:
-                    total[cross] = K.new_counts(self.dtype)
-            _count(plan, u, s, {c: SlotStats(*counts) for c, counts in total.items()}, plan.shifts[s])
+    def _count(self, plan: _Plan, u: np.ndarray, s: int, total: dict[bool, K.Counts]) -> None:
+        for cross in (False, True) if s in plan.cross_slots else (False,):
+            if cross not in total:
+                total[cross] = K.new_counts(self.dtype)
+        _count(plan, u, s, {c: SlotStats(*counts) for c, counts in total.items()}, plan.shifts[s])
 
     def merge(self) -> None:
         """Add every thread's own sums to the shared ones (once every analysis has finished). A sum
@@ -605,11 +609,12 @@ class _Totals:
 
     def take(self, a: _Analysis) -> _Analysis:
         """Add an analysis' own statistics (units that weighed a palette stripe) to the sums."""
-        with self._lock:
-            if a.palette is None:
-                for total, variants in zip(self.slots, a.stats):
+        if a.palette is None:
+            for lock, total, variants in zip(self._slot_locks, self.slots, a.stats):
+                with lock:
                     self._add(total, variants)
-            else:
+        else:
+            with self._lock:
                 self._add(self.palette, {False: a.stats[0][False]})
         a.stats = []
         return a
