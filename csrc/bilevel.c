@@ -123,6 +123,8 @@ typedef struct {
     void *out;                         /* the coded planes when store is NULL */
     const imij_sample_store *store;
     uint32_t word[8][256];
+    int packed;          /* bytes, 3 or 4 channels all slots', a pixel's channels adjacent: pixel[k] */
+    uint32_t pixel[256]; /* index byte k's pixel as little-endian bytes (channel c at byte c) */
 } row_sink;
 
 /* One row of coded values from its index bytes into out_bytes (1, 2 or 4) per value at `at`. */
@@ -154,6 +156,30 @@ static void store_row(void *out, uint32_t out_bytes, size_t at, const uint8_t *s
             px[cch[i]] = (T)cword[i];                                                              \
     }
 
+/* Whether rows can go out as packed pixels (row_sink.packed; little-endian hosts), filling
+ * k->pixel: 8-bit samples, 3 or 4 channels one pixel_stride apart, each one slot's. */
+static int packed_pixels(row_sink *k)
+{
+    const imij_sample_store *st = k->store;
+    const uint16_t one = 1;
+    uint8_t first;
+    memcpy(&first, &one, 1);
+    if (!st || !first || st->esize != 1 || st->nconst || (k->nslots != 3 && k->nslots != 4) ||
+        st->pixel_stride != (int64_t)k->nslots)
+        return 0;
+    uint32_t seen = 0;
+    for (uint32_t s = 0; s < k->nslots; s++)
+        seen |= st->channel[s] < k->nslots ? 1u << st->channel[s] : 0u;
+    if (seen != (1u << k->nslots) - 1u) /* every channel one slot's */
+        return 0;
+    for (uint32_t i = 0; i < 256; i++) {
+        k->pixel[i] = 0;
+        for (uint32_t s = 0; s < k->nslots; s++)
+            k->pixel[i] |= (k->word[s][i] & 0xffu) << (8 * st->channel[s]);
+    }
+    return 1;
+}
+
 static void sink_row(const row_sink *k, uint32_t r, const uint8_t *src)
 {
     const imij_sample_store *st = k->store;
@@ -171,6 +197,14 @@ static void sink_row(const row_sink *k, uint32_t r, const uint8_t *src)
     memcpy(cword, st->const_word, sizeof cword);
     if (nslots == 1 && !nconst && pixel_stride == st->esize) { /* one channel: a row of words */
         store_row(row + (size_t)ch[0] * st->esize, st->esize, 0, src, w, k->word[0]);
+        return;
+    }
+    if (k->packed) { /* a pixel's bytes in one store, the last pixel's alone (its 4th byte is past it) */
+        const uint32_t *pixel = k->pixel;
+        uint32_t c = 0;
+        for (; c + 1 < w; c++)
+            memcpy(row + (size_t)c * pixel_stride, &pixel[src[c]], 4);
+        memcpy(row + (size_t)c * pixel_stride, &pixel[src[c]], (size_t)pixel_stride);
         return;
     }
     if (st->esize == 1) {
@@ -596,6 +630,7 @@ static int level_decode(const uint8_t *body, size_t len, const imij_level_unit *
             sink.word[sl][k] = store ? imij_sample_word(store, sl, v) : v;
         }
     }
+    sink.packed = packed_pixels(&sink);
     size_t S = (size_t)w + 4;
     memset(index, 0, 3 * S + RING_SLACK); /* the zero rows above and the zero side columns */
     if (bilevel)
