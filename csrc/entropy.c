@@ -389,9 +389,9 @@ static inline AVX512_FN __m512i simd16_term(__m512i v, __m512i shift, int narrow
     return _mm512_min_epu32(_mm512_srlv_epi32(v, shift), _mm512_set1_epi32(65536));
 }
 
-/* Steps x .. x_end - 1 of stripe row r >= 1 (x >= 1; the same nl lanes at each), each as
- * simd_step's, with the lanes' states, runs and previous values kept in registers from one step to
- * the next; a stream's last 64 bytes are read from `tail` (a zero-padded copy from tail_at), as
+/* Steps x .. x_end - 1 of stripe row r (the same nl lanes at each), each as simd_step's, with the
+ * lanes' states, runs and previous values kept in registers from one step to the next; the
+ * contexts of row 0 and column 0 as 3.1 has them (the sum 2 T(W), 2 T(N), or 0 at both); a stream's last 64 bytes are read from `tail` (a zero-padded copy from tail_at), as
  * there. Returns the steps completed (run tokens have started their runs), stopping early at a
  * step where every lane is inside a zero run (the caller passes over those at once) or after the
  * token phase of a step with a token only the scalar path finishes (*half = 1: st and sym_of, by
@@ -411,7 +411,10 @@ static inline AVX512_FN int64_t simd16_steps(const imij_slot_model *m, uint32_t 
     const size_t active = g->active;
     const __mmask16 in_step = (__mmask16)((1u << nl) - 1u);
     __m512i runs = _mm512_maskz_loadu_epi32(in_step, run), xs = _mm512_loadu_si512(st);
-    __m512i wv = w_valid ? _mm512_loadu_si512(w_prev) : _mm512_maskz_loadu_epi32(in_step, row + (x - 1) * active);
+    __m512i wv = !x ? (r ? _mm512_maskz_loadu_epi32(in_step, up) /* column 0: W taken as N, 2 T(N) */
+                         : zero)                                     /* row 0, column 0: the sum 0 */
+                 : w_valid ? _mm512_loadu_si512(w_prev)
+                           : _mm512_maskz_loadu_epi32(in_step, row + (x - 1) * active);
     size_t pos = *wpos;
     uint32_t x0 = x;
     *half = 0;
@@ -421,8 +424,8 @@ static inline AVX512_FN int64_t simd16_steps(const imij_slot_model *m, uint32_t 
             break;
         const uint8_t *from = slen - pos >= 64 ? s + pos : tail + (pos - tail_at), *w = from;
         size_t ax = (size_t)x * active;
-        __m512i sum = _mm512_add_epi32(simd16_term(wv, shift, narrow),
-                                       simd16_term(_mm512_maskz_loadu_epi32(live, up + ax), shift, narrow));
+        __m512i tw = simd16_term(wv, shift, narrow); /* row 0: N taken as W, 2 T(W) */
+        __m512i sum = _mm512_add_epi32(tw, r ? simd16_term(_mm512_maskz_loadu_epi32(live, up + ax), shift, narrow) : tw);
         if (cross) /* slot 0's term, always clamped */
             sum = _mm512_add_epi32(sum, simd16_term(_mm512_maskz_loadu_epi32(live, c0 + ax), shift, 0));
         __m512i cls = _mm512_min_epu32(_mm512_sub_epi32(_mm512_set1_epi32(32), _mm512_lzcnt_epi32(sum)),
@@ -536,7 +539,7 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
                 int taken = -1;
                 uint32_t started = 0;
 #if IMIJ_ENT_AVX512
-                if (simd == 2 && r && x) { /* steps in registers until one needs the caller */
+                if (simd == 2) { /* steps in registers until one needs the caller */
                     int half = 0;
                     int64_t done = simd16_steps(m, st, run, nl, row, up, c0, x, x < last_w ? last_w : lw, w_prev,
                                                 w_valid, s, slen, &wpos, tail, tail_at, sym_of, &half, r, height, &g,
