@@ -7,6 +7,7 @@
 
 #include "encode.h"
 #include "models.h"
+#include "clones.inc"
 #include "predictors.inc"
 #include "runs.inc"
 
@@ -165,11 +166,6 @@ static inline uint32_t pred_ref(uint32_t p, uint32_t w, uint32_t n, uint32_t r, 
 #define CHUNK 256
 #define SEG 4096 /* columns whose classes are computed at once */
 
-#if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__) && !defined(__clang__)
-#define IMIJ_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define IMIJ_CLONES
-#endif
 
 /* sum of bit_length(zigzag(s)) over s[0..count), each |s| < 2^16: the float exponent is exact */
 static inline int32_t bl_sum(const int32_t *s, int count)

@@ -21,6 +21,7 @@
 
 #include "entropy_dispatch.h"
 #include "imij_kernels.h"
+#include "clones.inc"
 #include "predictors.inc"
 #include "runs.inc"
 
@@ -919,6 +920,7 @@ static int read_predictors(reader *rd, uint32_t height, int inter, uint8_t *ids)
 /* 4 step 1: unzigzag(u) mod 2^n. */
 static inline uint32_t unzigzag(uint32_t u, uint32_t mask) { return ((u >> 1) ^ (0u - (u & 1u))) & mask; }
 
+IMIJ_CLONES
 static void unzigzag_run(uint32_t *u, size_t count, uint32_t mask)
 {
     for (size_t i = 0; i < count; i++)
@@ -926,6 +928,7 @@ static void unzigzag_run(uint32_t *u, size_t count, uint32_t mask)
 }
 
 /* 4 step 2: undo decorrelation on n-bit (G, R, B) residuals, all modulo 2^n. */
+IMIJ_CLONES
 static void undo_decor(const uint32_t *g, uint32_t *rr, uint32_t *b, size_t count, uint32_t n, uint32_t decor)
 {
     uint32_t mask = mask_of(n);
