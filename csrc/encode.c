@@ -81,6 +81,22 @@ static void slot_rows(const void *planes, uint32_t esize, uint32_t nslots, uint3
     }
 }
 
+/* slot_rows for rows taken in order from 0: row r - 1 is carried over from the previous call's
+ * copy of row r, not read again, so the caller may overwrite rows as it goes (residuals in place). */
+static void carried_rows(const void *planes, uint32_t esize, uint32_t nslots, uint32_t width, size_t plane,
+                         uint32_t r, uint32_t *buf, const uint32_t **cur)
+{
+    for (uint32_t s = 0; s < nslots; s++) {
+        uint32_t *b = buf + (size_t)s * 2 * width;
+        if (r)
+            memcpy(b, b + width, (size_t)width * sizeof *b);
+        const uint32_t *row = widen(b + width, planes, s * plane + (size_t)r * width, width, esize);
+        if (row != b + width) /* 32-bit words: widen points at them */
+            memcpy(b + width, row, (size_t)width * sizeof *b);
+        cur[s] = b + width;
+    }
+}
+
 /* Do the values of depths[0..nslots) fit esize bytes? */
 static int depths_fit(const uint32_t *depths, uint32_t nslots, uint32_t esize)
 {
@@ -657,7 +673,7 @@ int imij_enc_residuals(const void *planes, uint32_t esize, const uint32_t *refs,
     const uint32_t *cur[8];
     uint32_t *d = rows + 2 * (size_t)nslots * width;
     for (uint32_t r = 0; r < height; r++) {
-        slot_rows(planes, esize, nslots, width, plane, r, rows, cur);
+        carried_rows(planes, esize, nslots, width, plane, r, rows, cur); /* u may be the planes */
         if (fast)
             residual_row_fast(cur, refs, nslots, width, plane, r, lanes, depths, preds[r], mode, d);
         else

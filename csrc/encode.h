@@ -37,8 +37,9 @@ int imij_enc_costs(const void *planes, uint32_t esize, const uint32_t *refs, uin
 
 /* The zigzag residuals u (3.1) of every slot for row predictors preds[height] and decorrelation
  * mode `mode` (section 4 run forward), into u (nslots planes of u_esize bytes per value, which
- * every depth must fit). Predictors 7..9 (row 0: 7) need refs (as in imij_enc_costs). rows:
- * scratch of 3 * nslots * width uint32. Returns 0 or -1. */
+ * every depth must fit); u may be the planes themselves (esize = u_esize): each row is read
+ * before its residuals replace it. Predictors 7..9 (row 0: 7) need refs (as in imij_enc_costs).
+ * rows: scratch of 3 * nslots * width uint32. Returns 0 or -1. */
 int imij_enc_residuals(const void *planes, uint32_t esize, const uint32_t *refs, uint32_t nslots,
                        uint32_t width, uint32_t height, uint32_t lanes, const uint32_t *depths,
                        const uint8_t *preds, uint32_t mode, uint32_t *rows, void *u,

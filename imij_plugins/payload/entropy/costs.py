@@ -315,15 +315,17 @@ def choose(cost: np.ndarray, mode_mask: int) -> tuple[int, list[int], int]:
 
 
 def residuals(planes: np.ndarray, depths: list[int], lanes: int, preds: list[int], mode: int,
-              refs: np.ndarray | None = None) -> np.ndarray:
+              refs: np.ndarray | None = None, in_place: bool = False) -> np.ndarray:
     """encode.h imij_enc_residuals: (S, h, w) zigzag residuals u in value_dtype(depths) (``refs``
-    as in costs)."""
+    as in costs); ``in_place``: into ``planes`` itself (contiguous, of that dtype), returned."""
     S, h, w = planes.shape
     dtype = value_dtype(depths)
+    if in_place and not (planes.dtype == dtype and planes.flags.c_contiguous):
+        raise ValueError("residuals in place need contiguous planes of the value dtype")
     if _c():
         ffi, lib = _backend.ffi, _backend.lib
         pn = _narrow(planes)
-        u = np.empty((S, h, w), dtype=dtype)
+        u = planes if in_place else np.empty((S, h, w), dtype=dtype)
         pr = np.asarray(preds, dtype=np.uint8)
         rows = np.empty(3 * S * w, dtype=U32)
         code = lib.imij_enc_residuals(ffi.from_buffer(pn), pn.itemsize, _refs_ptr(ffi, refs, planes.shape), S, w, h,
@@ -356,7 +358,11 @@ def residuals(planes: np.ndarray, depths: list[int], lanes: int, preds: list[int
         ds.append((V[s] - pred) & mask)
     if mode:
         ds[1], ds[2] = decor_forward(ds[0], ds[1], ds[2], mode, depths[0])
-    return np.stack([zigzag(d, n) for d, n in zip(ds, depths)]).astype(dtype)
+    u = np.stack([zigzag(d, n) for d, n in zip(ds, depths)]).astype(dtype)
+    if in_place:
+        planes[...] = u
+        return planes
+    return u
 
 
 # --- near-lossless closed loop -------------------------------------------------------------------

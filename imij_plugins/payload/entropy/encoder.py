@@ -27,6 +27,7 @@ Everything is deterministic: the bytes do not depend on ``threads`` or on the ba
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from dataclasses import dataclass
@@ -175,14 +176,17 @@ class _Plan:
         x, y, w, h = self.geo.unit_rect(index)
         return self.refs[:, y : y + h, x : x + w]
 
-    def planes(self, index: int) -> np.ndarray:
-        """The coded values of unit ``index``, (S, h, w) in the narrowest type of the depths."""
+    def planes(self, index: int, buffers: "UnitBuffers | None" = None) -> np.ndarray:
+        """The coded values of unit ``index``, (S, h, w) in the narrowest type of the depths (in
+        this thread's buffer of ``buffers``, when given)."""
         x, y, w, h = self.geo.unit_rect(index)
-        return self.coded_planes(y, y + h, x, x + w)
+        out = None if buffers is None else buffers.get((len(self.slot_channels), h, w), K.value_dtype(self.depths))
+        return self.coded_planes(y, y + h, x, x + w, out)
 
-    def coded_planes(self, y0: int, y1: int, x0: int, x1: int) -> np.ndarray:
-        """2.1: every slot's coded values s of a window, (S, h, w) in costs.value_dtype."""
-        out = np.empty((len(self.slot_channels), y1 - y0, x1 - x0), dtype=K.value_dtype(self.depths))
+    def coded_planes(self, y0: int, y1: int, x0: int, x1: int, out: np.ndarray | None = None) -> np.ndarray:
+        """2.1: every slot's coded values s of a window, (S, h, w) in costs.value_dtype (into ``out``)."""
+        if out is None:
+            out = np.empty((len(self.slot_channels), y1 - y0, x1 - x0), dtype=K.value_dtype(self.depths))
         for s, ci in enumerate(self.slot_channels):
             ch = self.channels[ci]
             cmap = self.maps[ci]
@@ -191,6 +195,24 @@ class _Plan:
             else:
                 out[s] = coded(ch.word[y0:y1, x0:x1], ch, cmap)
         return out
+
+
+class UnitBuffers:
+    """A phase's buffer per thread for a unit's coded planes, which its residuals then replace in
+    place: a thread's next unit reuses it rather than fresh pages (a page fault each, where the
+    allocator maps large blocks anew); the buffers go with the phase (analysis, coding)."""
+
+    def __init__(self) -> None:
+        self._by_thread: dict[int, np.ndarray] = {}
+
+    def get(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        """This thread's buffer as a contiguous array of ``shape`` (its first elements)."""
+        size = math.prod(shape)
+        key = threading.get_ident()
+        buf = self._by_thread.get(key)
+        if buf is None or buf.size < size or buf.dtype != dtype:
+            buf = self._by_thread[key] = np.empty(size, dtype=dtype)
+        return buf[:size].reshape(shape)
 
 
 @dataclass
@@ -247,9 +269,9 @@ def _mode_mask(plan: _Plan) -> int:
     return 0xF if plan.decor else 1
 
 
-def _analyze(plan: _Plan, index: int, totals: "_Totals") -> _Analysis:
+def _analyze(plan: _Plan, index: int, totals: "_Totals", buffers: "UnitBuffers") -> _Analysis:
     """5: unit ``index``'s mode, predictors and layout; its statistics are added to ``totals``."""
-    planes = plan.planes(index)
+    planes = plan.planes(index, buffers)
     # one 1-bit slot: a palette stripe cannot be smaller, and the unit is a bilevel candidate anyway
     pal = K.palette(planes) if plan.palette_ok and plan.depths != [1] else None
     if plan.near:
@@ -258,7 +280,7 @@ def _analyze(plan: _Plan, index: int, totals: "_Totals") -> _Analysis:
     else:
         refs = plan.ref_planes(index)
         mode, preds = _search(plan, planes, plan.depths, plan.decor, refs)
-        u = K.residuals(planes, plan.depths, plan.lanes, preds, mode, refs)
+        u = K.residuals(planes, plan.depths, plan.lanes, preds, mode, refs, in_place=True)
     del planes  # the residuals are all the counts need: one copy of the unit per thread at a time
     if pal is None:  # no palette stripe to weigh: the counts go straight into the sums
         totals.count(plan, u, index)
@@ -293,17 +315,17 @@ def _dense(entries: list[tuple[int, ...]]) -> bool:
     return len(entries[0]) == 1 and 8 * len(entries) >= 7 * (entries[-1][0] - entries[0][0] + 1)
 
 
-def _unit_residuals(plan: _Plan, index: int, a: _Analysis) -> np.ndarray:
+def _unit_residuals(plan: _Plan, index: int, a: _Analysis, buffers: "UnitBuffers") -> np.ndarray:
     """The zigzag residuals of unit ``index`` under its analysis' choices (the same kernels, so
     the same values the statistics counted)."""
-    planes = plan.planes(index)
+    planes = plan.planes(index, buffers)
     if a.palette is not None:
         index_plane = K.palette(planes)[1]  # type: ignore[index]  # the analysis found at most 256 tuples
         return K.residuals(index_plane[None], [PALETTE_DEPTH], plan.lanes, a.preds, 0)
     if plan.near:
         return K.near(planes, plan.depths, plan.deltas, plan.lanes, plan.decor, plan.eff.preds, _mode_mask(plan),
                       a.preds, a.mode)[2]
-    return K.residuals(planes, plan.depths, plan.lanes, a.preds, a.mode, plan.ref_planes(index))
+    return K.residuals(planes, plan.depths, plan.lanes, a.preds, a.mode, plan.ref_planes(index), in_place=True)
 
 
 def _predictor_bytes(preds: list[int]) -> bytes:
@@ -313,8 +335,9 @@ def _predictor_bytes(preds: list[int]) -> bytes:
     return bytes(out)
 
 
-def _code_unit(plan: _Plan, index: int, a: _Analysis, models: list[ModelPlan], pmodel: ModelPlan | None, cms) -> bytes:
-    u = _unit_residuals(plan, index, a)
+def _code_unit(plan: _Plan, index: int, a: _Analysis, models: list[ModelPlan], pmodel: ModelPlan | None, cms,
+               buffers: "UnitBuffers") -> bytes:
+    u = _unit_residuals(plan, index, a, buffers)
     if a.palette is not None:
         assert pmodel is not None
         prefix = bytearray([LAYOUT_PALETTE, len(a.palette) - 1])
@@ -474,7 +497,9 @@ def _encode(plan: _Plan, workers: int, unit_table: str, ordinals: bool) -> Encod
     count = plan.geo.unit_count
 
     totals = _Totals(len(plan.depths), plan.geo.width * plan.geo.height)
-    analyses = parallel_map(lambda i: _analyze(plan, i, totals), count, workers)
+    buffers = UnitBuffers()
+    analyses = parallel_map(lambda i: _analyze(plan, i, totals, buffers), count, workers)
+    del buffers  # not held while the models are chosen
     totals.merge()
 
     models, pmodel = _choose_models(plan, totals)
@@ -486,7 +511,9 @@ def _encode(plan: _Plan, workers: int, unit_table: str, ordinals: bool) -> Encod
         cms = [m.enc.cdata() for m in models] + [pmodel.enc.cdata() if pmodel else None]
     else:
         cms = [None] * (len(models) + 1)
-    bodies = parallel_map(lambda i: _code_unit(plan, i, analyses[i], models, pmodel, cms), count, workers)
+    buffers = UnitBuffers()
+    bodies = parallel_map(lambda i: _code_unit(plan, i, analyses[i], models, pmodel, cms, buffers), count, workers)
+    del buffers
 
     K.release_scratch()
     # 2.10 / 2.14 / 5: units of few tuples may be smaller as bilevel or template palette stripes

@@ -50,6 +50,23 @@ def test_kernels_read_every_width_alike(n):
     assert np.array_equal(u, ub)
 
 
+@pytest.mark.parametrize("n", [8, 12, 24])
+def test_residuals_in_place(backend, n):
+    """Residuals written over their own planes (each row read before it is replaced, 32-bit words
+    too) equal those into a new array, with decorrelation and every intra predictor in turn."""
+    rng = np.random.default_rng(40 + n)
+    planes = _smooth(rng, 3, 14, 130, n)
+    depths = [n] * 3
+    preds = [0] + [int(p) for p in rng.integers(0, 7, 13)]
+    for mode in (0, 3):
+        want = K.residuals(planes, depths, 5, preds, mode)
+        work = planes.copy()
+        got = K.residuals(work, depths, 5, preds, mode, in_place=True)
+        assert got is work and np.array_equal(got, want)
+    with pytest.raises(ValueError):
+        K.residuals(planes[:, :, ::2], depths, 5, preds, 0, in_place=True)  # not contiguous
+
+
 @NEEDS_C
 @pytest.mark.parametrize("seed", range(3))
 def test_streams_of_many_blocks_match_the_writers_coder(seed):
