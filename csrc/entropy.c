@@ -134,7 +134,6 @@ static void model_tokens(imij_slot_model *m, uint32_t n, uint32_t k, uint32_t mm
  * (nb > 16, or values of 2^24 and more). */
 #define TOK_SCALAR 0x80000000u
 #define TOK_RUN 0x40000000u
-#define TOK_NB(tok) ((tok) >> 24 & 31u)
 
 /* 3.3: set m->ntables and fill m->ent (ntables x 1024 entries) from `ntables` (1..=4) normalized
  * tables, freq[c * 256 + sym], and m->high from m->nb. */
@@ -392,11 +391,12 @@ static inline AVX512_FN __m512i simd16_term(__m512i v, __m512i shift, int narrow
 
 /* Steps x .. x_end - 1 of stripe row r (the same nl lanes at each), each as simd_step's, with the
  * lanes' states, runs and previous values kept in registers from one step to the next; the
- * contexts of row 0 and column 0 as 3.1 has them (the sum 2 T(W), 2 T(N), or 0 at both); a stream's last 64 bytes are read from `tail` (a zero-padded copy from tail_at), as
- * there. Returns the steps completed (run tokens have started their runs), stopping early at a
- * step where every lane is inside a zero run (the caller passes over those at once) or after the
- * token phase of a step with a token only the scalar path finishes (*half = 1: st and sym_of, by
- * lane, hold its result, runs as before it); IMIJ_ENT_E_WORDS when the stream runs short. */
+ * contexts of row 0 and column 0 as 3.1 has them (the sum 2 T(W), 2 T(N), or 0 at both); a
+ * stream's last 64 bytes are read from `tail` (a zero-padded copy from tail_at), as there.
+ * Returns the steps completed (run tokens have started their runs), stopping early at a step where
+ * every lane is inside a zero run (the caller passes over those at once) or after the token phase
+ * of a step with a token only the scalar path finishes (*half = 1: st and sym_of, by lane, hold
+ * its result, runs as before it); IMIJ_ENT_E_WORDS when the stream runs short. */
 static inline AVX512_FN int64_t simd16_steps(const imij_slot_model *m, uint32_t *st, uint32_t *run, uint32_t nl,
                                              uint32_t *row, const uint32_t *up, const uint32_t *c0, uint32_t x,
                                              uint32_t x_end, uint32_t *w_prev, int w_valid, const uint8_t *s,
@@ -407,7 +407,8 @@ static inline AVX512_FN int64_t simd16_steps(const imij_slot_model *m, uint32_t 
     const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi32(1);
     const __m512i shift = _mm512_set1_epi32((int)m->ctx_shift);
     /* 3.1 ctx = ctx_map[min(bit_length(sum), 15)], as the slot's table offset */
-    const __m512i ctx_at = _mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)m->ctx_map)), M_BITS);
+    const __m512i ctx_at =
+        _mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)m->ctx_map)), M_BITS);
     const int *ent = (const int *)m->ent; /* 64-bit entries: the decode entry, then the SIMD token */
     const size_t active = g->active;
     const __mmask16 in_step = (__mmask16)((1u << nl) - 1u);
@@ -426,7 +427,8 @@ static inline AVX512_FN int64_t simd16_steps(const imij_slot_model *m, uint32_t 
         const uint8_t *from = slen - pos >= 64 ? s + pos : tail + (pos - tail_at), *w = from;
         size_t ax = (size_t)x * active;
         __m512i tw = simd16_term(wv, shift, narrow); /* row 0: N taken as W, 2 T(W) */
-        __m512i sum = _mm512_add_epi32(tw, r ? simd16_term(_mm512_maskz_loadu_epi32(live, up + ax), shift, narrow) : tw);
+        __m512i sum =
+            _mm512_add_epi32(tw, r ? simd16_term(_mm512_maskz_loadu_epi32(live, up + ax), shift, narrow) : tw);
         if (cross) /* slot 0's term, always clamped */
             sum = _mm512_add_epi32(sum, simd16_term(_mm512_maskz_loadu_epi32(live, c0 + ax), shift, 0));
         __m512i cls = _mm512_min_epu32(_mm512_sub_epi32(_mm512_set1_epi32(32), _mm512_lzcnt_epi32(sum)),
@@ -436,7 +438,8 @@ static inline AVX512_FN int64_t simd16_steps(const imij_slot_model *m, uint32_t 
         __m512i e = _mm512_i32gather_epi32(slot, ent, 8);
         __m512i tok = _mm512_mask_i32gather_epi32(zero, live, slot, ent + 1, 8);
         __m512i freq = _mm512_and_si512(_mm512_srli_epi32(e, 8), _mm512_set1_epi32(0x7ff));
-        __m512i x1 = _mm512_add_epi32(_mm512_mullo_epi32(freq, _mm512_srli_epi32(xs, M_BITS)), _mm512_srli_epi32(e, 19));
+        __m512i x1 =
+            _mm512_add_epi32(_mm512_mullo_epi32(freq, _mm512_srli_epi32(xs, M_BITS)), _mm512_srli_epi32(e, 19));
         __m512i xt = _mm512_mask_mov_epi32(xs, live, simd16_renorm(x1, live, &w));
         if (_mm512_movepi32_mask(tok)) { /* a token the scalar path finishes */
             _mm512_storeu_si512(st, xt);
@@ -672,7 +675,7 @@ static AVX2_FN int decode_rows_avx2(ROWS_PARAMS) { DECODE_ROWS_AS(1); }
 static AVX512_FN int decode_rows_avx512(ROWS_PARAMS) { DECODE_ROWS_AS(2); }
 #endif
 
-/* The path in use (entropy_dispatch.h): -1 until chosen, then 0 scalar or 1 AVX2. */
+/* The path in use (entropy_dispatch.h): -1 until chosen, then 0 scalar, 1 AVX2 or 2 AVX-512. */
 static int simd_path = -1;
 
 /* The fastest path this CPU (and its OS, which must save the vector registers) supports. */
