@@ -131,6 +131,31 @@ def test_bits_round_trip(fields):
     assert [r.read(n) for n, _ in fields] == [v for _, v in fields]
 
 
+def test_read_fields_by_hand():
+    # two records of (3, 5) bits after a 2-bit field: 0b10 | 0b101 << 2 | 0b10011 << 5 | 0b001 << 10 | 0b11111 << 13
+    r = BitReader((0b10 | 0b101 << 2 | 0b10011 << 5 | 0b001 << 10 | 0b11111 << 13).to_bytes(3, "little"))
+    assert r.read(2) == 0b10
+    assert r.read_fields([3, 5], 2).tolist() == [[0b101, 0b10011], [0b001, 0b11111]]
+    assert r.bitpos == 18
+    with pytest.raises(Corrupt):
+        r.read_fields([3, 5], 1)
+    assert r.bitpos == 18 and r.read_fields([3, 5], 0).shape == (0, 2)
+
+
+@given(st.integers(0, 7), st.lists(st.integers(1, 32), min_size=1, max_size=8), st.integers(0, 20), st.randoms())
+def test_read_fields_equals_one_by_one(lead, widths, count, rnd):
+    w = BitWriter()
+    w.write(0, lead)
+    values = [[rnd.getrandbits(n) for n in widths] for _ in range(count)]
+    for rec in values:
+        for v, n in zip(rec, widths):
+            w.write(v, n)
+    r = BitReader(w.getvalue())
+    r.read(lead)
+    assert r.read_fields(widths, count).tolist() == values
+    assert r.bitpos == lead + sum(widths) * count
+
+
 def test_cursor_bounds():
     cur = Cursor(b"\x01\x02\x03", 0, 2, "thing")
     assert cur.u8() == 1

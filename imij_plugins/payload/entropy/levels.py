@@ -147,16 +147,18 @@ class LevelStructs:
             ffi.memmove(ffi.addressof(t, "q"), tt.q.tobytes(), tt.q.nbytes)
             if tt.escape is not None:
                 t.escape = 1
-                freq = list(tt.escape.freq) + [0] * (256 - len(tt.escape.freq))
-                cum = list(tt.escape.cum) + [0] * (256 - len(tt.escape.cum))
-                t.freq = freq
-                t.cum = cum
-                t.lookup = list(tt.escape.lut)
+                table = np.zeros((2, 256), np.uint16)  # the struct's freq and cum, zeros past the last symbol
+                table[0, : len(tt.escape.freq)] = tt.escape.freq
+                table[1, : len(tt.escape.cum)] = tt.escape.cum
+                ffi.memmove(ffi.addressof(t, "freq"), table[0].tobytes(), 512)
+                ffi.memmove(ffi.addressof(t, "cum"), table[1].tobytes(), 512)
+                ffi.memmove(ffi.addressof(t, "lookup"), tt.escape.lut, len(tt.escape.lut))
             if tt.shared is not None:
                 t.nshared = len(tt.shared)
-                for e, entry in enumerate(tt.shared):
-                    for s, value in enumerate(entry[:8]):
-                        t.shared[e][s] = value
+                shared = np.zeros((256, 8), np.uint16)  # the struct's shared[256][8]
+                cols = min(8, tt.shared.shape[1])
+                shared[: len(tt.shared), :cols] = tt.shared[:, :cols]
+                ffi.memmove(ffi.addressof(t, "shared"), shared.tobytes(), shared.nbytes)
         u.bilevel = self.bilevel
         u.tmpl = self.tmpl
 

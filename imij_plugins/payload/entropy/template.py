@@ -60,7 +60,7 @@ class TemplateTables:
     p: np.ndarray  # uint16, 1024 phase-0 probabilities of "equals W" (read-only)
     q: np.ndarray  # uint16, 40 candidate probabilities of "equals the candidate" (read-only)
     escape: Table | None  # the direct-index table
-    shared: tuple[tuple[int, ...], ...] | None  # shared entries, per entry per slot
+    shared: np.ndarray | None  # uint16 (entries, slots): the shared entries (read-only)
 
     @property
     def bits(self) -> int:
@@ -98,7 +98,8 @@ def read_template_record(payload: bytes | memoryview, depths: Sequence[int]) -> 
         if deep:  # 2.14: every slot at most 16 bits deep
             raise Corrupt(f"template record 35: shared entries with a slot {deep[0]} bits deep (at most 16)")
         n = br.read(8) + 1
-        shared = tuple(tuple(br.read(d) for d in depths) for _ in range(n))
+        shared = br.read_fields(depths, n).astype(np.uint16)
+        shared.flags.writeable = False
     expect = (br.bitpos + 7) // 8
     if len(payload) != expect:  # 2.14: exactly ceil(bits / 8) bytes
         raise Corrupt(f"template record 35: {len(payload)} bytes, its bits fill exactly {expect}")
