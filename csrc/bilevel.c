@@ -363,6 +363,17 @@ static int decode_binary(lvl_rans *rs, const uint16_t *prob16, uint8_t *P, size_
 /* 2.14: the candidate order c_j = t_5, t_6, t_4, t_8, t_1 (N, NE, NW, WW, NN). */
 static const int cand_k[5] = {5, 6, 4, 8, 1};
 
+/* Open lanes from which the candidate phases of a step run in vectors (fewer: one by one). */
+#define CANDIDATES_SIMD 3
+
+/* At least k bits of v set (no popcnt instruction in the baseline target). */
+static inline int at_least(uint32_t v, int k)
+{
+    for (; k > 1 && v; k--)
+        v &= v - 1;
+    return v != 0;
+}
+
 /* 2.14 candidate phase j for a pixel whose template is t: the candidate c_j, and its context
  * 8 j + min(count of t_k equal to c_j, 7), or -1 when the phase skips it (c_j equals W or an
  * earlier candidate). */
@@ -425,6 +436,77 @@ static AVX2_FN int template_phase0_simd(lvl_rans *rs, const lvl_tail *tl, const 
 }
 #endif
 
+#if IMIJ_ENT_AVX2
+/* 2.14 candidate phases j = 0..=4 of step x >= 2 over the lanes left open by phase 0 (*open, as
+ * bits; W and t_8 already in `row`): each lane's c_j, skip rule and context as candidate() makes
+ * them, for all five phases at once, then each phase's binary decisions, lanes ascending (half 0,
+ * then half 1). A lane whose decision is 0 takes c_j and leaves *open; the rest go to the escape
+ * phase. */
+static AVX2_FN int template_candidates_simd(lvl_rans *rs, const lvl_tail *tl, const uint32_t *q32, uint8_t *row,
+                                            const uint8_t *up, const uint8_t *up2, const int32_t *offs, uint32_t x,
+                                            uint32_t *open)
+{
+    const __m256i zero = _mm256_setzero_si256(), byte = _mm256_set1_epi32(0xff), ones = _mm256_set1_epi32(0x01010101);
+    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    __m256i cand[2][5], ctx[2][5], skip[2][5], live[2];
+    uint32_t halves = *open >> 8 ? 2u : 1u, left = *open;
+    for (uint32_t h = 0; h < halves; h++) {
+        __m256i lv = _mm256_and_si256(_mm256_set1_epi32((int)(left >> 8 * h & 0xff)), bit);
+        lv = live[h] = _mm256_cmpeq_epi32(lv, bit);
+        __m256i off = _mm256_loadu_si256((const __m256i *)(offs + 8 * h));
+        __m256i g0 = _mm256_mask_i32gather_epi32(zero, (const int *)(up2 + x - 1), off, lv, 1); /* t0 t1 t2 */
+        __m256i g1 = _mm256_mask_i32gather_epi32(zero, (const int *)(up + x - 2), off, lv, 1);  /* t3 .. t6 */
+        __m256i g2 = _mm256_mask_i32gather_epi32(zero, (const int *)(row + x - 2), off, lv, 1); /* t8 W */
+        __m256i t7 = _mm256_and_si256(_mm256_mask_i32gather_epi32(zero, (const int *)(up + x + 2), off, lv, 1), byte);
+        __m256i W = _mm256_and_si256(_mm256_srli_epi32(g2, 8), byte);
+        __m256i *c = cand[h]; /* c_j = t_5, t_6, t_4, t_8, t_1 */
+        c[0] = _mm256_and_si256(_mm256_srli_epi32(g1, 16), byte), c[1] = _mm256_srli_epi32(g1, 24);
+        c[2] = _mm256_and_si256(_mm256_srli_epi32(g1, 8), byte), c[3] = _mm256_and_si256(g2, byte);
+        c[4] = _mm256_and_si256(_mm256_srli_epi32(g0, 8), byte);
+        for (int j = 0; j < 5; j++) {
+            __m256i cb = _mm256_mullo_epi32(c[j], ones); /* c_j in every byte */
+            __m256i e = _mm256_add_epi32(_mm256_and_si256(_mm256_cmpeq_epi8(g0, cb), _mm256_set1_epi32(0x00010101)),
+                                         _mm256_and_si256(_mm256_cmpeq_epi8(g1, cb), ones));
+            e = _mm256_add_epi32(e, _mm256_and_si256(_mm256_cmpeq_epi8(g2, cb), _mm256_set1_epi32(0x0101)));
+            __m256i hits = _mm256_sub_epi32(_mm256_srli_epi32(_mm256_mullo_epi32(e, ones), 24),
+                                            _mm256_cmpeq_epi32(t7, c[j])); /* bytes summed, plus t_7 */
+            ctx[h][j] = _mm256_add_epi32(_mm256_min_epu32(hits, _mm256_set1_epi32(7)), _mm256_set1_epi32(8 * j));
+            __m256i sk = _mm256_cmpeq_epi32(c[j], W);
+            for (int k = 0; k < j; k++)
+                sk = _mm256_or_si256(sk, _mm256_cmpeq_epi32(c[j], c[k]));
+            skip[h][j] = sk;
+        }
+    }
+    for (int j = 0; j < 5 && left; j++) {
+        const uint8_t *from = words_at(rs, tl), *w = from;
+        for (uint32_t h = 0; h < halves; h++) {
+            __m256i part = _mm256_andnot_si256(skip[h][j], live[h]);
+            if (_mm256_testz_si256(part, part))
+                continue;
+            __m256i p = _mm256_mask_i32gather_epi32(zero, (const int *)q32, ctx[h][j], part, 4);
+            __m256i b = simd_binary(rs->st + 8 * h, p, part, &w);
+            __m256i done = _mm256_and_si256(part, _mm256_cmpeq_epi32(b, zero));
+            uint32_t dm = (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(done));
+            if (dm) {
+                uint32_t cv[8];
+                _mm256_storeu_si256((__m256i *)cv, cand[h][j]);
+                for (uint32_t d = dm; d; d &= d - 1) {
+                    uint32_t i = (uint32_t)__builtin_ctz(d);
+                    row[offs[8 * h + i] + x] = (uint8_t)cv[i];
+                }
+                live[h] = _mm256_andnot_si256(done, live[h]);
+                left &= ~(dm << 8 * h);
+            }
+        }
+        int err = words_taken(rs, from, w);
+        if (err)
+            return err;
+    }
+    *open = left;
+    return 0;
+}
+#endif
+
 /* 2.14: the ten template pixels of lane column c (x >= 2: W and t_8 in the current row). */
 static inline void template_of(const uint8_t *row, const uint8_t *up, const uint8_t *up2, size_t c, uint32_t *t)
 {
@@ -435,12 +517,14 @@ static inline void template_of(const uint8_t *row, const uint8_t *up, const uint
 static int decode_template(lvl_rans *rs, const imij_template_tables *tt, uint32_t n, const uint8_t *rows,
                            uint8_t *P, size_t S, uint32_t h, const lanes_t *ln, const row_sink *sink)
 {
-    uint32_t p32[1024], hist[2][16] = {{0}};
+    uint32_t p32[1024], q32[40], hist[2][16] = {{0}};
     int32_t offs[16];
     lvl_tail tl;
     int simd = IMIJ_ENT_AVX2 && imij_entropy_simd(-1) >= 1;
     for (uint32_t i = 0; i < 1024; i++) /* 32-bit entries: a gather reads 4 bytes */
         p32[i] = tt->p[i];
+    for (uint32_t i = 0; i < 40; i++)
+        q32[i] = tt->q[i];
     lane_offsets(ln, offs);
     if (simd)
         tail_of(&tl, rs);
@@ -462,6 +546,17 @@ static int decode_template(lvl_rans *rs, const imij_template_tables *tt, uint32_
                 int err = template_phase0_simd(rs, &tl, p32, n, up, up2, offs, x, la, w1, w2, w2, &reload);
                 if (err)
                     return err;
+                if (at_least(reload, CANDIDATES_SIMD)) { /* every candidate phase in vectors */
+                    uint32_t left = reload;
+                    for (uint32_t l = 0; l < la; l++)
+                        row[(size_t)offs[l] + x] = (uint8_t)w2[l];
+                    err = template_candidates_simd(rs, &tl, q32, row, up, up2, offs, x, &left);
+                    if (err)
+                        return err;
+                    for (; left; left &= left - 1)
+                        open[nopen++] = (uint32_t)__builtin_ctz(left);
+                    goto escape;
+                }
                 for (uint32_t l = 0; l < la; l++) {
                     size_t c = (size_t)offs[l] + x;
                     row[c] = (uint8_t)w2[l];
@@ -518,6 +613,7 @@ static int decode_template(lvl_rans *rs, const imij_template_tables *tt, uint32_
                 nopen = still;
             }
             /* 3. the escape phase, every lane still open */
+        escape:
             for (uint32_t i = 0; i < nopen; i++) {
                 uint32_t l = open[i], sym = 0;
                 if (tt->escape) {

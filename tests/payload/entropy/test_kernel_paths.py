@@ -144,7 +144,15 @@ def _text(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
     return img
 
 
-@pytest.mark.parametrize("kind", ["photo", "screen", "sparse", "gray16"])
+def _levels(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
+    """Twelve colours in blocks with scattered noise: template palette stripes (2.14) whose steps
+    leave many lanes open after phase 0 (the candidate phases' vector path)."""
+    idx = np.repeat(np.repeat(rng.integers(0, 12, (h // 2, w // 4)), 2, 0), 4, 1)
+    idx = np.where(rng.random(idx.shape) < 0.15, rng.integers(0, 12, idx.shape), idx)
+    return rng.integers(0, 256, (12, 3), dtype=np.uint8)[idx]
+
+
+@pytest.mark.parametrize("kind", ["photo", "screen", "sparse", "gray16", "levels"])
 def test_files_and_byte_mutations(paths, kind):
     rng = np.random.default_rng(7)
     if kind == "photo":
@@ -153,6 +161,8 @@ def test_files_and_byte_mutations(paths, kind):
         img = _screen(rng, 96, 400)
     elif kind == "sparse":
         img = _sparse(rng, 96, 400)
+    elif kind == "levels":
+        img = _levels(rng, 96, 400)
     else:
         img = (_photo(rng, 64, 300)[..., 0].astype(np.uint16) * 257 + rng.integers(0, 64, (64, 300))).astype(np.uint16)
     data = imij_plugins.encode(img)
