@@ -275,9 +275,7 @@ def _read_models_c(data: bytes | memoryview, specs: list[tuple[int, bool]]) -> l
     heads = ffi.new("imij_model_head[]", count)
     lasts = np.zeros((count, 4), np.uint32)
     tables = np.zeros((2, count, 4, 256), np.uint32)  # weights, freq: zeros past each table's last symbol
-    depths = np.array([d for d, _ in specs], np.uint32)
-    cross_ok = np.array([c for _, c in specs], np.uint8)
-    schemes = np.concatenate([_scheme_table(d) for d, _ in specs])
+    depths, cross_ok, schemes = _spec_arrays(tuple(specs))
     code = lib.imij_read_models(
         ffi.from_buffer("uint8_t[]", data), len(data), ffi.new("uint64_t *", 0), count,
         ffi.from_buffer("uint32_t[]", depths), ffi.from_buffer("uint8_t[]", cross_ok),
@@ -299,6 +297,16 @@ def _read_models_c(data: bytes | memoryview, specs: list[tuple[int, bool]]) -> l
         models.append(Model(checked_scheme(h.k, h.m, depth), bool(h.cross), h.ctx_shift, tuple(h.ctx_map),
                             tables[0, i, :n].copy(), tables[1, i, :n].copy(), tuple(lasts[i, :n].tolist())))
     return models
+
+
+@lru_cache(maxsize=64)
+def _spec_arrays(specs: tuple[tuple[int, bool], ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The model reader's inputs for ``specs``, made once per distinct slot list (read only)."""
+    arrays = (np.array([d for d, _ in specs], np.uint32), np.array([c for _, c in specs], np.uint8),
+              np.concatenate([_scheme_table(d) for d, _ in specs]))
+    for a in arrays:
+        a.flags.writeable = False
+    return arrays
 
 
 @lru_cache(maxsize=None)
