@@ -32,8 +32,8 @@ class BitReader:
 
     def read_fields(self, widths: Sequence[int], count: int) -> np.ndarray:
         """``count`` consecutive records of fields ``widths`` bits wide (each at most 32) as a
-        (count, len(widths)) uint32 array: one numpy pass, not a ``read`` per field (a table of
-        entries would cost a millisecond per image field by field)."""
+        (count, len(widths)) uint32 array in one numpy pass (record 35's 256 shared entries of 4
+        slots took about a millisecond read field by field)."""
         per = sum(widths)
         pos, end = self.bitpos, self.bitpos + per * count
         if count < 0 or end > self.bitend:
