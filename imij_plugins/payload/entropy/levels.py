@@ -139,28 +139,28 @@ class LevelStructs:
         if bt is not None:
             self.bilevel = ffi.new("imij_bilevel_table *")
             self.bilevel.inv = bt.inv
-            ffi.memmove(ffi.addressof(self.bilevel, "prob"), bt.probs.tobytes(), bt.probs.nbytes)  # uint16, as the struct
+            _field(ffi, self.bilevel, "prob")[:] = bt.probs
         tt: TemplateTables | None = plan.template_tables
         if tt is not None:
-            t = self.tmpl = ffi.new("imij_template_tables *")
-            ffi.memmove(ffi.addressof(t, "p"), tt.p.tobytes(), tt.p.nbytes)
-            ffi.memmove(ffi.addressof(t, "q"), tt.q.tobytes(), tt.q.nbytes)
+            t = self.tmpl = ffi.new("imij_template_tables *")  # zeroed: nothing past a table's last symbol
+            _field(ffi, t, "p")[:] = tt.p
+            _field(ffi, t, "q")[:] = tt.q
             if tt.escape is not None:
                 t.escape = 1
-                table = np.zeros((2, 256), np.uint16)  # the struct's freq and cum, zeros past the last symbol
-                table[0, : len(tt.escape.freq)] = tt.escape.freq
-                table[1, : len(tt.escape.cum)] = tt.escape.cum
-                ffi.memmove(ffi.addressof(t, "freq"), table[0].tobytes(), 512)
-                ffi.memmove(ffi.addressof(t, "cum"), table[1].tobytes(), 512)
+                _field(ffi, t, "freq")[: len(tt.escape.freq)] = tt.escape.freq
+                _field(ffi, t, "cum")[: len(tt.escape.cum)] = tt.escape.cum
                 ffi.memmove(ffi.addressof(t, "lookup"), tt.escape.lut, len(tt.escape.lut))
             if tt.shared is not None:
                 t.nshared = len(tt.shared)
-                shared = np.zeros((256, 8), np.uint16)  # the struct's shared[256][8]
                 cols = min(8, tt.shared.shape[1])
-                shared[: len(tt.shared), :cols] = tt.shared[:, :cols]
-                ffi.memmove(ffi.addressof(t, "shared"), shared.tobytes(), shared.nbytes)
+                _field(ffi, t, "shared").reshape(256, 8)[: len(tt.shared), :cols] = tt.shared[:, :cols]
         u.bilevel = self.bilevel
         u.tmpl = self.tmpl
+
+
+def _field(ffi, struct, name: str) -> np.ndarray:
+    """A uint16 array field of a kernel struct as a numpy view of its memory (filled without copies)."""
+    return np.frombuffer(ffi.buffer(ffi.addressof(struct, name)), np.uint16)
 
 
 def ring_bytes(width: int) -> int:
