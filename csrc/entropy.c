@@ -406,6 +406,8 @@ static inline AVX512_FN int64_t simd16_steps(const imij_slot_model *m, uint32_t 
 {
     const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi32(1);
     const __m512i shift = _mm512_set1_epi32((int)m->ctx_shift);
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_add_epi32(even, one);
     /* 3.1 ctx = ctx_map[min(bit_length(sum), 15)], as the slot's table offset */
     const __m512i ctx_at =
         _mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)m->ctx_map)), M_BITS);
@@ -435,8 +437,12 @@ static inline AVX512_FN int64_t simd16_steps(const imij_slot_model *m, uint32_t 
                                        _mm512_set1_epi32(15));
         __m512i slot = _mm512_or_si512(_mm512_permutexvar_epi32(cls, ctx_at),
                                        _mm512_and_si512(xs, _mm512_set1_epi32(M_SLOTS - 1)));
-        __m512i e = _mm512_i32gather_epi32(slot, ent, 8);
-        __m512i tok = _mm512_mask_i32gather_epi32(zero, live, slot, ent + 1, 8);
+        /* each lane's 64-bit entry by two 8-lane gathers (half the elements of two 16-lane 32-bit
+         * gathers), then the decode entries and the tokens each into one vector */
+        __m512i lo = _mm512_i32gather_epi64(_mm512_castsi512_si256(slot), ent, 8);
+        __m512i hi = _mm512_i32gather_epi64(_mm512_extracti64x4_epi64(slot, 1), ent, 8);
+        __m512i e = _mm512_permutex2var_epi32(lo, even, hi);
+        __m512i tok = _mm512_maskz_permutex2var_epi32(live, lo, odd, hi);
         __m512i freq = _mm512_and_si512(_mm512_srli_epi32(e, 8), _mm512_set1_epi32(0x7ff));
         __m512i x1 =
             _mm512_add_epi32(_mm512_mullo_epi32(freq, _mm512_srli_epi32(xs, M_BITS)), _mm512_srli_epi32(e, 19));
