@@ -848,6 +848,77 @@ INTRA_COLUMN_FN(intra_column, )
 INTRA_COLUMN_FN(intra_column_avx2, AVX2_FN)
 #endif
 
+#if IMIJ_ENT_AVX512
+/* Section 4 predictors 0-6 of 16 lanes at once (Paeth for samples below 2^16). */
+#define INTRA16_SWITCH(LOOP)                                                                       \
+    switch (id) {                                                                                  \
+    case 0:                                                                                        \
+        LOOP(w);                                                                                   \
+        break;                                                                                     \
+    case 1:                                                                                        \
+        LOOP(n);                                                                                   \
+        break;                                                                                     \
+    case 2:                                                                                        \
+        LOOP(_mm512_add_epi32(_mm512_and_si512(w, n), _mm512_srli_epi32(_mm512_xor_si512(w, n), 1))); \
+        break;                                                                                     \
+    case 3:                                                                                        \
+        LOOP(med16(w, n, nw));                                                                     \
+        break;                                                                                     \
+    case 4:                                                                                        \
+        LOOP(_mm512_sub_epi32(_mm512_add_epi32(w, n), nw));                                        \
+        break;                                                                                     \
+    case 5:                                                                                        \
+        LOOP(paeth16v(w, n, nw));                                                                  \
+        break;                                                                                     \
+    default: /* 6 */                                                                               \
+        LOOP(_mm512_add_epi32(_mm512_and_si512(w, ne), _mm512_srli_epi32(_mm512_xor_si512(w, ne), 1))); \
+        break;                                                                                     \
+    }
+
+/* MED of 16 lanes: min(W, N) when NW >= max, max(W, N) when NW <= min, else W + N - NW. */
+static inline AVX512_FN __m512i med16(__m512i w, __m512i n, __m512i nw)
+{
+    __m512i lo = _mm512_min_epu32(w, n), hi = _mm512_max_epu32(w, n);
+    __m512i mid = _mm512_mask_blend_epi32(_mm512_cmple_epu32_mask(nw, lo), _mm512_sub_epi32(_mm512_add_epi32(w, n), nw), hi);
+    return _mm512_mask_blend_epi32(_mm512_cmpge_epu32_mask(nw, hi), mid, lo);
+}
+
+/* Paeth of 16 lanes below 2^16 (paeth16): ties prefer W, then N. */
+static inline AVX512_FN __m512i paeth16v(__m512i w, __m512i n, __m512i nw)
+{
+    __m512i pa = _mm512_abs_epi32(_mm512_sub_epi32(n, nw)), pb = _mm512_abs_epi32(_mm512_sub_epi32(w, nw));
+    __m512i pc = _mm512_abs_epi32(_mm512_sub_epi32(_mm512_add_epi32(w, n), _mm512_add_epi32(nw, nw)));
+    __m512i not_w = _mm512_mask_blend_epi32(_mm512_cmple_epi32_mask(pb, pc), nw, n);
+    __mmask16 take_w = _mm512_cmple_epi32_mask(pa, pb) & _mm512_cmple_epi32_mask(pa, pc);
+    return _mm512_mask_blend_epi32(take_w, not_w, w);
+}
+
+/* One column of the full lanes per step (a vector: lane l at column x is cur[x L + l]), the row's
+ * columns in order with W kept in a register: column 0 takes W = NW = N, the last NE = N (2.3);
+ * cur holds d on entry, v on exit. */
+#define INTRA16_LOOP(EXPR)                                                                         \
+    do {                                                                                           \
+        __m512i n = _mm512_maskz_loadu_epi32(k, up), nw = n, w = n;                                 \
+        for (uint32_t x = 0; x < lw; x++) {                                                        \
+            __m512i ne = x + 1 < lw ? _mm512_maskz_loadu_epi32(k, up + L * ((size_t)x + 1)) : n;    \
+            uint32_t *c = cur + L * (size_t)x;                                                     \
+            (void)nw, (void)ne;                                                                    \
+            w = _mm512_and_si512(_mm512_add_epi32(EXPR, _mm512_maskz_loadu_epi32(k, c)), m);        \
+            _mm512_mask_storeu_epi32(c, k, w);                                                     \
+            nw = n, n = ne;                                                                        \
+        }                                                                                          \
+    } while (0)
+
+/* intra_row's lanes of full width (`full` of the row's L, at most 16), all in one vector. */
+static AVX512_FN void intra_lanes16(uint32_t id, uint32_t *cur, const uint32_t *up, uint32_t lw, size_t L,
+                                    uint32_t full, uint32_t mask)
+{
+    const __m512i m = _mm512_set1_epi32((int)mask);
+    const __mmask16 k = (__mmask16)((1u << full) - 1u);
+    INTRA16_SWITCH(INTRA16_LOOP)
+}
+#endif
+
 /* One row of one slot with an intra predictor (r > 0, exact), every lane, lane-interleaved: the
  * lanes of full width column by column (their first and last columns with 2.3's edge rules), a
  * narrower last lane on its own. */
@@ -855,6 +926,14 @@ static void intra_row(uint32_t id, uint32_t *cur, const uint32_t *up, const lane
 {
     size_t L = g->active;
     uint32_t lw = g->lw, full = g->last_w == lw ? (uint32_t)L : (uint32_t)L - 1;
+#if IMIJ_ENT_AVX512
+    if (simd_path >= 2 && full >= 2 && (id != 5 || mask <= 0xffffu)) { /* the full lanes: one vector a column */
+        intra_lanes16(id, cur, up, lw, L, full, mask);
+        if (full < L)
+            intra_lane(id, cur + L - 1, up + L - 1, g->last_w, L, mask);
+        return;
+    }
+#endif
     if (lw < 3 || full < 4) { /* few lanes or columns: one lane at a time */
         for (size_t l = 0; l < L; l++)
             intra_lane(id, cur + l, up + l, l + 1 < L ? lw : g->last_w, L, mask);
