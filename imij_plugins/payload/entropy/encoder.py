@@ -568,9 +568,7 @@ def _levels(plan: _Plan, analyses: list[_Analysis], bodies: list[bytes], threads
     # no whole-image copy: each unit's coded values are made for it and dropped once its tuples
     # are found (section 5's image tuples are the units' summed)
     levels = LevelCoder(LevelOptions(), plan.slots, (plan.geo.unit_count, plan.planes), False, threads)
-    choice = UnitChoice()
-    for i in candidates:
-        levels.consider(i, choice, plan.planes(i), Lanes.of(plan.geo.unit_rect(i)[2], plan.lanes))
+    levels.consider_all(candidates, UnitChoice(), plan.planes, lambda i: Lanes.of(plan.geo.unit_rect(i)[2], plan.lanes))
     out, records, features = levels.finish(list(bodies))
     return out, records, features, len(levels.coded)
 

@@ -57,6 +57,7 @@ from imij_plugins.wire.varint import encode_varint
 
 MAX_ENTRIES = 256
 
+S = TypeVar("S")
 T = TypeVar("T")
 
 
@@ -300,15 +301,26 @@ class LevelCoder:
 
     def consider(self, index: int, uc, vals: list[np.ndarray], lanes: Lanes) -> None:
         """A unit the chooser may code as a bilevel or template stripe."""
-        if not self.opts.choose or self.near:  # 5: not in payloads with near-lossless bounds
-            return
+        if self._chooses(uc):
+            unit = self._unit(index, uc, vals, lanes, None)
+            if unit is not None:  # 1-bit slots have at most two tuples
+                self.units.append(unit)
+
+    def consider_all(self, indices: Sequence[int], uc, vals_of: Callable[[int], list[np.ndarray]],
+                     lanes_of: Callable[[int], Lanes]) -> None:
+        """``consider`` of several units (ascending), their tuples found on the coder's threads;
+        ``vals_of(i)`` makes unit i's coded planes when its turn comes."""
+        if self._chooses(uc):
+            found = self._each(indices, lambda i: self._unit(i, uc, vals_of(i), lanes_of(i), None))
+            self.units.extend(u for u in found if u is not None)
+
+    def _chooses(self, uc) -> bool:
+        """5: the chooser looks at units without forced syntax, never with near-lossless bounds."""
+        if not self.opts.choose or self.near:
+            return False
         if uc.palette is not None or uc.decor is not None or uc.predictors is not None:
-            return  # forced syntax stays as asked
-        if not (self.single or self.entry_ok):
-            return
-        unit = self._unit(index, uc, vals, lanes, None)
-        if unit is not None:  # 1-bit slots have at most two tuples
-            self.units.append(unit)
+            return False  # forced syntax stays as asked
+        return self.single or self.entry_ok
 
     def _unit(self, index: int, uc, vals: list[np.ndarray], lanes: Lanes, forced: int | None) -> _Unit | None:
         """The unit with its tuples; None for a chooser candidate of more than 256 tuples."""
@@ -507,8 +519,9 @@ class LevelCoder:
         prefix += rows_bytes(typical.tolist())
         return prefix + stream + bytes(2 * u.slack)
 
-    def _each(self, units: Sequence[_Unit], fn: Callable[[_Unit], T]) -> list[T]:
-        """``fn`` of every unit, in order, on up to ``threads`` threads (units share nothing, 2.3)."""
+    def _each(self, units: Sequence[S], fn: Callable[[S], T]) -> list[T]:
+        """``fn`` of every unit (or unit index), in order, on up to ``threads`` threads (units share
+        nothing, 2.3)."""
         return parallel_map(lambda i: fn(units[i]), len(units), self.threads)
 
     @staticmethod
