@@ -762,8 +762,9 @@ static inline uint32_t predict(uint32_t id, const uint32_t *v, const uint32_t *r
 }
 
 /* Predictors 0-6 (section 4) as expressions of w, n, nw, ne, each in its own copy of LOOP so the
- * predictor is chosen once per lane or column, not per sample. PAETH names the Paeth function. */
-#define INTRA_SWITCH(LOOP, PAETH)                                                                  \
+ * predictor is chosen once per lane or column, not per sample. AVG, MED, GRAD and PAETH name the
+ * operations on the caller's values (scalars, or vectors of lanes). */
+#define INTRA_SWITCH(LOOP, AVG, MED, GRAD, PAETH)                                                  \
     switch (id) {                                                                                  \
     case 0:                                                                                        \
         LOOP(w);                                                                                   \
@@ -772,21 +773,24 @@ static inline uint32_t predict(uint32_t id, const uint32_t *v, const uint32_t *r
         LOOP(n);                                                                                   \
         break;                                                                                     \
     case 2:                                                                                        \
-        LOOP((w & n) + ((w ^ n) >> 1)); /* floor((W + N) / 2) without overflow */                \
+        LOOP(AVG(w, n));                                                                           \
         break;                                                                                     \
     case 3:                                                                                        \
-        LOOP(med(w, n, nw, mask));                                                                 \
+        LOOP(MED(w, n, nw));                                                                       \
         break;                                                                                     \
     case 4:                                                                                        \
-        LOOP(w + n - nw);                                                                          \
+        LOOP(GRAD(w, n, nw));                                                                      \
         break;                                                                                     \
     case 5:                                                                                        \
         LOOP(PAETH(w, n, nw));                                                                     \
         break;                                                                                     \
     default: /* 6 */                                                                               \
-        LOOP((w & ne) + ((w ^ ne) >> 1));                                                          \
+        LOOP(AVG(w, ne));                                                                          \
         break;                                                                                     \
     }
+#define AVG32(a, b) (((a) & (b)) + (((a) ^ (b)) >> 1)) /* floor((a + b) / 2) without overflow */
+#define MED32(w, n, nw) med(w, n, nw, mask)
+#define GRAD32(w, n, nw) ((w) + (n) - (nw))
 
 /* Section 4, predictors 0-6 on one lane of one row (r > 0, exact): v = (pred + d) & mask, with
  * the lane-local edges of 2.3 (W, NW = N at x = 0; NE = N at the lane's last column); the lane's
@@ -805,7 +809,7 @@ static inline uint32_t predict(uint32_t id, const uint32_t *v, const uint32_t *r
 
 static void intra_lane(uint32_t id, uint32_t *cur, const uint32_t *up, uint32_t lane_w, size_t L, uint32_t mask)
 {
-    INTRA_SWITCH(INTRA_LANE, paeth)
+    INTRA_SWITCH(INTRA_LANE, AVG32, MED32, GRAD32, paeth)
 }
 
 /* Paeth (section 4) for samples below 2^16, in 32-bit arithmetic, so a column vectorizes. */
@@ -835,9 +839,9 @@ static inline uint32_t paeth16(uint32_t w, uint32_t n, uint32_t nw)
                           const uint32_t *restrict nerow, uint32_t full, uint32_t mask)           \
     {                                                                                              \
         if (mask <= 0xffffu) {                                                                     \
-            INTRA_SWITCH(INTRA_COLUMN, paeth16)                                                    \
+            INTRA_SWITCH(INTRA_COLUMN, AVG32, MED32, GRAD32, paeth16)                              \
         } else {                                                                                   \
-            INTRA_SWITCH(INTRA_COLUMN, paeth)                                                      \
+            INTRA_SWITCH(INTRA_COLUMN, AVG32, MED32, GRAD32, paeth)                                \
         }                                                                                          \
     }
 
@@ -849,31 +853,9 @@ INTRA_COLUMN_FN(intra_column_avx2, AVX2_FN)
 #endif
 
 #if IMIJ_ENT_AVX512
-/* Section 4 predictors 0-6 of 16 lanes at once (Paeth for samples below 2^16). */
-#define INTRA16_SWITCH(LOOP)                                                                       \
-    switch (id) {                                                                                  \
-    case 0:                                                                                        \
-        LOOP(w);                                                                                   \
-        break;                                                                                     \
-    case 1:                                                                                        \
-        LOOP(n);                                                                                   \
-        break;                                                                                     \
-    case 2:                                                                                        \
-        LOOP(_mm512_add_epi32(_mm512_and_si512(w, n), _mm512_srli_epi32(_mm512_xor_si512(w, n), 1))); \
-        break;                                                                                     \
-    case 3:                                                                                        \
-        LOOP(med16(w, n, nw));                                                                     \
-        break;                                                                                     \
-    case 4:                                                                                        \
-        LOOP(_mm512_sub_epi32(_mm512_add_epi32(w, n), nw));                                        \
-        break;                                                                                     \
-    case 5:                                                                                        \
-        LOOP(paeth16v(w, n, nw));                                                                  \
-        break;                                                                                     \
-    default: /* 6 */                                                                               \
-        LOOP(_mm512_add_epi32(_mm512_and_si512(w, ne), _mm512_srli_epi32(_mm512_xor_si512(w, ne), 1))); \
-        break;                                                                                     \
-    }
+/* Section 4 predictors 0-6 of 16 lanes at once (INTRA_SWITCH's operations; Paeth below 2^16). */
+#define AVG16(a, b) _mm512_add_epi32(_mm512_and_si512(a, b), _mm512_srli_epi32(_mm512_xor_si512(a, b), 1))
+#define GRAD16(w, n, nw) _mm512_sub_epi32(_mm512_add_epi32(w, n), nw)
 
 /* MED of 16 lanes: min(W, N) when NW >= max, max(W, N) when NW <= min, else W + N - NW. */
 static inline AVX512_FN __m512i med16(__m512i w, __m512i n, __m512i nw)
@@ -915,7 +897,7 @@ static AVX512_FN void intra_lanes16(uint32_t id, uint32_t *cur, const uint32_t *
 {
     const __m512i m = _mm512_set1_epi32((int)mask);
     const __mmask16 k = (__mmask16)((1u << full) - 1u);
-    INTRA16_SWITCH(INTRA16_LOOP)
+    INTRA_SWITCH(INTRA16_LOOP, AVG16, med16, GRAD16, paeth16v)
 }
 #endif
 
