@@ -96,7 +96,7 @@ def _probe_image() -> np.ndarray:
 
 
 def imij_options() -> ImiOptions:
-    """Effort levels and codec options of ``imij_plugins.encode``, found at run time.
+    """Effort levels and codec options of ``imij_plugins.encode`` (its ``EncodeOptions``), found at run time.
 
     Codec names come from, in order: a ``Literal`` annotation of ``codec``; a ``CODECS`` tuple
     on ``imij_plugins`` or ``imij_plugins.writer``; the ValueError the encoder raises for an
@@ -105,7 +105,7 @@ def imij_options() -> ImiOptions:
     """
     import imij_plugins
 
-    sig = inspect.signature(imij_plugins.encode)
+    sig = inspect.signature(getattr(imij_plugins, "EncodeOptions", imij_plugins.encode))
     params = sig.parameters
     effort_p, codec_p = params.get("effort"), params.get("codec")
     default_effort = effort_p.default if effort_p is not None and effort_p.default is not inspect.Parameter.empty else None
@@ -122,7 +122,7 @@ def imij_options() -> ImiOptions:
             codecs, how = list(values), "Literal annotation of codec"
         else:
             found = None
-            for owner in ("imij_plugins", "imij_plugins.writer"):
+            for owner in ("imij_plugins", "imij_plugins.options", "imij_plugins.writer"):
                 mod = __import__(owner, fromlist=["_"])
                 if isinstance(getattr(mod, "CODECS", None), (tuple, list, dict, frozenset, set)):
                     found, how = list(getattr(mod, "CODECS")), f"{owner}.CODECS"

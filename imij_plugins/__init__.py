@@ -4,15 +4,31 @@
 """
 
 from imij_plugins import _backend
-from imij_plugins.api import Failure, FrameInfo, ImijFile, Limits, encode, open, read, write
+from imij_plugins.api import (
+    EncodeOptions,
+    Failure,
+    Frame,
+    FrameInfo,
+    ImageInfo,
+    ImijFile,
+    Limits,
+    encode,
+    is_imi,
+    open,
+    read,
+    write,
+)
 from imij_plugins.errors import Corrupt, ImijError, TooLarge, Unsupported
 from imij_plugins.imageio import register_imageio
 from imij_plugins.pillow import register_pillow
 
 __all__ = [
     "Corrupt",
+    "EncodeOptions",
     "Failure",
+    "Frame",
     "FrameInfo",
+    "ImageInfo",
     "ImiPlugin",
     "ImijError",
     "ImijFile",
@@ -21,6 +37,7 @@ __all__ = [
     "Unsupported",
     "backend",
     "encode",
+    "is_imi",
     "open",
     "read",
     "register_imageio",

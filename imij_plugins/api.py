@@ -4,24 +4,64 @@ from __future__ import annotations
 
 import numpy as np
 
-from imij_plugins.reader import Failure, FrameInfo, ImijFile, Limits, Source
+from imij_plugins.container.header import default_cicp
+from imij_plugins.options import EncodeKeywords, EncodeOptions, Frame
+from imij_plugins.reader import Failure, FrameInfo, ImageInfo, ImijFile, Limits, Source, is_imi
+from imij_plugins.registry.samples import LAYOUTS
 from imij_plugins.writer import encode, write
 
-__all__ = ["Failure", "FrameInfo", "ImijFile", "Limits", "Source", "encode", "open", "read", "write"]
+__all__ = [
+    "EncodeKeywords",
+    "EncodeOptions",
+    "Failure",
+    "Frame",
+    "FrameInfo",
+    "LAYOUT_DEFAULT_CICPS",
+    "ImageInfo",
+    "ImijFile",
+    "Limits",
+    "Source",
+    "encode",
+    "is_imi",
+    "open",
+    "read",
+    "write",
+]
+
+_LIMITS = Limits()
+#: The CICP each channel layout means when its header declares none (1.0), by layout name.
+LAYOUT_DEFAULT_CICPS: dict[str, tuple[int, int, int, int]] = {c.name: default_cicp(code) for code, c in LAYOUTS.items()}
 
 
-def open(src: Source, **options: object) -> ImijFile:  # noqa: A001 - the package's public verb
-    """Open an IMI file from a path, bytes or a binary file object; pixels decode on ``read``.
+def open(  # noqa: A001 - the package's public verb
+    src: Source,
+    *,
+    verify: bool = True,
+    limits: Limits = _LIMITS,
+    threads: int | None = None,
+    partial: bool = False,
+) -> ImijFile:
+    """Open an IMI file from a path (memory-mapped), bytes or a binary file object.
 
-    Options: ``verify``, ``limits``, ``threads`` and ``partial`` (read a truncated or damaged
-    file as far as it goes; see ``ImijFile``).
+    The container and every frame's header are checked now; pixels decode on ``read``.
+    ``verify`` checks the file checksum (cSUM, 1.4) now and pSUM digests on full reads;
+    ``limits`` bounds what a read may allocate; ``threads`` is the default for reads;
+    ``partial`` reads a truncated or damaged file as far as it goes (see ``ImijFile``).
     """
-    return ImijFile(src, **options)  # type: ignore[arg-type]
+    return ImijFile(src, verify=verify, limits=limits, threads=threads, partial=partial)
 
 
-def read(src: Source, index: int = 0, **options: object) -> np.ndarray:
-    """Decode frame or page ``index`` of an IMI file to an (H, W, C) array."""
-    region = options.pop("region", None)
-    threads = options.pop("threads", None)
-    with open(src, **options) as f:
-        return f.read(index, region=region, threads=threads)  # type: ignore[arg-type]
+def read(
+    src: Source,
+    index: int = 0,
+    *,
+    region: tuple[int, int, int, int] | None = None,
+    threads: int | None = None,
+    verify: bool = True,
+    limits: Limits = _LIMITS,
+    partial: bool = False,
+) -> np.ndarray:
+    """Frame or page ``index`` of an IMI file as an (H, W, C) array of its sample type
+    (``region=(x, y, w, h)`` decodes only the units it overlaps)."""
+    with open(src, verify=verify, limits=limits, partial=partial) as f:
+        return f.read(index, region=region, threads=threads)

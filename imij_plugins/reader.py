@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import gc
 import mmap
 import os
 from dataclasses import dataclass
@@ -12,14 +13,15 @@ from typing import BinaryIO, Iterator, Union
 
 import numpy as np
 
-from imij_plugins.container.animation import KIND_ANIMATION, Animation
+from imij_plugins.container.animation import KIND_ANIMATION, KIND_MIXED_PAGES, KIND_SEQUENCE, Animation
 from imij_plugins.container.chunks import FRAM
-from imij_plugins.container.file import Container, read_container
+from imij_plugins.container.file import Container, is_imi, read_container
 from imij_plugins.container.frames import FrameControl, check_frame, check_reference, read_frame_control
 from imij_plugins.container.header import Header
 from imij_plugins.container.locator import locate_data, read_locator
 from imij_plugins.container.pixel_checksum import BitmapDigests, bitmap_digest, read_bitmap_digests
 from imij_plugins.container import metadata as md
+from imij_plugins.container.metadata.resolution import dpi_from_exif
 from imij_plugins.errors import Corrupt, ImijError, TooLarge, Unsupported
 from imij_plugins.payload.data import DataPayload, measure_open_data, read_data
 from imij_plugins.payload.head import read_lossless_head
@@ -30,6 +32,7 @@ from imij_plugins.registry.features import feature_name
 from imij_plugins.registry.profiles import required_profiles
 
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO]
+Buffer = Union[bytes, bytearray, memoryview, mmap.mmap]
 
 DEFAULT_MAX_IMAGE_BYTES = 1 << 32  # 4 GiB of decoded samples per read
 METADATA_TAGS = {b"iCCP": "icc_profile", b"eXIf": "exif", b"xMPp": "xmp"}
@@ -76,7 +79,41 @@ class FrameInfo:
     empty: bool = False
 
 
-def load_source(src: Source) -> bytes | bytearray | memoryview | mmap.mmap:
+@dataclass(frozen=True)
+class ImageInfo:
+    """How a header describes what ``read(index)`` returns (1.0): the animation canvas for every
+    frame; a page's or sequence item's own header; color and orientation from the outer header
+    except for mixed pages and sequence items, which carry their own (1.3)."""
+
+    width: int
+    height: int
+    layout: str
+    dtype: np.dtype
+    sample: str  # "u8" ... "f64"
+    sig_bits: tuple[int, ...]  # per channel; all storage bits unless the header declares fewer
+    cicp: tuple[int, int, int, int]
+    orientation: int
+    alpha_mode: int
+    coding: int
+    decode_speed: int
+
+    @property
+    def channels(self) -> int:
+        return len(self.sig_bits)
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return (self.height, self.width, self.channels)
+
+    @classmethod
+    def of(cls, header: Header, described: Header) -> "ImageInfo":
+        """The pixels of ``header``, with color and orientation from ``described``."""
+        return cls(header.width, header.height, header.layout.name, dtype_of(header.sample), header.sample_type.name,
+                   tuple(header.effective_sig_bits), tuple(described.effective_cicp), described.orientation,
+                   described.alpha_mode, header.coding, header.decode_speed)
+
+
+def load_source(src: Source) -> Buffer:
     """The bytes of a path, a bytes-like object or a binary file object (read from its position).
 
     A path is memory-mapped, so opening reads only the pages the header and chunk framing touch
@@ -112,23 +149,44 @@ class ImijFile:
         limits: Limits = Limits(),
         threads: int | None = None,
         partial: bool = False,
-        _nested: bool = False,
-        _bad_ranges: tuple[tuple[int, int], ...] = (),
     ):
-        self._buf = load_source(src)
+        self._setup(load_source(src), verify, limits, threads, partial)
+
+    @classmethod
+    def _nested(cls, buf: memoryview, parent: "ImijFile", frame_bad_ranges: tuple[tuple[int, int], ...] | None = None) -> "ImijFile":
+        """A complete nested file inside ``parent``: a frame or page (``frame_bad_ranges`` given,
+        1.3), or a preview or gain map (1.1, 1.2)."""
+        nested = cls.__new__(cls)
+        nested._setup(buf, parent.verify, parent.limits, parent.threads, parent.partial, frame_bad_ranges)
+        parent._children.append(nested)
+        return nested
+
+    def _setup(
+        self,
+        buf: Buffer,
+        verify: bool,
+        limits: Limits,
+        threads: int | None,
+        partial: bool,
+        bad_ranges: tuple[tuple[int, int], ...] | None = None,
+    ) -> None:
+        """Parse the container; ``bad_ranges`` (this file's offsets of mismatching cSUM pieces) is
+        given for a nested file, which may not carry frames of its own (1.3)."""
+        self._buf: Buffer | None = buf
+        self._children: list[ImijFile] = []  # nested files viewing this file's bytes, closed with it
         self.verify = verify
         self.limits = limits
         self.threads = threads
         self.partial = partial
         self.container: Container = read_container(
-            self._buf, verify=verify, measure_open=functools.partial(measure_open_data, partial=partial), partial=partial
+            buf, verify=verify, measure_open=functools.partial(measure_open_data, partial=partial), partial=partial
         )
-        self._bad_ranges = (*self.container.bad_ranges, *_bad_ranges)  # mismatching cSUM pieces, this file's offsets
+        self._bad_ranges = (*self.container.bad_ranges, *(bad_ranges or ()))
         self._payload: DataPayload | None = None
         self._payload_error: Corrupt | None = None  # partial reads: why DATA's head could not be read
         self._unit_failures: dict[int, ImijError] = {}  # partial reads: units of this file's DATA left zero
         self._checks: dict[int, list[ImijError]] = {}  # partial reads: digests that failed, per image
-        if _nested and self.container.animation is not None:
+        if bad_ranges is not None and self.container.animation is not None:
             raise Corrupt("a nested frame or page carries frames of its own")  # 1.3
         self._frames = self._read_frames()
         self._canvas: tuple[int, np.ndarray] | None = None  # the last composed animation canvas
@@ -176,6 +234,7 @@ class ImijFile:
     @property
     def locator_status(self) -> str:
         """Header record 4 (1.0): "absent", "valid" (it names DATA's place) or "stale" (ignored)."""
+        self._check_open()
         rec = self.header.record(4)
         if rec is None:
             return "absent"
@@ -217,6 +276,15 @@ class ImijFile:
         w, h = (nested.width, nested.height) if nested else (0, 0)
         return FrameInfo(index, ctrl.duration, ctrl.x0, ctrl.y0, w, h, ctrl.uses_previous, ctrl.empty)
 
+    def image_info(self, index: int = 0) -> ImageInfo:
+        """What ``read(index)`` returns and how the file describes it, from headers alone."""
+        self._check_index(index)
+        anim = self.container.animation
+        if index == 0 or anim is None or anim.kind == KIND_ANIMATION:
+            return ImageInfo.of(self.header, self.header)
+        page = self.page(index).header
+        return ImageInfo.of(page, page if anim.kind in (KIND_MIXED_PAGES, KIND_SEQUENCE) else self.header)
+
     def page(self, index: int) -> "ImijFile":
         """Page or frame ``index`` as its own file object (its own header; 0 is this file)."""
         self._check_index(index)
@@ -252,14 +320,7 @@ class ImijFile:
         if ctrl.image is not None:
             lo, hi = ctrl.image
             bad = tuple((max(a, lo) - lo, min(b, hi) - lo) for a, b in self._bad_ranges if a < hi and b > lo)
-            nested = ImijFile(
-                memoryview(self._buf)[lo:hi],
-                verify=self.verify,
-                limits=self.limits,
-                partial=self.partial,
-                _nested=True,
-                _bad_ranges=bad,
-            )
+            nested = ImijFile._nested(memoryview(self._buf)[lo:hi], self, bad)
         check_frame(anim, len(frames) + 1, ctrl, nested.header if nested else None, self.header)
         if ctrl.reference is not None:  # 1.3: the referenced item's ImageInfo must match
             earlier = self.header if ctrl.reference[0] == 0 else frames[ctrl.reference[0] - 1][1].header  # type: ignore[union-attr]
@@ -370,13 +431,14 @@ class ImijFile:
     def metadata(self) -> dict[str, object]:
         """The file's metadata as plain values (1.1, 1.1.1, 1.2, 1.3, 1.5), parsed on each access.
 
-        Keys: "icc_profile", "exif", "xmp" (bytes), "cicp" (4-tuple), "orientation",
+        Keys: "icc_profile", "exif", "xmp" (bytes), "dpi" (from Exif), "cicp" (4-tuple), "orientation",
         "mastering_display", "content_light_level", "diffuse_white", "color_origin",
         "item_metadata", "gain_map", "science" (a ScienceRecords with a report per record).
         Only keys whose chunk is present appear, except "cicp" and "orientation". A chunk that
         breaks its rules (1.1, 1.1.1, 1.3) is left out and named under "malformed" with the
         reason: metadata never fails the image, and one bad chunk does not hide the others.
         """
+        self._check_open()
         out: dict[str, object] = {"cicp": self.header.effective_cicp, "orientation": self.header.orientation}
         payloads: dict[bytes, list[bytes]] = {}
         for chunk in self.container.chunks:
@@ -391,6 +453,10 @@ class ImijFile:
                     out[name] = parse(payloads[tag])
                 except ImijError as exc:
                     malformed[name] = f"{type(exc).__name__}: {exc}"
+        if "exif" in out:  # Exif resolution tags: IMI has no field of its own for print resolution
+            dpi = dpi_from_exif(out["exif"])  # type: ignore[arg-type]
+            if dpi is not None:
+                out["dpi"] = dpi
         if b"gMAP" in payloads:
             try:
                 out["gain_map"] = md.GainMap.from_bytes(payloads[b"gMAP"][0])
@@ -407,7 +473,8 @@ class ImijFile:
 
     def previews(self) -> list["ImijFile"]:
         """The pRVW preview layers, each a complete nested file (1.1)."""
-        return [ImijFile(self.container.payload(c), verify=self.verify, limits=self.limits) for c in self.container.find(b"pRVW")]
+        self._check_open()
+        return [ImijFile._nested(self.container.payload(c), self) for c in self.container.find(b"pRVW")]
 
     def gain_map_image(self) -> "ImijFile | None":
         """The gMAP gain map image as a nested file (1.2), or None without a usable gMAP."""
@@ -416,7 +483,7 @@ class ImijFile:
             return None
         payload = self.container.payload(self.container.find(b"gMAP")[0])
         start, end = gain_map.image_range  # type: ignore[attr-defined]
-        return ImijFile(payload[start:end], verify=self.verify, limits=self.limits)
+        return ImijFile._nested(payload[start:end], self)
 
     def extra_chunks(self, *, pixels_changed: bool = False) -> list[tuple[bytes, bytes, str]]:
         """Ancillary chunks this reader does not interpret, as ``(tag, payload, "before"|"after")``.
@@ -424,6 +491,7 @@ class ImijFile:
         Pass them to ``write(..., chunks=...)`` to carry them into a re-written file; with
         ``pixels_changed`` only the safe-to-copy ones are kept (1.1, fourth letter).
         """
+        self._check_open()
         known = {b"DATA", b"aNIM", b"fRAM", b"cSUM", b"uIDX", b"pSUM", *METADATA_TAGS}
         out = []
         place = "before"
@@ -438,6 +506,7 @@ class ImijFile:
     # pixels
     def payload(self) -> DataPayload:
         """DATA's parsed head and unit records (parsed once, on first use)."""
+        self._check_open()
         if self._payload is None:
             data = self.container.data
             if data is None:  # only in a partial read
@@ -565,6 +634,7 @@ class ImijFile:
         return x, y, w, h
 
     def _check_index(self, index: int) -> None:
+        self._check_open()
         if not 0 <= index < self.n_frames:
             raise IndexError(f"frame {index} out of range (file has {self.n_frames})")
 
@@ -574,8 +644,32 @@ class ImijFile:
             raise TooLarge(f"decoding {w}x{h} needs {need} bytes, over the limit of {self.limits.max_image_bytes}")
 
     def close(self) -> None:
-        self._payload = None
-        self._canvas = None
+        """Release the file: nested files first, then every view of the bytes and the memory map
+        of a path. Reading afterwards raises ValueError; closing again does nothing."""
+        if self._buf is None:
+            return
+        for child in self._children:
+            child.close()
+        self._children.clear()
+        self._frames, self._payload, self._canvas = [], None, None
+        buf, self._buf = self._buf, None
+        self.container.buf = b""
+        if isinstance(buf, memoryview):
+            buf.release()  # a nested file's view of its parent's bytes
+        elif isinstance(buf, mmap.mmap):
+            try:
+                buf.close()
+            except BufferError:  # a view still held by a reference cycle: collect it, then unmap
+                gc.collect()
+                buf.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._buf is None
+
+    def _check_open(self) -> None:
+        if self._buf is None:
+            raise ValueError("I/O operation on a closed IMI file")
 
     def __enter__(self) -> "ImijFile":
         return self

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import inspect
 import os
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import BinaryIO, Literal, Mapping, Sequence
+from typing import TYPE_CHECKING, BinaryIO, Mapping, Sequence, Union
 
 import numpy as np
 
@@ -14,18 +13,23 @@ from imij_plugins.container.animation import KIND_ANIMATION, KIND_MIXED_PAGES, K
 from imij_plugins.container.frames import EMPTY, FRAME_REFERENCE, HAS_RECORDS, USES_PREVIOUS
 from imij_plugins.container import metadata as md
 from imij_plugins.container.header import Header, check_fields
+from imij_plugins.container.metadata.resolution import exif_with_dpi
 from imij_plugins.errors import Corrupt
 from imij_plugins.container.pixel_checksum import bitmap_digest, encode_bitmap_digests
 from imij_plugins.container.writer import assemble, stream_file, trailing_index_payload, write_atomic
 from imij_plugins.payload.encode import choose_geometry, encode_quick_payload
+from imij_plugins.options import PRESENTATIONS, EncodeKeywords, EncodeOptions, Frame
 from imij_plugins.pixels.dtypes import as_image_array, layout_code, sample_code
+from imij_plugins.pixels.resample import downscale
 from imij_plugins.registry.features import FeatureId
 from imij_plugins.registry.samples import PIXEL_MODEL_LAYOUTS, SIGNED_SAMPLE_CODES, WIDE_SAMPLE_CODES
 from imij_plugins.wire.varint import encode_varint
 
-Chunks = Sequence[tuple[bytes, bytes, str]]  # (tag, payload, "before" | "after" DATA)
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+Image = Union[np.ndarray, Frame, Sequence[Union[np.ndarray, Frame]]]  # what encode() takes
 KINDS = {"animation": KIND_ANIMATION, "pages": KIND_PAGES, "sequence": KIND_SEQUENCE}
-PRESENTATIONS = {"pages": 0, "animation": 1}  # 1.3 kind 4 presentation byte
 
 
 @dataclass(frozen=True)
@@ -40,33 +44,26 @@ class _Coded:
 
 
 def _code_image(
-    array: np.ndarray,
+    frame: Frame,
+    opts: EncodeOptions,
     *,
-    layout,
-    effort,
-    stripe_rows,
-    group_cols,
-    threads,
-    codec="entropy",
-    max_error=0,
-    unit_table="hint",
-    ordinals=False,
+    unit_table: str = "hint",
+    ordinals: bool = False,
     reference: np.ndarray | None = None,
 ) -> _Coded:
-    image = as_image_array(array)
+    """One image coded as header + DATA payload with the options' codec; a page's or item's own
+    ``sig_bits`` go in its header (1.0)."""
+    image = as_image_array(frame.array)
     height, width, channels = image.shape
     sample = sample_code(image.dtype)
-    channels_code = layout_code(channels, layout)
-    if codec == "entropy":
-        return _code_entropy(image, channels_code, effort, max_error, stripe_rows, group_cols, threads, unit_table, ordinals,
-                             reference)
-    if codec != "quick":
-        raise ValueError(f"codec must be 'quick' or 'entropy', not {codec!r}")
-    if max_error:
-        raise ValueError("max_error needs codec='entropy': quick-pixel units are exact (2.13)")
-    geometry = choose_geometry(width, height, stripe_rows, group_cols)
+    channels_code = layout_code(channels, frame.layout if frame.layout is not None else opts.layout)
+    group_cols = opts.group_cols if opts.group_cols is None or opts.group_cols < width else 0  # 2: one group
+    if opts.codec == "entropy":
+        return _code_entropy(image, channels_code, opts.effort, opts.max_error, opts.stripe_rows, group_cols,
+                             opts.threads, unit_table, ordinals, reference)
+    geometry = choose_geometry(width, height, opts.stripe_rows, group_cols)
     encoded = encode_quick_payload(
-        image, geometry, bit_smart=effort >= 4, threads=threads, unit_table=unit_table, ordinals=ordinals
+        image, geometry, bit_smart=opts.effort >= 4, threads=opts.threads, unit_table=unit_table, ordinals=ordinals
     )
     mask = {FeatureId.QUICK_PIXELS}  # 0.1: declare exactly the features used
     if encoded.uses_bit_smart:
@@ -154,83 +151,84 @@ def _changed_rect(previous: np.ndarray, current: np.ndarray) -> tuple[int, int, 
     return int(cols[0]), int(rows[0]), int(cols[-1] - cols[0] + 1), int(rows[-1] - rows[0] + 1)
 
 
-def _prepare(
-    image: np.ndarray | Sequence[np.ndarray],
-    *,
-    layout: str | int | None = None,
-    effort: int = 5,
-    checksum: bool = False,
-    icc_profile: bytes | None = None,
-    exif: bytes | None = None,
-    xmp: bytes | None = None,
-    chunks: Chunks = (),
-    durations: float | Fraction | Sequence[float | Fraction] = 0,
-    loop: int = 0,
-    kind: str = "animation",
-    presentation: str = "animation",
-    references: Sequence[int | None] | None = None,
-    stripe_rows: int | None = None,
-    group_cols: int | None = None,
-    threads: int | None = None,
-    pixel_checksum: bool = False,
-    unit_table: str = "hint",
-    ordinals: bool = False,
-    codec: Literal["entropy", "quick"] = "entropy",
-    max_error: float = 0,
-    cicp: tuple[int, int, int, int] | None = None,
-    orientation: int = 1,
-    sig_bits: Sequence[int] | None = None,
-    alpha_mode: int = 0,
-    mastering_display: md.MasteringDisplay | None = None,
-    content_light_level: md.ContentLightLevel | None = None,
-    diffuse_white: md.DiffuseWhite | float | None = None,
-    color_origin: md.ColorOrigin | None = None,
-    item_metadata: md.ItemMetadata | None = None,
-    science: Mapping[str, object] | None = None,
-) -> "_Layout":
-    """The parts of the file ``encode`` describes (its options), before they are joined or streamed."""
-    opts = dict(layout=layout, effort=effort, stripe_rows=stripe_rows, group_cols=group_cols, threads=threads)
-    frames = [image] if isinstance(image, np.ndarray) else list(image)
-    if not frames:
+def _frames_of(image: Image) -> tuple[list[Frame], bool]:
+    """The images to write as Frames, and whether ``image`` was one image rather than a list."""
+    if isinstance(image, (np.ndarray, Frame)):
+        items: list = [image]
+        single = True
+    else:
+        items, single = list(image), False
+    if not items:
         raise ValueError("nothing to write: an empty list of frames")
-    opts["codec"] = codec
-    opts["max_error"] = max_error
-    first = _code_image(frames[0], **opts, unit_table=unit_table, ordinals=ordinals)
-    first = replace(first, header=_with_fields(first.header, cicp, orientation, sig_bits, alpha_mode))
+    return [f if isinstance(f, Frame) else Frame(f) for f in items], single
+
+
+def _prepare(image: Image, opts: EncodeOptions) -> "_Layout":
+    """The parts of the file ``encode`` describes, before they are joined or streamed."""
+    frames, single = _frames_of(image)
+    first = _code_image(frames[0], opts, unit_table=opts.unit_table, ordinals=opts.ordinals)
+    sig_bits = _sig_bits(frames[0], opts)
+    first = replace(first, header=_with_fields(first.header, opts.cicp, opts.orientation, sig_bits, opts.alpha_mode))
+    diffuse_white = opts.diffuse_white
     if isinstance(diffuse_white, (int, float)):
         diffuse_white = md.DiffuseWhite.from_nits(diffuse_white)
+    exif = exif_with_dpi(opts.exif, opts.dpi) if opts.dpi is not None else opts.exif
     typed = (
-        (b"iCCP", icc_profile),
+        (b"iCCP", opts.icc_profile),
         (b"eXIf", exif),
-        (b"xMPp", xmp),
-        (b"mDCv", mastering_display and mastering_display.to_bytes()),
-        (b"cLLI", content_light_level and content_light_level.to_bytes()),
+        (b"xMPp", opts.xmp),
+        (b"mDCv", opts.mastering_display and opts.mastering_display.to_bytes()),
+        (b"cLLI", opts.content_light_level and opts.content_light_level.to_bytes()),
         (b"dWHI", diffuse_white and diffuse_white.to_bytes()),
-        (b"cORg", color_origin and color_origin.to_bytes()),
-        (b"kVMD", item_metadata and item_metadata.to_bytes()),
+        (b"cORg", opts.color_origin and opts.color_origin.to_bytes()),
+        (b"kVMD", opts.item_metadata and opts.item_metadata.to_bytes()),
     )
-    before = [(tag, value) for tag, value in typed if value is not None]
-    if science:  # 1.5: writers place the records before DATA
-        before += md.science_chunks(first.header.channel_count, **science)  # type: ignore[arg-type]
-    before += [(tag, payload) for tag, payload, place in chunks if place == "before"]
-    after = [(tag, payload) for tag, payload, place in chunks if place != "before"]
+    before = [(tag, bytes(value)) for tag, value in typed if value is not None]
+    before += [(b"pRVW", p) for p in _previews(frames[0], first.header, opts)]  # 1.1: before DATA
+    if opts.science:  # 1.5: writers place the records before DATA
+        before += md.science_chunks(first.header.channel_count, **opts.science)  # type: ignore[arg-type]
+    before += [(tag, bytes(payload)) for tag, payload, place in opts.chunks if place == "before"]
+    after = [(tag, bytes(payload)) for tag, payload, place in opts.chunks if place != "before"]
     header = first.header
-    if len(frames) > 1 or not isinstance(image, np.ndarray):
-        header, anim, frame_chunks = _frames(first, frames, durations, loop, kind, opts, presentation, references)
+    if not single:
+        header, anim, frame_chunks = _frames(first, frames, opts)
         before.insert(0, (b"aNIM", anim))
         after = frame_chunks + after
     trailer = []
     if first.trailing_index is not None:  # 2.7: the trailing unit index is the file's last chunk
         trailer.append((b"uIDX", trailing_index_payload(first.trailing_index)))
-    locator = unit_table in ("hint", "filled", "tail") and first.units >= 2  # 1.0: with a hint or reservation
-    out = _Layout(header, first, before, after, trailer, locator, checksum)
-    if not pixel_checksum:
+    locator = opts.unit_table in ("hint", "filled", "tail") and first.units >= 2  # 1.0: with a hint or reservation
+    out = _Layout(header, first, before, after, trailer, locator, opts.checksum)
+    if not opts.pixel_checksum:
         return out
-    if max_error:  # 1.4.1: the digest is of the decoded raster, which near-lossless changes
+    if opts.max_error:  # 1.4.1: the digest is of the decoded raster, which near-lossless changes
         digests = [_decoded_digest(d, i) for i, d in enumerate(_decoded(out.to_bytes()))]
     else:  # lossless: the source is the output
-        digests = [_digest(f, i, layout) for i, f in enumerate(frames)]
+        digests = [_digest(f, i, _layout(f, opts)) for i, f in enumerate(frames)]
     return replace(out, before=before + [(b"pSUM", encode_bitmap_digests(digests))])
+
+
+def _layout(frame: Frame, opts: EncodeOptions) -> str | int | None:
+    """The layout ``frame`` is written with: its own, else the options'."""
+    return frame.layout if frame.layout is not None else opts.layout
+
+
+def _sig_bits(frame: Frame, opts: EncodeOptions) -> Sequence[int] | None:
+    """The significant bits ``frame`` declares: its own, else the options'."""
+    return frame.sig_bits if frame.sig_bits is not None else opts.sig_bits
+
+
+def _previews(frame: Frame, header: Header, opts: EncodeOptions) -> list[bytes]:
+    """pRVW payloads (1.1): image 0 downscaled by each factor of ``opts.previews`` (box average),
+    each a complete nested file of the image's layout and significant bits, smallest last."""
+    out = []
+    for factor in sorted(set(opts.previews)):
+        small = downscale(as_image_array(frame.array), factor)
+        if small.shape[:2] == (header.height, header.width):
+            continue  # an image no larger than the factor has no smaller preview
+        coded = _code_image(Frame(small, header.channels), replace(opts, group_cols=None, stripe_rows=None))
+        out.append(_nested_file(replace(coded, header=_with_fields(coded.header, None, 1, header.sig_bits, 0))))
+    return out
 
 
 @dataclass(frozen=True)
@@ -257,76 +255,67 @@ class _Layout:
                            after=self.after, trailer=self.trailer, locator=self.locator, checksum=self.checksum)
 
 
-def encode(image: np.ndarray | Sequence[np.ndarray], **options: object) -> bytes:
-    """The bytes of an IMI file holding ``image`` losslessly.
+def encode(image: Image, options: EncodeOptions | None = None, /, **changes: Unpack[EncodeKeywords]) -> bytes:
+    """The bytes of an IMI file holding ``image`` losslessly (or within ``max_error``).
 
-    ``image`` is one (H, W) or (H, W, C) array, or a list of them: an animation (each frame
-    cropped to what changed and coded against the previous canvas where section 4's inter
-    predictors 7-9 are smaller; durations in seconds, ``loop`` 0 = forever) or, with
-    ``kind="pages"``, pages (mixed pages when their shapes or sample types differ), or with
-    ``kind="sequence"`` sequence items (1.3 kind 4, ``presentation`` "animation" or "pages",
-    ``references[i]`` an earlier item that item i is coded against, checked by its digest).
-    ``codec="entropy"`` (the default) codes entropy-coded units (2.1-2.6, 2.10, 2.14, 3) with
-    section 5's encoder: ``effort`` 1 (fast) .. 9 (smallest), default 5; ``max_error`` B > 0
-    allows each integer sample to differ by up to B (near-lossless, 2.6). ``codec="quick"``
-    codes quick-pixel units (2.13): larger files that decode several times faster; there
-    effort 1-3 codes packets only, 4 and up also tries bit-smart planes per unit.
-    ``checksum`` adds a cSUM file checksum (1.4), ``pixel_checksum`` a pSUM digest of every
-    decoded image, frame canvas or page (1.4.1). ``unit_table`` ("hint", "none", "filled",
-    "empty", "tail") and ``ordinals`` choose how DATA's unit records are indexed (2.7).
-    Header fields: ``cicp``, ``orientation``, ``sig_bits`` (per channel), ``alpha_mode`` (2
-    opaque, 3 undefined padding declare alpha_interpretation). Metadata chunks (1.1-1.5):
-    ``mastering_display``, ``content_light_level``, ``diffuse_white`` (cd/m² or DiffuseWhite),
-    ``color_origin``, ``item_metadata`` (kVMD) and ``science`` (keyword arguments of
-    ``container.metadata.science_chunks``: calibration, axes, coordinates, categories, structured).
+    ``image`` is one (H, W) or (H, W, C) array (or a ``Frame``: an array with its own layout
+    and significant bits), or a list of them: an animation (each frame cropped to what changed
+    and coded against the previous canvas where section 4's inter predictors 7-9 are smaller),
+    or with ``kind="pages"`` pages (mixed pages when their layouts, sample types or significant
+    bits differ), or with ``kind="sequence"`` sequence items (1.3 kind 4). The options are
+    ``EncodeOptions``' fields, given as an object, as keywords, or both (keywords win); a bad
+    option is a ``ValueError`` naming it, raised before any coding.
     """
-    return _prepare(image, **options).to_bytes()  # type: ignore[arg-type]
+    return _prepare(image, _options(options, changes)).to_bytes()
 
 
-encode.__signature__ = inspect.signature(_prepare).replace(return_annotation=bytes)  # type: ignore[attr-defined]  # its options
+def _options(options: EncodeOptions | None, changes: Mapping[str, object]) -> EncodeOptions:
+    """``options`` (or the defaults) with the keyword ``changes``, checked."""
+    return (options if options is not None else _DEFAULTS).replace(**changes)  # type: ignore[arg-type]
 
 
-def _frames(first: _Coded, frames: list, durations, loop: int, kind: str, opts: dict, presentation="animation", references=None):
+_DEFAULTS = EncodeOptions()
+
+
+def _frames(first: _Coded, frames: list[Frame], opts: EncodeOptions) -> tuple[Header, bytes, list[tuple[bytes, bytes]]]:
     """aNIM and the fRAM chunks of an animation, pages or sequence items (1.3), and the outer header."""
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {sorted(KINDS)}, not {kind!r}")
-    times = list(durations) if isinstance(durations, Sequence) else [durations] * len(frames)
+    times = list(opts.durations) if isinstance(opts.durations, Sequence) else [opts.durations] * len(frames)
     if len(times) != len(frames):
-        raise ValueError(f"{len(times)} durations for {len(frames)} frames")
-    arrays = [as_image_array(f) for f in frames]
-    wire_kind = KINDS[kind]
+        raise ValueError(f"durations: {len(times)} for {len(frames)} frames")
+    arrays = [as_image_array(f.array) for f in frames]
+    wire_kind = KINDS[opts.kind]
     fram: list[tuple[bytes, bytes]] = []
     mask = set(first.header.mask)
+    animated = wire_kind == KIND_ANIMATION or (wire_kind == KIND_SEQUENCE and opts.presentation == "animation")
+    if animated:  # 1.3: frames (and animation items) share one ImageInfo
+        described = {(a.shape, a.dtype, _resolved(f, a, opts)) for f, a in zip(frames, arrays)}
+        if len(described) > 1:
+            raise ValueError("animation frames must share one shape, dtype, layout and sig_bits (1.3): write images "
+                             "that differ as pages (kind='pages'; pages=True in the Pillow and imageio plugins)")
     if wire_kind == KIND_ANIMATION:
-        if any(a.shape != arrays[0].shape or a.dtype != arrays[0].dtype for a in arrays):
-            raise ValueError("animation frames must share one shape and dtype (write pages for mixed sizes)")
         for previous, current, t in zip(arrays, arrays[1:], times[1:]):
             rect = _changed_rect(previous, current)
             if rect is None:
                 fram.append((b"fRAM", b"\x00\x00" + _duration(t) + encode_varint(USES_PREVIOUS | EMPTY)))
                 continue
             x, y, w, h = rect
-            coded, present = _code_frame(current[y : y + h, x : x + w], previous[y : y + h, x : x + w],
-                                         (w, h) == (current.shape[1], current.shape[0]), opts)
+            coded, present = _code_frame(Frame(current[y : y + h, x : x + w], frames[0].layout),
+                                         previous[y : y + h, x : x + w], (w, h) == (current.shape[1], current.shape[0]), opts)
             mask |= coded.header.mask
             fram.append((b"fRAM", encode_varint(x) + encode_varint(y) + _duration(t) + encode_varint(present) + _nested_file(coded)))
     elif wire_kind == KIND_SEQUENCE:
-        if presentation not in PRESENTATIONS:
-            raise ValueError(f"presentation must be one of {sorted(PRESENTATIONS)}")
         mask.add(FeatureId.SEQUENCE_ITEMS)
-        if presentation == "animation" and any(a.shape != arrays[0].shape or a.dtype != arrays[0].dtype for a in arrays):
-            raise ValueError("animation sequence items share one shape and dtype (presentation='pages' for others)")
-        refs = list(references) if references is not None else [None] * len(frames)
+        refs = list(opts.references) if opts.references is not None else [None] * len(frames)
         if len(refs) != len(frames) or refs[0] is not None:
             raise ValueError("references: one per item, None for the first")
-        for i, (item, t, ref) in enumerate(zip(arrays[1:], times[1:], refs[1:]), start=1):
-            coded = _code_image(item, **opts)
+        for i, (item, t, ref) in enumerate(zip(frames[1:], times[1:], refs[1:]), start=1):
+            coded = _described(item, opts)
             mask |= coded.header.features
             records = b""
             if ref is not None:  # 1.3: record 33, an earlier item and its raster digest
-                if not 0 <= ref < i or arrays[ref].shape != item.shape or arrays[ref].dtype != item.dtype:
-                    raise ValueError(f"item {i} may reference only an earlier item of its shape and dtype")
-                digest = _digest(arrays[ref], ref, opts["layout"])
+                if not _is_index(ref) or not 0 <= ref < i or arrays[ref].shape != arrays[i].shape or arrays[ref].dtype != arrays[i].dtype:
+                    raise ValueError(f"references: item {i} may reference only an earlier item of its shape and dtype")
+                digest = _digest(frames[ref], ref, _layout(frames[ref], opts))
                 body = encode_varint(ref) + digest.to_bytes(8, "little")
                 records = encode_varint(FRAME_REFERENCE) + encode_varint(len(body)) + body
             present = HAS_RECORDS if records else 0
@@ -336,21 +325,42 @@ def _frames(first: _Coded, frames: list, durations, loop: int, kind: str, opts: 
             fram.append((b"fRAM", head + _nested_file(coded)))
     else:
         for page, t in zip(frames[1:], times[1:]):
-            coded = _code_image(page, **opts)
+            coded = _described(page, opts)
             mask |= coded.header.features  # 0.1: the outer set covers each page's, implied features included
-            if (coded.header.channels, coded.header.sample) != (first.header.channels, first.header.sample):
+            if _image_info(coded.header) != _image_info(first.header):  # 1.3, 1.5: per-page layout, sample, bits
                 wire_kind = KIND_MIXED_PAGES
             fram.append((b"fRAM", b"\x00\x00" + _duration(t) + b"\x00" + _nested_file(coded)))
     if wire_kind == KIND_MIXED_PAGES:
         mask.add(FeatureId.MIXED_PAGES)
     outer = Header(**{**first.header.__dict__, "mask": frozenset(mask - _implied(first.header))})
-    anim = bytes([wire_kind]) + encode_varint(loop) + encode_varint(len(frames)) + _duration(times[0])
+    anim = bytes([wire_kind]) + encode_varint(opts.loop) + encode_varint(len(frames)) + _duration(times[0])
     if wire_kind == KIND_SEQUENCE:
-        anim += bytes([PRESENTATIONS[presentation]])
+        anim += bytes([PRESENTATIONS.index(opts.presentation)])
     return outer, anim, fram
 
 
-def _code_frame(image: np.ndarray, previous: np.ndarray, whole: bool, opts: dict) -> tuple[_Coded, int]:
+def _is_index(value: object) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _resolved(frame: Frame, array: np.ndarray, opts: EncodeOptions) -> tuple[int, tuple[int, ...] | None]:
+    """The layout code and significant bits ``frame`` is written with."""
+    bits = _sig_bits(frame, opts)
+    return layout_code(array.shape[2], _layout(frame, opts)), tuple(bits) if bits is not None else None
+
+
+def _image_info(header: Header) -> tuple[int, int, tuple[int, ...]]:
+    """What kind 2 pages share and mixed pages may vary (1.3): layout, sample type, significant bits."""
+    return header.channels, header.sample, tuple(header.effective_sig_bits)
+
+
+def _described(frame: Frame, opts: EncodeOptions) -> _Coded:
+    """A page or sequence item coded with its own header's significant bits (1.3)."""
+    coded = _code_image(frame, opts)
+    return replace(coded, header=_with_fields(coded.header, None, 1, _sig_bits(frame, opts), 0))
+
+
+def _code_frame(frame: Frame, previous: np.ndarray, whole: bool, opts: EncodeOptions) -> tuple[_Coded, int]:
     """An animation frame over its changed rectangle and its fRAM presence bits (1.3).
 
     A cropped frame uses the previous canvas (bit 0) and is coded against it: section 4's
@@ -358,22 +368,22 @@ def _code_frame(image: np.ndarray, previous: np.ndarray, whole: bool, opts: dict
     both ways and stays intra (a seek point) unless inter is smaller. Lossless only: with
     ``max_error`` the canvas is not the previous source frame, and bounds forbid 7-9 (2.6).
     """
-    inter_ok = opts["codec"] == "entropy" and not opts["max_error"]
+    inter_ok = opts.codec == "entropy" and not opts.max_error
     reference = previous if inter_ok else None
     if not whole:
-        return _code_image(image, **opts, reference=reference), USES_PREVIOUS
-    intra = _code_image(image, **opts)
+        return _code_image(frame, opts, reference=reference), USES_PREVIOUS
+    intra = _code_image(frame, opts)
     if reference is None:
         return intra, 0
-    inter = _code_image(image, **opts, reference=reference)
+    inter = _code_image(frame, opts, reference=reference)
     if len(_nested_file(inter)) < len(_nested_file(intra)):
         return inter, USES_PREVIOUS
     return intra, 0
 
 
-def _digest(frame: np.ndarray, ordinal: int, layout: str | int | None) -> int:
+def _digest(frame: Frame, ordinal: int, layout: str | int | None) -> int:
     """1.4.1: the digest of one image, frame canvas or page (lossless: the source is the output)."""
-    image = as_image_array(frame)
+    image = as_image_array(frame.array)
     h, w, c = image.shape
     return bitmap_digest(w, h, layout_code(c, layout), sample_code(image.dtype), ordinal, image.tobytes())
 
@@ -397,13 +407,20 @@ def _implied(header: Header) -> frozenset[int]:
     return header.features - header.mask
 
 
-def write(dst: str | os.PathLike | BinaryIO, image: np.ndarray | Sequence[np.ndarray], *, streaming: bool = False,
-          **options: object) -> None:
+def write(
+    dst: str | os.PathLike[str] | BinaryIO,
+    image: Image,
+    options: EncodeOptions | None = None,
+    /,
+    *,
+    streaming: bool = False,
+    **changes: Unpack[EncodeKeywords],
+) -> None:
     """Write an IMI file (``encode``'s options); a path is written through a temporary file and a rename.
 
     ``streaming`` writes the file chunk by chunk (container.writer.StreamWriter) to a stream that
     need not seek, never joining it in memory; with ``checksum`` the cSUM table then comes last
     (1.4). The images are coded first, since the header's feature set covers every frame (0.1).
     """
-    parts = _prepare(image, **options)  # type: ignore[arg-type]
+    parts = _prepare(image, _options(options, changes))
     write_atomic(dst, parts.stream if streaming else parts.to_bytes())

@@ -1,6 +1,7 @@
 """The core API through real files: round trips of every sample type and layout, options, errors."""
 
 import io
+import os
 
 import numpy as np
 import pytest
@@ -216,3 +217,87 @@ def test_written_files_get_the_usual_mode(tmp_path):
     path.chmod(0o640)
     imij_plugins.write(path, np.zeros((2, 2), np.uint8))
     assert path.stat().st_mode & 0o777 == 0o640  # a replaced file keeps its mode
+
+
+# --- close, ImageInfo, Frame, previews, dpi ----------------------------------------------------
+
+
+def _mapped(path) -> bool:
+    """Whether ``path`` is mapped into this process (/proc/self/maps)."""
+    with open("/proc/self/maps") as maps:
+        return any(line.rstrip().endswith(str(path)) for line in maps)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs /proc")
+def test_close_releases_the_memory_map_of_every_frame_and_view(tmp_path):
+    path = tmp_path / "anim.imi"
+    frames = [make((12, 10, 3), np.uint8, seed) for seed in range(3)]
+    imij_plugins.write(path, frames, previews=(2,))
+    with imij_plugins.open(path) as f:
+        f.read(2)
+        f.read(1, region=(1, 1, 4, 4))
+        assert f.previews()[0].read().shape == (6, 5, 3)
+        f.metadata, f.extra_chunks(), f.locator_status
+        assert _mapped(path)
+    assert not _mapped(path)
+    assert f.closed
+    with pytest.raises(ValueError, match="closed"):
+        f.read(0)
+    with pytest.raises(ValueError, match="closed"):
+        f.metadata
+    f.close()  # again: nothing to do
+
+
+def test_image_info_describes_every_page_from_its_own_header():
+    gray16 = make((5, 7), np.uint16)
+    bits1 = (make((4, 4), np.uint8) & 1)
+    data = imij_plugins.encode(
+        [imij_plugins.Frame(make((6, 8, 4), np.uint8), "CMYK"), gray16, imij_plugins.Frame(bits1, sig_bits=(1,))],
+        kind="pages",
+        cicp=(9, 16, 0, 1),
+    )
+    with imij_plugins.open(data) as f:
+        assert f.kind == "mixed pages"
+        first, second, third = (f.image_info(i) for i in range(3))
+        assert (first.layout, first.shape, first.dtype, first.cicp) == ("CMYK", (6, 8, 4), np.uint8, (9, 16, 0, 1))
+        assert (second.layout, second.shape, second.dtype, second.sig_bits) == ("Gray", (5, 7, 1), np.uint16, (16,))
+        assert (third.sig_bits, third.sample) == ((1,), "u8")
+        assert same_bits(f.read(2), bits1[:, :, None])
+
+
+def test_animation_frames_share_one_description():
+    a = make((4, 5), np.uint8)
+    with pytest.raises(ValueError, match="sig_bits"):
+        imij_plugins.encode([imij_plugins.Frame(a & 1, sig_bits=(1,)), a & 1])
+    with pytest.raises(ValueError, match="layout"):
+        imij_plugins.Frame(a, layout="Lab")
+    data = imij_plugins.encode([imij_plugins.Frame(a & 1, sig_bits=(1,))] * 2)
+    with imij_plugins.open(data) as f:
+        assert f.image_info(1).sig_bits == (1,)
+
+
+def test_previews_are_box_averaged_downscales_before_data():
+    a = np.arange(64 * 48, dtype=np.uint16).reshape(48, 64) % 1000
+    data = imij_plugins.encode(a, previews=(4, 16), stripe_rows=8)
+    with imij_plugins.open(data) as f:
+        tags = [tag for tag, _ in f.chunks]
+        assert tags.index("pRVW") < tags.index("DATA")
+        small = [p.read()[:, :, 0] for p in f.previews()]
+        assert [s.shape for s in small] == [(12, 16), (3, 4)]
+        want = np.floor(a.reshape(12, 4, 16, 4).mean(axis=(1, 3)) + 0.5).astype(np.uint16)
+        assert same_bits(small[0], want)
+        assert same_bits(f.read()[:, :, 0], a)
+
+
+def test_dpi_travels_as_exif_resolution_tags():
+    exif = bytes.fromhex("4d4d002a00000008000101120003000000010006000000000000")  # Orientation 6, big-endian
+    data = imij_plugins.encode(make((3, 4), np.uint8), dpi=(300, 150.5), exif=exif)
+    with imij_plugins.open(data) as f:
+        assert f.metadata["dpi"] == pytest.approx((300, 150.5))
+        from PIL import Image
+
+        tags = Image.Exif()
+        tags.load(f.metadata["exif"])
+        assert tags[0x0112] == 6  # the caller's Exif is kept
+    with imij_plugins.open(imij_plugins.encode(make((3, 4), np.uint8))) as f:
+        assert "dpi" not in f.metadata

@@ -41,18 +41,14 @@ import dataclasses
 
 import numbers
 import operator
-import sys
 from types import EllipsisType
 from typing import Any, Iterator, Sequence, Union
 
 import numpy as np
-from imageio.core.request import URI_BYTES, InitializationError, IOMode, Request
+from imageio.core.request import URI_BYTES, URI_FILENAME, InitializationError, IOMode, Request
 from imageio.core.v3_plugin_api import ImageProperties, PluginV3
 
-import imij_plugins
-from imij_plugins.container.file import is_imi
-from imij_plugins.container.metadata import ScienceRecords
-from imij_plugins.reader import ImijFile
+from imij_plugins import api
 
 __all__ = ["ImiIndexError", "ImiPlugin"]
 
@@ -79,32 +75,33 @@ class ImiPlugin(PluginV3):
     Raises
     ------
     InitializationError
-        On read, when the resource does not start with the IMI signature. On write, when
-        imageio reaches this plugin in its search for a target that is not ``.imi`` (an
-        unregistered ``.png`` say); naming the plugin (``plugin=ImiPlugin`` or
-        ``plugin="IMI"``) or ``extension=".imi"`` writes IMI to any target.
+        On read, when the resource does not start with the IMI signature. On write, when the
+        target's extension is not ``.imi`` (as imageio's Pillow plugin refuses extensions it
+        cannot write): ``extension=".imi"`` writes IMI to any target. A target without an
+        extension (a file object, ``"<bytes>"``) is written as IMI.
 
     Notes
     -----
     A file is parsed and checked on the first ``read``, ``iter``, ``properties`` or
     ``metadata`` call, so a damaged IMI file raises the core's typed error
     (:class:`imij_plugins.Corrupt`, ``Unsupported``, ``TooLarge``; all ``ValueError``) from
-    that call rather than an imageio "can not handle" error.
+    that call rather than an imageio "can not handle" error. A local file is memory-mapped:
+    ``properties`` and ``metadata`` read its header and chunk framing only.
     """
 
     def __init__(self, request: Request) -> None:
         super().__init__(request)
-        self._data: bytes | None = None
-        self._files: dict[bool, ImijFile] = {}  # keyed by verify: a verified file serves both
+        self._source: api.Source | None = None
+        self._files: dict[bool, api.ImijFile] = {}  # keyed by verify: a verified file serves both
         self._written = False
         self._closed = False
         if request.mode.io_mode == IOMode.read:
-            if not is_imi(request.firstbytes):
+            if not api.is_imi(request.firstbytes):
                 raise InitializationError(f"`{request.filename}` is not an IMI file (no IMI signature)")
-        elif request.extension != ".imi" and _searched_by_imopen():
+        elif request.extension not in (None, ".imi"):
             raise InitializationError(
-                f"the IMI plugin writes .imi files, not `{request.extension}`: name it with "
-                "plugin= or pass extension='.imi' to write IMI there anyway"
+                f"the IMI plugin writes .imi files, not `{request.extension}`: "
+                "pass extension='.imi' to write IMI there anyway"
             )
 
     # ---------------------
@@ -253,12 +250,11 @@ class ImiPlugin(PluginV3):
             raise ValueError("this IMI plugin was opened for reading: open the target with mode 'w' to write")
         if self._written:
             raise RuntimeError("this IMI target was already written: pass every frame or page to one write() call")
-        images = _images_to_write(ndimage, is_batch, pages)
-        options = dict(
+        options = api.EncodeOptions(
             layout=layout,
             effort=effort,
             max_error=max_error,
-            codec=codec,
+            codec=codec,  # type: ignore[arg-type]
             checksum=checksum,
             icc_profile=icc_profile,
             exif=exif,
@@ -269,7 +265,8 @@ class ImiPlugin(PluginV3):
             threads=threads,
             science=science,
         )
-        data = imij_plugins.encode(images, **options)  # before the target is opened: a failed encode leaves it alone
+        images = _images_to_write(ndimage, is_batch)
+        data = api.encode(images, options)  # before the target is opened: a failed encode leaves it alone
         self._written = True
         if self.request._uri_type == URI_BYTES:  # as imageio's tifffile_v3 and pillow plugins check it
             return data
@@ -288,11 +285,12 @@ class ImiPlugin(PluginV3):
         index = _default_index(f, index)
         if index is Ellipsis:
             _check_stackable(f)
+            first = f.image_info(0)
             return ImageProperties(
-                shape=(f.n_frames, *_out_shape(f)), dtype=f.dtype, n_images=f.n_frames, is_batch=True
+                shape=(f.n_frames, *_out_shape(first)), dtype=first.dtype, n_images=f.n_frames, is_batch=True
             )
-        image = _stored_image(f, _frame_index(f, index))
-        return ImageProperties(shape=_out_shape(image), dtype=image.dtype, is_batch=False)
+        described = f.image_info(_frame_index(f, index))
+        return ImageProperties(shape=_out_shape(described), dtype=described.dtype, is_batch=False)
 
     def metadata(
         self, index: Index = None, exclude_applied: bool = True
@@ -332,7 +330,7 @@ class ImiPlugin(PluginV3):
         for f in self._files.values():
             f.close()
         self._files.clear()
-        self._data = None
+        self._source = None
         self._closed = True
         super().close()
 
@@ -340,8 +338,9 @@ class ImiPlugin(PluginV3):
     # helpers
     # -------
 
-    def _file(self, verify: bool) -> ImijFile:
-        """The opened file, parsed once per verify setting; the bytes are read once."""
+    def _file(self, verify: bool) -> api.ImijFile:
+        """The opened file, parsed once per verify setting: a local file by its path (the core
+        maps it), other resources read once."""
         if self._closed:
             raise ValueError("I/O operation on a closed IMI plugin")
         if self.request.mode.io_mode != IOMode.read:
@@ -350,40 +349,28 @@ class ImiPlugin(PluginV3):
         if f is None and not verify:
             f = self._files.get(False)
         if f is None:
-            if self._data is None:
-                self._data = self.request.get_file().read()
-            f = self._files[verify] = imij_plugins.open(self._data, verify=verify)
+            if self._source is None:
+                local = self.request._uri_type == URI_FILENAME  # as imageio's tifffile plugin tells files apart
+                self._source = self.request.get_local_filename() if local else self.request.get_file().read()
+            f = self._files[verify] = api.open(self._source, verify=verify)
         return f
 
     @staticmethod
-    def _read_one(f: ImijFile, i: int, region: Region | None, threads: int | None) -> np.ndarray:
+    def _read_one(f: api.ImijFile, i: int, region: Region | None, threads: int | None) -> np.ndarray:
         image = f.read(i, region=region, threads=threads)
-        if _stored_image(f, i).layout == "Gray":
+        if f.image_info(i).layout == "Gray":
             return image.reshape(image.shape[:2])
         return image
 
 
-def _searched_by_imopen() -> bool:
-    """Whether imopen is trying this plugin in its search rather than building the one named.
-
-    imopen builds a plugin named with ``plugin=`` (a name or a class) inside its nested
-    ``loader`` function, and the candidates of its extension search and of its try-every-plugin
-    fallback straight from its own body (imageio 2.38 core/imopen.py lines 129-138 against 196
-    and 234). The frame two levels up, the caller of ``ImiPlugin.__init__``, tells which; a
-    caller outside imopen (a subclass, direct construction) counts as naming the plugin.
-    """
-    caller = sys._getframe(2)
-    return caller.f_globals.get("__name__") == "imageio.core.imopen" and caller.f_code.co_name != "loader"
-
-
-def _default_index(f: ImijFile, index: Any) -> Any:
+def _default_index(f: api.ImijFile, index: Any) -> Any:
     """``index=None``: all frames of an animation, else image 0 (the rule in ``read``)."""
     if index is None:
         return Ellipsis if f.kind == "animation" else 0
     return index
 
 
-def _frame_index(f: ImijFile, index: Any) -> int:
+def _frame_index(f: api.ImijFile, index: Any) -> int:
     if isinstance(index, bool):
         raise TypeError(f"index must be None, an int or ..., not {index!r}")
     try:
@@ -396,20 +383,15 @@ def _frame_index(f: ImijFile, index: Any) -> int:
     return i + n if i < 0 else i
 
 
-def _stored_image(f: ImijFile, i: int) -> ImijFile:
-    """The file whose header describes what ``read(i)`` returns: the canvas's for animations."""
-    return f if f.kind == "animation" or i == 0 else f.page(i)
+def _out_shape(described: api.ImageInfo) -> tuple[int, ...]:
+    return described.shape[:2] if described.layout == "Gray" else described.shape
 
 
-def _out_shape(image: ImijFile) -> tuple[int, ...]:
-    return image.shape[:2] if image.layout == "Gray" else image.shape
-
-
-def _check_stackable(f: ImijFile) -> None:
+def _check_stackable(f: api.ImijFile) -> None:
     """Pages stack only when they agree in shape and dtype (read from their headers)."""
     if f.kind == "animation":
         return
-    specs = {(_out_shape(p), p.dtype) for p in (f.page(i) for i in range(f.n_frames))}
+    specs = {(_out_shape(d), d.dtype) for d in (f.image_info(i) for i in range(f.n_frames))}
     if len(specs) > 1:
         listed = ", ".join(f"{shape} {dtype}" for shape, dtype in sorted(specs, key=str))
         raise ValueError(
@@ -418,7 +400,7 @@ def _check_stackable(f: ImijFile) -> None:
         )
 
 
-def _images_to_write(ndimage: Any, is_batch: bool, pages: bool) -> np.ndarray | list[np.ndarray]:
+def _images_to_write(ndimage: Any, is_batch: bool) -> np.ndarray | list[np.ndarray]:
     """One array, or a list of them for a batch (a list or tuple is always a batch)."""
     if isinstance(ndimage, (list, tuple)):
         frames = [np.asarray(x) for x in ndimage]
@@ -434,13 +416,6 @@ def _images_to_write(ndimage: Any, is_batch: bool, pages: bool) -> np.ndarray | 
         return image
     if not frames:
         raise ValueError("nothing to write: the batch is empty")
-    if not pages:
-        kinds = {(x.shape + (1,) if x.ndim == 2 else x.shape, x.dtype) for x in frames}
-        if len(kinds) > 1:
-            raise ValueError(
-                "animation frames must share one shape and dtype; pass pages=True to write "
-                "images of different shapes or dtypes as (mixed) pages"
-            )
     return frames
 
 
@@ -459,25 +434,26 @@ def _unknown_write_arguments(unknown: dict[str, Any]) -> str:
     return msg
 
 
-def _header_fields(image: ImijFile) -> dict[str, Any]:
-    h = image.header
+def _header_fields(image: api.ImijFile) -> dict[str, Any]:
+    """``image``'s own header, as plain values."""
+    described = image.image_info()
     return {
-        "width": image.width,
-        "height": image.height,
-        "layout": image.layout,
-        "sample": h.sample_type.name,
-        "coding": h.coding,
-        "orientation": h.orientation,
-        "cicp": tuple(h.effective_cicp),
-        "sig_bits": tuple(h.effective_sig_bits),
-        "alpha_mode": h.alpha_mode,
-        "decode_speed": h.decode_speed,
+        "width": described.width,
+        "height": described.height,
+        "layout": described.layout,
+        "sample": described.sample,
+        "coding": described.coding,
+        "orientation": described.orientation,
+        "cicp": described.cicp,
+        "sig_bits": described.sig_bits,
+        "alpha_mode": described.alpha_mode,
+        "decode_speed": described.decode_speed,
         "features": list(image.features),
         "profiles": list(image.profiles),
     }
 
 
-def _file_metadata(f: ImijFile) -> dict[str, Any]:
+def _file_metadata(f: api.ImijFile) -> dict[str, Any]:
     meta: dict[str, Any] = {"kind": f.kind, "n_images": f.n_frames, "loop": f.loop_count}
     meta.update(_header_fields(f))
     meta.update({key: _plain(value) for key, value in f.metadata.items()})
@@ -487,7 +463,7 @@ def _file_metadata(f: ImijFile) -> dict[str, Any]:
     return meta
 
 
-def _frame_metadata(f: ImijFile, i: int) -> dict[str, Any]:
+def _frame_metadata(f: api.ImijFile, i: int) -> dict[str, Any]:
     info = f.frame_info(i)
     meta: dict[str, Any] = {
         "index": info.index,
@@ -509,15 +485,8 @@ def _frame_metadata(f: ImijFile, i: int) -> dict[str, Any]:
 
 def _plain(value: Any) -> Any:
     """Typed metadata records as plain dicts, lists and numbers (science records with their reports)."""
-    if isinstance(value, ScienceRecords):
-        return {
-            "calibration": _plain(value.calibration),
-            "axes": _plain(value.axes),
-            "coordinates": _plain(value.coordinates),
-            "categories": _plain(value.categories),
-            "structured": [_plain(s) for s in value.structured],
-            "reports": [{"tag": r.tag.decode("latin-1"), "status": r.status, "reason": r.reason} for r in value.reports],
-        }
+    if hasattr(value, "to_plain"):
+        return value.to_plain()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.asdict(value)
     return value

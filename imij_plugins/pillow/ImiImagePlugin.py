@@ -56,11 +56,8 @@ import numpy as np
 from PIL import ExifTags, Image, ImageFile
 
 from imij_plugins import api
-from imij_plugins.container.file import is_imi
-from imij_plugins.container.header import default_cicp
-from imij_plugins.errors import ImijError, Unsupported
+from imij_plugins.errors import Corrupt, ImijError, TooLarge, Unsupported
 from imij_plugins.pillow import modes
-from imij_plugins.registry.samples import LAYOUTS
 
 MIME = "image/x.imi"  # no registered type; the spec names its own unregistered types in the x. tree
 EXIF_PREFIX = b"Exif\x00\x00"
@@ -77,6 +74,7 @@ _INFO_FROM_METADATA = {
     "icc_profile": "icc_profile",
     "xmp": "xmp",
     "cicp": "cicp",
+    "dpi": "dpi",
     "mastering_display": "mastering_display",
     "content_light_level": "content_light_level",
     "diffuse_white": "diffuse_white",
@@ -86,11 +84,27 @@ _INFO_FROM_METADATA = {
 _PER_IMAGE_KEYS = ("exif", "imij_bit_depth", "imij_metadata_error", *_INFO_FROM_METADATA.values())
 _TYPED_TAGS = {"mastering_display": b"mDCv"}  # the safe-to-copy records info holds typed (1.1)
 _PAGES = ("pages", "mixed pages")
-_DEFAULT_CICPS = {default_cicp(code) for code in LAYOUTS}
+_DEFAULT_CICPS = frozenset(api.LAYOUT_DEFAULT_CICPS.values())
 
 
 def _accept(prefix: bytes) -> bool:
-    return is_imi(prefix)
+    return api.is_imi(prefix)
+
+
+# Pillow programs catch OSError around load(): each core error is raised as a class deriving
+# from both (``except imij_plugins.Corrupt`` still works), the core error chained as its cause.
+_OS_ERRORS: dict[type[ImijError], type[OSError]] = {
+    cls: type(cls.__name__, (cls, OSError), {"__module__": __name__, "__doc__": f"{cls.__doc__} (an OSError in Pillow)"})
+    for cls in (Corrupt, Unsupported, TooLarge, ImijError)
+}
+
+
+def _os_error(error: ImijError) -> OSError:
+    """``error`` as the OSError Pillow's convention asks for, of the same ImijError class."""
+    cls = next(_OS_ERRORS[c] for c in type(error).__mro__ if c in _OS_ERRORS)
+    out = cls(str(error))
+    out.__cause__ = error
+    return out
 
 
 class ImiImageFile(ImageFile.ImageFile):
@@ -123,8 +137,8 @@ class ImiImageFile(ImageFile.ImageFile):
         # follows WebPImagePlugin._open ("check the size before creating it").
         pages = self.imij.kind in _PAGES
         for index in range(self.imij.n_frames if pages else 1):
-            page = self.imij.page(index)
-            Image._decompression_bomb_check((page.width, page.height), error_only=True)
+            described = self.imij.image_info(index)
+            Image._decompression_bomb_check((described.width, described.height), error_only=True)
 
         self.n_frames = self.imij.n_frames
         self.is_animated = self.n_frames > 1
@@ -150,9 +164,10 @@ class ImiImageFile(ImageFile.ImageFile):
         """Mode, size and per-image info of ``frame`` (a page has its own; animation frames share one)."""
         image = self.imij.page(frame) if self.imij.kind in _PAGES else self.imij
         if frame == 0 or image is not self.imij:
+            described = self.imij.image_info(frame)
             for key in _PER_IMAGE_KEYS:
                 self.info.pop(key, None)
-            self._orientation = image.header.orientation
+            self._orientation = described.orientation
             self._exif = None  # getexif() re-reads info["exif"]
             meta = image.metadata
             if "malformed" in meta:  # the core leaves a bad chunk out and says why; the pixels still decode
@@ -164,11 +179,11 @@ class ImiImageFile(ImageFile.ImageFile):
             if "exif" in meta:
                 exif = bytes(meta["exif"])  # type: ignore[arg-type]
                 self.info["exif"] = exif if exif.startswith(EXIF_PREFIX) else EXIF_PREFIX + exif  # as PNG
-            self.info["imij_bit_depth"] = image.dtype.itemsize * 8
-            self._image = image
-            self._entry = modes.open_mode(image.layout, image.dtype, tuple(image.header.effective_sig_bits))
-            mode = self._entry.mode if self._entry else modes.nominal_mode(image.layout, image.dtype)
-            size = (image.width, image.height)
+            self.info["imij_bit_depth"] = described.dtype.itemsize * 8
+            self._described = described
+            self._entry = modes.open_mode(described.layout, described.dtype, described.sig_bits)
+            mode = self._entry.mode if self._entry else modes.nominal_mode(described.layout, described.dtype)
+            size = (described.width, described.height)
             if self._im is not None and (mode != self._mode or size != self._size):
                 self._im = None  # a new core image when the frame's size or mode changes (Pillow #8439)
             self._mode, self._size = mode, size
@@ -213,7 +228,8 @@ class ImiImageFile(ImageFile.ImageFile):
             return None
         best: tuple[api.ImijFile, modes.OpenMode] | None = None
         for preview in previews:
-            entry = modes.open_mode(preview.layout, preview.dtype, tuple(preview.header.effective_sig_bits))
+            described = preview.image_info()
+            entry = modes.open_mode(described.layout, described.dtype, described.sig_bits)
             if entry is None or entry.mode not in (self.mode, mode):
                 continue
             if not (size[0] <= preview.width <= self.width and size[1] <= preview.height <= self.height):
@@ -231,20 +247,15 @@ class ImiImageFile(ImageFile.ImageFile):
         return self.mode, (0, 0, float(self.size[0]), float(self.size[1]))
 
     def load(self) -> Image.core.PixelAccess | None:
+        """Decode the current frame or page (or the preview ``draft()`` chose); a failure is an
+        OSError that is also the core's error (Pillow's convention for load)."""
         if self._loaded_frame != self._frame or self._im is None:
-            image = self._preview or self._image
-            if self._entry is None:
-                raise Unsupported(modes.unsupported_message(image.layout, image.dtype))
-            if self._preview is not None:
-                samples = self._preview.read(threads=DECODE_THREADS)
-                failures = self._preview.failures()
-            else:  # the core zeroes the units that did not decode and lists them (partial=True)
-                samples = self.imij.read(self._frame, threads=DECODE_THREADS)
-                failures = self.imij.failures(self._frame)
-            if failures and not ImageFile.LOAD_TRUNCATED_IMAGES:
-                raise failures[0].error
+            try:
+                samples = self._decode()
+            except ImijError as e:
+                raise _os_error(e) from e
             self.im = Image.core.new(self.mode, self.size)
-            self.frombytes(_to_pillow(samples, self._entry), "raw", self._entry.rawmode)
+            self.frombytes(samples, "raw", self._entry.rawmode)  # type: ignore[union-attr]
             self.readonly = 0
             self._loaded_frame = self._frame
             if self.n_frames == 1:
@@ -253,14 +264,31 @@ class ImiImageFile(ImageFile.ImageFile):
                 self.fp = None
         return Image.Image.load(self)
 
+    def _decode(self) -> np.ndarray:
+        """The current image's samples as the bytes its mode's raw mode unpacks."""
+        if self._entry is None:
+            raise Unsupported(modes.unsupported_message(self._described.layout, self._described.dtype))
+        if self._preview is not None:
+            samples = self._preview.read(threads=DECODE_THREADS)
+            failures = self._preview.failures()
+        else:  # the core zeroes the units that did not decode and lists them (partial=True)
+            samples = self.imij.read(self._frame, threads=DECODE_THREADS)
+            failures = self.imij.failures(self._frame)
+        if failures and not ImageFile.LOAD_TRUNCATED_IMAGES:
+            raise failures[0].error
+        return _to_pillow(samples, self._entry)
+
     def verify(self) -> None:
         """Re-open the file's bytes with the checks on and decode every frame and page: the core
-        checks cSUM, the framing and the pSUM digests of the decoded bitmaps. Raises
-        ``imij_plugins.Corrupt`` (an ``ImijError``) on a mismatch. Like Pillow's ``verify()``, it
+        checks cSUM, the framing and the pSUM digests of the decoded bitmaps. Raises an OSError
+        that is also ``imij_plugins.Corrupt`` on a mismatch. Like Pillow's ``verify()``, it
         closes the file it opened; re-open the image to load it."""
-        with api.open(self._data, verify=True, threads=DECODE_THREADS) as checked:
-            for index in range(checked.n_frames):
-                checked.read(index, threads=DECODE_THREADS)
+        try:
+            with api.open(self._data, verify=True, threads=DECODE_THREADS) as checked:
+                for index in range(checked.n_frames):
+                    checked.read(index, threads=DECODE_THREADS)
+        except ImijError as e:
+            raise _os_error(e) from e
         super().verify()
 
     def close(self) -> None:
@@ -288,21 +316,8 @@ def _to_pillow(samples: np.ndarray, entry: modes.OpenMode) -> np.ndarray:
 _LAYOUT_BY_CHANNELS = {1: "Gray", 2: "GrayAlpha", 3: "RGB", 4: "RGBA"}
 
 
-class _Stored:
-    """One frame as the core's encode() takes it."""
-
-    def __init__(self, array: np.ndarray, layout: str, sig_bits: int | None = None):
-        self.array, self.layout, self.sig_bits = array, layout, sig_bits
-
-    def undeclared(self) -> _Stored:
-        """The frame where the header cannot declare its significant bits: mode 1 as 0/255."""
-        if self.sig_bits is None:
-            return self
-        return _Stored(self.array * np.uint8(255), self.layout)
-
-
-def _stored(im: Image.Image) -> _Stored:
-    """The (H, W, C) array and layout a Pillow image is stored as (``modes.SAVE_MODES``)."""
+def _stored(im: Image.Image) -> api.Frame:
+    """The (H, W, C) array, layout and significant bits a Pillow image is stored as (``modes.SAVE_MODES``)."""
     entry = modes.SAVE_MODES.get(im.mode)
     if entry is None:
         msg = f"cannot write mode {im.mode} as IMI"  # as PngImagePlugin._save
@@ -315,10 +330,11 @@ def _stored(im: Image.Image) -> _Stored:
     if array.dtype == np.bool_:
         array = array.astype(np.uint8)  # mode 1: 0/1, declared with 1 significant bit
     if not entry.expands_palette:
-        return _Stored(array, entry.layout, entry.sig_bits)
+        sig_bits = (entry.sig_bits,) * array.shape[2] if entry.sig_bits is not None else None
+        return api.Frame(array, entry.layout, sig_bits)
     if (array[..., 0] == array[..., 1]).all() and (array[..., 1] == array[..., 2]).all():
         array = array[..., [0, 3]] if array.shape[2] == 4 else array[..., :1]  # a gray palette: L(A)
-    return _Stored(array, _LAYOUT_BY_CHANNELS[array.shape[2]])
+    return api.Frame(array, _LAYOUT_BY_CHANNELS[array.shape[2]])
 
 
 def _metadata(im: Image.Image) -> dict[str, Any]:
@@ -337,6 +353,9 @@ def _metadata(im: Image.Image) -> dict[str, Any]:
         if key == "exif" and value.startswith(EXIF_PREFIX):
             value = value[len(EXIF_PREFIX) :]  # eXIf holds the TIFF header onward (PNG and WebP _save)
         out[key] = value
+    dpi = info.get("dpi", im.info.get("dpi"))  # written as Exif resolution tags by the core
+    if dpi:
+        out["dpi"] = (float(dpi[0]), float(dpi[1]))
     if "cicp" in info:
         out["cicp"] = info["cicp"]
     elif im.info.get("cicp") is not None and tuple(im.info["cicp"]) not in _DEFAULT_CICPS:
@@ -374,38 +393,28 @@ def _exif_orientation(get_exif: Any) -> int:
         return 1
 
 
-def _options(im: Image.Image) -> dict[str, Any]:
-    """The core ``encode()`` options from the save parameters (user errors: ValueError, before encoding)."""
+def _options(im: Image.Image) -> api.EncodeOptions:
+    """The core's options from the save parameters (a bad one: ValueError, before encoding)."""
     info = im.encoderinfo
     if info.get("lossless", True) is not True:
         msg = "IMI files are written losslessly here: pass lossless=True or leave it out (lossy IMI is not available)"
         raise ValueError(msg)
-    options: dict[str, Any] = {
-        "effort": int(info.get("effort", info.get("method", 5))),
-        "max_error": info.get("max_error", 0),
-        "codec": info.get("codec", "entropy"),
-        "checksum": bool(info.get("checksum", False)),
-        "pixel_checksum": bool(info.get("pixel_checksum", False)),
-        "chunks": tuple(im.info.get("imij_chunks", ())),
+    return api.EncodeOptions(
+        effort=int(info.get("effort", info.get("method", 5))),
+        max_error=info.get("max_error", 0),
+        codec=info.get("codec", "entropy"),
+        checksum=bool(info.get("checksum", False)),
+        pixel_checksum=bool(info.get("pixel_checksum", False)),
+        threads=int(info["threads"]) if info.get("threads") is not None else None,
+        previews=tuple(info.get("previews", ())),
+        chunks=tuple(im.info.get("imij_chunks", ())),
         **_metadata(im),
-    }
-    if info.get("threads") is not None:
-        options["threads"] = int(info["threads"])
-    return options
-
-
-def _encode(fp: IO[bytes], frames: list[_Stored], layout: str | None, options: dict[str, Any], **kwargs: Any) -> None:
-    sig_bits = frames[0].sig_bits
-    if sig_bits is not None:
-        options = {**options, "sig_bits": (sig_bits,) * frames[0].array.shape[2]}
-    arrays = [f.array for f in frames]
-    fp.write(api.encode(arrays[0] if len(arrays) == 1 else arrays, layout=layout, **options, **kwargs))
+    )
 
 
 def _save(im: Image.Image, fp: IO[bytes], filename: str | bytes) -> None:
     options = _options(im)
-    stored = _stored(im)
-    _encode(fp, [stored], stored.layout, options)
+    fp.write(api.encode(_stored(im), options))
 
 
 def _save_all(im: Image.Image, fp: IO[bytes], filename: str | bytes) -> None:
@@ -417,7 +426,7 @@ def _save_all(im: Image.Image, fp: IO[bytes], filename: str | bytes) -> None:
     options = _options(im)
     pages = bool(info.get("pages", False))
     duration = info.get("duration")
-    frames: list[_Stored] = []
+    images: list[Image.Image] = []
     durations: list[Fraction] = []
     positions = [(s, s.tell()) for s in sequence]
     try:
@@ -425,75 +434,47 @@ def _save_all(im: Image.Image, fp: IO[bytes], filename: str | bytes) -> None:
             for index in range(getattr(source, "n_frames", 1)):
                 source.seek(index)
                 if isinstance(duration, (list, tuple)):
-                    ms = duration[len(frames)] if len(frames) < len(duration) else 0
+                    ms = duration[len(images)] if len(images) < len(duration) else 0
                 elif duration is None:
                     ms = source.info.get("duration", 0)  # each frame's own, as APNG _write_multiple_frames
                 else:
                     ms = duration
-                frames.append(_stored(source))
+                images.append(source.copy())
                 durations.append(Fraction(ms) / 1000)
     finally:
         for source, position in positions:  # restore tell() (WebP _save_all, pillow-heif)
             source.seek(position)
-    if isinstance(duration, (list, tuple)) and len(duration) != len(frames):
-        msg = f"{len(duration)} durations for {len(frames)} frames"
+    if isinstance(duration, (list, tuple)) and len(duration) != len(images):
+        msg = f"{len(duration)} durations for {len(images)} frames"
         raise ValueError(msg)
-    # the header declares significant bits for the first page only, and for an animation's every
-    # frame (1.3: frames share the header's description): mode 1 elsewhere is stored as 0/255
-    if pages:
-        frames = frames[:1] + [f.undeclared() for f in frames[1:]]
-        _encode(fp, frames, _page_layout(frames), options, durations=durations, kind="pages")
+    if pages:  # each page its own mode (mixed pages)
+        fp.write(api.encode([_stored(i) for i in images], options, durations=durations, kind="pages"))
         return
-    if len({f.sig_bits for f in frames}) > 1:
-        frames = [f.undeclared() for f in frames]
-    frames, layout = _animation_frames(frames)
     loop = info.get("loop", im.info.get("loop", 0))
     loop = 1 if loop is None else int(loop)  # GIF's loop=None plays once
-    _encode(fp, frames, layout, options, durations=durations, loop=loop, kind="animation")
-
-
-def _page_layout(frames: list[_Stored]) -> str | None:
-    """The one layout the core's encode() takes for pages: named when all agree, else by channel count."""
-    layouts = {f.layout for f in frames}
-    if len(layouts) == 1:
-        return layouts.pop()
-    if "CMYK" in layouts:
-        msg = "pages mixing CMYK with other layouts cannot be written yet (the core's encode takes one layout)"
+    images = _one_mode(images)
+    if len({i.size for i in images}) > 1 or len({i.mode for i in images}) > 1:
+        what = "size" if len({i.size for i in images}) > 1 else "mode"
+        msg = f"animation frames must share one {what} (pass pages=True to write pages of different {what}s)"
         raise ValueError(msg)
-    return None
+    frames = [_stored(i) for i in images]
+    fp.write(api.encode(frames, options, durations=durations, loop=loop, kind="animation"))
 
 
-_EIGHT_BIT = {"Gray": (False, False), "GrayAlpha": (False, True), "RGB": (True, False), "RGBA": (True, True)}
-_EIGHT_BIT_LAYOUT = {flags: layout for layout, flags in _EIGHT_BIT.items()}
+_COMMON_MODES = {(False, False): "L", (False, True): "LA", (True, False): "RGB", (True, True): "RGBA"}
 
 
-def _animation_frames(frames: list[_Stored]) -> tuple[list[_Stored], str]:
-    """Animation frames in one layout. 8-bit gray/colour frames with or without alpha widen
-    losslessly to a common layout (APNG converts every frame to the first frame's mode); other
-    mixes are refused with a pointer to pages."""
-    if len({f.array.shape[:2] for f in frames}) > 1:
-        msg = "animation frames must share one size (pass pages=True to write pages of different sizes)"
-        raise ValueError(msg)
-    layouts = {f.layout for f in frames}
-    dtypes = {f.array.dtype.newbyteorder("<") if f.array.dtype.byteorder == ">" else f.array.dtype for f in frames}
-    if len(layouts) == 1 and len(dtypes) == 1:
-        return frames, layouts.pop()
-    if not layouts <= set(_EIGHT_BIT) or dtypes != {np.dtype(np.uint8)}:
-        msg = "animation frames must share one mode (pass pages=True to write pages of different modes)"
-        raise ValueError(msg)
-    colour = any(_EIGHT_BIT[f.layout][0] for f in frames)
-    alpha = any(_EIGHT_BIT[f.layout][1] for f in frames)
-    return [_Stored(_widen(f.array, f.layout, colour, alpha), "") for f in frames], _EIGHT_BIT_LAYOUT[(colour, alpha)]
-
-
-def _widen(array: np.ndarray, layout: str, colour: bool, alpha: bool) -> np.ndarray:
-    """An 8-bit (H, W, C) frame widened from gray to colour and/or given an opaque alpha channel."""
-    has_colour, has_alpha = _EIGHT_BIT[layout]
-    base = array[..., :-1] if has_alpha else array
-    opacity = array[..., -1:] if has_alpha else np.full(array.shape[:2] + (1,), 255, np.uint8)
-    if colour and not has_colour:
-        base = np.repeat(base, 3, axis=2)
-    return np.ascontiguousarray(np.concatenate([base, opacity], axis=2) if alpha else base)
+def _one_mode(images: list[Image.Image]) -> list[Image.Image]:
+    """Animation frames in one mode: mixed 1/L/LA/RGB/RGBA/P/PA frames converted to the smallest
+    mode that holds them all, as APNG and GIF writers convert frames; other mixes are left to
+    the core, which refuses frames that differ (pages may)."""
+    found = {i.mode for i in images}
+    if len(found) == 1 or not found <= {"1", "L", "LA", "RGB", "RGBA", "P", "PA"}:
+        return images
+    colour = any(i.mode in ("RGB", "RGBA", "P", "PA") for i in images)
+    alpha = any(i.mode in ("LA", "RGBA", "PA") or (i.mode == "P" and i.has_transparency_data) for i in images)
+    mode = _COMMON_MODES[(colour, alpha)]
+    return [i.convert(mode) for i in images]
 
 
 # --------------------------------------------------------------------

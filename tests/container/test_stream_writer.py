@@ -14,6 +14,7 @@ from imij_plugins.container.header import Header
 from imij_plugins.container.writer import StreamWriter
 from imij_plugins.errors import Corrupt, ImijError, Unsupported
 from imij_plugins.wire.varint import encode_varint
+from imij_plugins.options import EncodeOptions
 from imij_plugins.writer import _prepare
 
 
@@ -104,7 +105,7 @@ def test_every_flipped_byte_is_detected():
 
 def test_many_pieces_and_a_piece_size_of_our_choice():
     frames = _frames(4, (40, 50, 3))
-    parts = _prepare(frames)
+    parts = _prepare(frames, EncodeOptions())
     pipe = Pipe()
     writer = StreamWriter(pipe, parts.header, checksum=True, piece_log2=10)
     for tag, payload in [*parts.before, (b"DATA", parts.first.payload), *parts.after]:

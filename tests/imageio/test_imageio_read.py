@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import imageio.v3 as iio
 import numpy as np
 import pytest
@@ -245,3 +247,24 @@ def test_wrong_direction(registered, tmp_path):
     with iio.imopen(path, "r") as f:
         with pytest.raises(ValueError, match="opened for reading"):
             f.write(ramp((2, 2)))
+
+
+def _bytes_read() -> int:
+    """Bytes this process has read through read() calls so far (/proc/self/io rchar)."""
+    with open("/proc/self/io") as io_stats:
+        return int(next(line for line in io_stats if line.startswith("rchar")).split()[1])
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/io"), reason="needs /proc/self/io")
+def test_properties_and_metadata_of_a_large_file_read_only_its_framing(registered, tmp_path):
+    """A local file is memory-mapped: improps/immeta read its header and chunk framing, not 50 MB."""
+    path = tmp_path / "big.imi"
+    a = np.random.default_rng(0).integers(0, 256, (4096, 4096, 3), dtype=np.uint8)
+    imij_plugins.write(path, a, codec="quick", effort=1)
+    assert path.stat().st_size > 50_000_000
+    before = _bytes_read()
+    props = iio.improps(path)
+    meta = iio.immeta(path)
+    read = _bytes_read() - before
+    assert props.shape == a.shape and meta["width"] == 4096
+    assert read < 256 * 1024, read

@@ -87,9 +87,14 @@ def test_search_does_not_write_imi_to_other_extensions(only_imi, tmp_path):
 
 
 @pytest.mark.parametrize("plugin", [ImiPlugin, "IMI"])
-def test_named_plugin_writes_any_target(registered, tmp_path, plugin):
+def test_named_plugin_takes_imi_and_extensionless_targets(registered, tmp_path, plugin):
+    """As imageio's own plugins, the plugin checks the target's extension, named or found:
+    another extension needs extension='.imi'; a file object (no extension) is written as IMI."""
     path = tmp_path / "x.png"
-    iio.imwrite(path, image(), plugin=plugin)
+    with pytest.raises(OSError, match="can not handle"):
+        iio.imwrite(path, image(), plugin=plugin)
+    assert not path.exists()
+    iio.imwrite(path, image(), plugin=plugin, extension=".imi")
     assert path.read_bytes()[:8] == SIGNATURE
     buffer = io.BytesIO()
     iio.imwrite(buffer, image(), plugin=plugin)

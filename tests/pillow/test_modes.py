@@ -197,3 +197,21 @@ def test_modes_without_an_imi_form_are_refused(mode, tmp_path):
 def test_any_size_and_content_round_trips(mode, width, height, seed, effort):
     im = sample_image(mode, (width, height), seed)
     assert_image_equal(reopen(save_bytes(im, effort=effort)), im.convert(CANONICAL.get(mode, mode)))
+
+
+def test_load_failures_are_oserrors_as_pillow_programs_expect():
+    """Pillow's convention: load() raises OSError; the core's error class and message stay."""
+    with Image.open(io.BytesIO(imij_plugins.encode(np.zeros((2, 3, 3), np.float32)))) as im:
+        with pytest.raises(OSError, match="imij_plugins.read") as caught:
+            im.load()
+    assert isinstance(caught.value, imij_plugins.Unsupported)
+    assert isinstance(caught.value.__cause__, imij_plugins.Unsupported)
+    damaged = bytearray(imij_plugins.encode(np.arange(4096, dtype=np.uint8).reshape(64, 64), checksum=True))
+    damaged[-20] ^= 0xFF
+    try:
+        with Image.open(io.BytesIO(bytes(damaged))) as im:
+            im.load()
+    except OSError as e:  # the usual except clause of a Pillow program catches it
+        assert isinstance(e, imij_plugins.Corrupt)
+    else:
+        raise AssertionError("a damaged file loaded")

@@ -68,7 +68,7 @@ def test_threads_do_not_change_the_bytes():
 
 def test_unknown_parameters_are_ignored_like_pillows_plugins():
     im = sample_image("L")
-    assert save_bytes(im, quality=80, optimize=True, dpi=(72, 72)) == save_bytes(im)
+    assert save_bytes(im, quality=80, optimize=True, subsampling=0) == save_bytes(im)
 
 
 def test_saving_an_opened_file_over_itself(tmp_path):
@@ -79,3 +79,26 @@ def test_saving_an_opened_file_over_itself(tmp_path):
         opened.save(path)  # Image.save loads the image before it truncates the file
     with Image.open(path) as again:
         assert_image_equal(again, im)
+
+
+def test_dpi_round_trips_through_exif_resolution():
+    im = sample_image("RGB")
+    with Image.open(io.BytesIO(save_bytes(im, dpi=(300, 72)))) as opened:
+        assert opened.info["dpi"] == pytest.approx((300, 72))
+        assert opened.getexif()[282] == 300
+        again = save_bytes(opened)  # info["dpi"] is kept on a re-save
+    with Image.open(io.BytesIO(again)) as reopened:
+        assert reopened.info["dpi"] == pytest.approx((300, 72))
+    with Image.open(io.BytesIO(save_bytes(im))) as plain:
+        assert "dpi" not in plain.info
+
+
+def test_previews_parameter_serves_thumbnails(monkeypatch):
+    im = sample_image("RGB", (256, 192))
+    data = save_bytes(im, previews=(4, 16))
+    with Image.open(io.BytesIO(data)) as opened:
+        opened.thumbnail((32, 24))  # draft(None, (64, 48)): the 1/4 preview
+        assert opened.info["imij_preview"] == (64, 48)
+        assert opened.size == (32, 24)
+    with Image.open(io.BytesIO(data)) as opened:
+        assert_image_equal(opened, im)  # the image itself is untouched

@@ -8,6 +8,8 @@ never fails an image decode (1.5).
 
 from __future__ import annotations
 
+import dataclasses
+
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Literal, Sequence, Union
@@ -565,6 +567,18 @@ class ScienceRecords:
     """The science records of one image (or one plane-set target), each with its report."""
 
     reports: tuple[RecordReport, ...]
+
+    def to_plain(self) -> dict[str, object]:
+        """The parsed records and every report as plain dicts, lists and numbers (for JSON-like metadata)."""
+        plain = lambda v: dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v  # noqa: E731
+        return {
+            "calibration": plain(self.calibration),
+            "axes": plain(self.axes),
+            "coordinates": plain(self.coordinates),
+            "categories": plain(self.categories),
+            "structured": [plain(s) for s in self.structured],
+            "reports": [{"tag": r.tag.decode("latin-1"), "status": r.status, "reason": r.reason} for r in self.reports],
+        }
 
     def _one(self, tag: bytes) -> Record | None:
         """The parsed record of a once-only tag, if any."""
