@@ -604,9 +604,7 @@ class ImijFile:
 
     def _compose(self, index: int, threads: int | None) -> np.ndarray:
         """The animation canvas after frame ``index``: from the last intra frame, or the cached canvas (1.3)."""
-        start = index
-        while start > 0 and self._frames[start - 1][0].uses_previous:
-            start -= 1
+        start = self._sources(index).start
         if self._canvas is not None and start <= self._canvas[0] <= index:
             start, canvas = self._canvas
         elif start == 0:

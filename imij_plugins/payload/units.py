@@ -32,20 +32,22 @@ def check_unit_table(unit_table: str) -> None:
         raise ValueError(f"unit_table must be one of {UNIT_TABLES}")
 
 
-def unit_table_records(spans: list[int], unit_table: str) -> list[Record]:
+def unit_table_records(spans: list[int], unit_table: str, *, width: int | None = None, padding: int = 0) -> list[Record]:
     """2.7: the head records ``unit_table`` asks for: the hint (record 10, for two or more
-    units), a reservation filled in place, left empty, or pointing at the check tail; none."""
+    units), a reservation filled in place (``width`` bytes an entry, by default the fewest that
+    hold every span), left empty or pointing at the check tail (then ``padding`` zero bytes); none."""
     check_unit_table(unit_table)
     if unit_table == "hint" and len(spans) >= 2:
         return [Record(REC_UNIT_TABLE, b"".join(encode_varint(s) for s in spans))]
     if unit_table == "filled":
-        width = max(1, (max(spans).bit_length() + 7) // 8)
+        width = width if width is not None else max(1, (max(spans).bit_length() + 7) // 8)
+        if not 1 <= width <= 8 or any(s >> (8 * width) for s in spans):
+            raise ValueError(f"unit table width {width}")
         fill = b"".join(s.to_bytes(width, "little") for s in spans)
         return [Record(REC_UNIT_RESERVE, bytes([RESERVE_FILLED, width]) + fill)]
-    if unit_table == "empty":
-        return [Record(REC_UNIT_RESERVE, bytes([RESERVE_EMPTY]))]
-    if unit_table == "tail":
-        return [Record(REC_UNIT_RESERVE, bytes([RESERVE_CHECK_TAIL]))]
+    if unit_table in ("empty", "tail"):
+        state = RESERVE_EMPTY if unit_table == "empty" else RESERVE_CHECK_TAIL
+        return [Record(REC_UNIT_RESERVE, bytes([state]) + bytes(padding))]
     return []
 
 

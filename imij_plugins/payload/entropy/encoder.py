@@ -61,7 +61,7 @@ from imij_plugins.payload.entropy.models import PALETTE_DEPTH, TableCode, table_
 from imij_plugins.payload.entropy.tokens import Scheme
 from imij_plugins.payload.entropy.near import NEAR_SAMPLES, encode_bounds
 from imij_plugins.payload.entropy.stripe import LAYOUT_PALETTE, PALETTE_MAX_DEPTH
-from imij_plugins.payload.entropy.writer import EncodedEntropy, lossless_head
+from imij_plugins.payload.entropy.writer import EncodedEntropy, lossless_head, predictor_bytes
 from imij_plugins.payload.geometry import WIDE_GROUP, WIDE_IMAGE, Geometry
 from imij_plugins.payload.parallel import parallel_map
 from imij_plugins.payload.head import (
@@ -328,13 +328,6 @@ def _unit_residuals(plan: _Plan, index: int, a: _Analysis, buffers: "UnitBuffers
     return K.residuals(planes, plan.depths, plan.lanes, a.preds, a.mode, plan.ref_planes(index), in_place=True)
 
 
-def _predictor_bytes(preds: list[int]) -> bytes:
-    out = bytearray((len(preds) + 1) // 2)
-    for r, p in enumerate(preds):
-        out[r >> 1] |= p << (4 * (r & 1))
-    return bytes(out)
-
-
 def _code_unit(plan: _Plan, index: int, a: _Analysis, models: list[ModelPlan], pmodel: ModelPlan | None, cms,
                buffers: "UnitBuffers") -> bytes:
     u = _unit_residuals(plan, index, a, buffers)
@@ -345,9 +338,9 @@ def _code_unit(plan: _Plan, index: int, a: _Analysis, models: list[ModelPlan], p
             for d, v in zip(plan.depths, entry):
                 prefix += bytes([v]) if d <= 8 else v.to_bytes(2, "little")
         data = [K.stream(u[0], None, plan.lanes, pmodel.enc, cms[-1])]
-        return bytes(prefix) + _predictor_bytes(a.preds) + encode_varint(len(data[0])) + data[0]
+        return bytes(prefix) + predictor_bytes(a.preds) + encode_varint(len(data[0])) + data[0]
     data = [K.stream(u[s], u[0], plan.lanes, models[s].enc, cms[s]) for s in range(u.shape[0])]
-    return bytes([a.mode]) + _predictor_bytes(a.preds) + b"".join(encode_varint(len(d)) for d in data) + b"".join(data)
+    return bytes([a.mode]) + predictor_bytes(a.preds) + b"".join(encode_varint(len(d)) for d in data) + b"".join(data)
 
 
 # --- maps --------------------------------------------------------------------------------------
@@ -435,8 +428,6 @@ def _plan(img: np.ndarray, layout, effort: int, max_error: float, stripe_rows, g
     maps, cdeltas = _choose_maps(channels, st.name, bound, eff, lanes)
     chans = check_maps(header, maps)
     slots = build_slots(header, chans)
-    if not slots:  # every channel Const: a single zero slot is not possible; keep one Lsb map
-        raise AssertionError("unreachable: only alpha and lo words can be Const")
     depths = [s.depth for s in slots]
     deltas = [cdeltas[s.coded.index] for s in slots]
     bounds = None

@@ -56,11 +56,9 @@ from imij_plugins.payload.head import (
     PRESENT_RECORDS,
     REC_NEAR,
     REC_ORDINALS,
-    REC_UNIT_RESERVE,
-    REC_UNIT_TABLE,
     ChannelMap,
 )
-from imij_plugins.payload.units import UNIT_STRIPE
+from imij_plugins.payload.units import UNIT_STRIPE, record_prefix, unit_table_records
 from imij_plugins.pixels.dtypes import layout_code, sample_code
 from imij_plugins.registry.features import FeatureId
 from imij_plugins.wire.bits import BitWriter
@@ -444,7 +442,7 @@ def encode_entropy_payload(image: np.ndarray, *, options: EntropyOptions | None 
             for entry in entries:
                 for s, value in zip(slots, entry):
                     prefix += bytes([value]) if s.depth <= 8 else value.to_bytes(2, "little")
-            prefix += _predictor_bytes(preds)
+            prefix += predictor_bytes(preds)
             d = predict_exact(index_plane, preds, lanes, PALETTE_DEPTH, None)
             u = _zigzag_mod(d, PALETTE_DEPTH)
             units.append(_Unit(bytes(prefix), [_Stream(u.tolist(), -1)], uc.slack_words))
@@ -467,7 +465,7 @@ def encode_entropy_payload(image: np.ndarray, *, options: EntropyOptions | None 
         if decor:
             ds[1], ds[2] = _forward_decorrelation(ds[0], ds[1], ds[2], decor, slots[0].depth)
         streams = [_Stream(_zigzag_mod(d, s.depth).tolist(), s.index) for s, d in zip(slots, ds)]
-        units.append(_Unit(bytes([decor]) + _predictor_bytes(preds), streams, uc.slack_words))
+        units.append(_Unit(bytes([decor]) + predictor_bytes(preds), streams, uc.slack_words))
 
     # 3.3: model parameters from all units' residuals
     model_choices = list(opts.models) if opts.models is not None else [None] * len(slots)
@@ -555,7 +553,8 @@ def _row_predictors(choice: int | Sequence[int] | None, h: int) -> list[int]:
     return preds
 
 
-def _predictor_bytes(preds: list[int]) -> bytes:
+def predictor_bytes(preds: list[int]) -> bytes:
+    """2.4: a stripe's row predictors, two 4-bit fields a byte, low nibble first."""
     out = bytearray((len(preds) + 1) // 2)
     for r, p in enumerate(preds):
         out[r >> 1] |= p << (4 * (r & 1))
@@ -626,30 +625,18 @@ def _assemble(opts: EntropyOptions, header: Header, geo: Geometry, n_lanes: int,
     features: set[int] = set(level_features)
     records = []
     for index, body in enumerate(bodies):
-        if opts.ordinals:
-            body = encode_varint(index) + body
-        rec = encode_varint(UNIT_STRIPE) + encode_varint(len(body)) + body
+        rec = record_prefix(index, len(body), opts.ordinals) + body
         if opts.side_records:  # 2.7: a side record, id kind - 1, skipped by readers
             side = bytes([index & 0xFF])
             rec = encode_varint(UNIT_STRIPE - 1) + encode_varint(len(side)) + side + rec
         records.append(rec)
-    head_records: list[Record] = []
     mode = opts.unit_table
     if mode not in UNIT_TABLE_MODES:
         raise ValueError(f"unit_table {mode!r}")
-    if mode == "auto":
-        mode = "hint" if len(records) >= 2 else None  # 2.7: writers write the hint for 2+ units
-    if mode == "hint":
-        head_records.append(Record(REC_UNIT_TABLE, b"".join(encode_varint(len(r)) for r in records)))
-    elif mode == "filled":
-        width = opts.table_width
-        if not 1 <= width <= 8 or any(len(r) >> (8 * width) for r in records):
-            raise ValueError(f"unit table width {width}")
-        spans = b"".join(len(r).to_bytes(width, "little") for r in records)
-        head_records.append(Record(REC_UNIT_RESERVE, bytes([2, width]) + spans))
-    elif mode in ("empty", "tail"):
-        state = 0 if mode == "empty" else 1
-        head_records.append(Record(REC_UNIT_RESERVE, bytes([state]) + bytes(opts.reservation_padding)))
+    if mode == "auto":  # 2.7: writers write the hint for 2+ units
+        mode = "hint"
+    head_records = unit_table_records([len(r) for r in records], mode or "none", width=opts.table_width,
+                                      padding=opts.reservation_padding)
     if bounds_rec is not None:
         head_records.append(Record(REC_NEAR, bounds_rec))
         features.add(FeatureId.NEAR_LOSSLESS)
