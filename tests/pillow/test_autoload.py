@@ -70,12 +70,11 @@ def env(tmp_path: Path) -> Env:
 
 
 @pytest.fixture
-def image(tmp_path: Path) -> tuple[Path, np.ndarray]:
-    """A 64x48 RGB .imi file and its pixels."""
-    pixels = (np.arange(48 * 64 * 3) % 251).astype(np.uint8).reshape(48, 64, 3)
+def image(tmp_path: Path) -> Path:
+    """A 64x48 RGB .imi file."""
     path = tmp_path / "x.imi"
-    imij_plugins.write(path, pixels)
-    return path, pixels
+    imij_plugins.write(path, (np.arange(48 * 64 * 3) % 251).astype(np.uint8).reshape(48, 64, 3))
+    return path
 
 
 # --- the CLI, in process, against a temporary directory ---------------------------------------------
@@ -165,11 +164,10 @@ PLAIN_PILLOW_PROGRAM = """
 
 
 def test_plain_pillow_program_opens_thumbnails_and_saves_imi(env, image, tmp_path):
-    src, _ = image
     dst = tmp_path / "thumb.imi"
     assert env.autoload("enable", tmp_path) == f"Pillow autoload enabled: {env.site_dir / PTH_NAME}\n"  # the venv's own
     assert env.autoload("status", tmp_path) == f"Pillow autoload: enabled ({env.site_dir / PTH_NAME})\n"
-    program = textwrap.dedent(PLAIN_PILLOW_PROGRAM.format(hook=HOOK_MODULE, src=str(src), dst=str(dst)))
+    program = textwrap.dedent(PLAIN_PILLOW_PROGRAM.format(hook=HOOK_MODULE, src=str(image), dst=str(dst)))
     result = env.run("-c", program, cwd=tmp_path)
     assert result.stderr == ""
     loaded_at_start, opened, saved, digest, imported_later = json.loads(result.stdout)
@@ -232,3 +230,49 @@ def test_a_broken_imij_plugins_is_one_line_and_pillow_still_works(env, tmp_path)
         "imij-plugins: Pillow autoload could not register IMI (RuntimeError: broken install); Pillow works without it"
     ]
 
+
+# --- multiprocessing "spawn": workers are new interpreters ---------------------------------------------
+
+WORKER = '''
+    """Worker functions: plain Pillow."""
+    from PIL import Image
+
+
+    def describe(path):
+        with Image.open(path) as im:
+            im.load()
+            return im.format, im.size
+'''
+
+SPAWN_MAIN = """
+    import json, multiprocessing, sys
+    import worker
+
+    if __name__ == "__main__":
+        how, paths = sys.argv[1], sys.argv[2:]
+        options = {}
+        if how in ("initializer", "parent-only"):
+            import imij_plugins.pillow  # registers IMI in this process, not in spawned workers
+        if how == "initializer":  # the documented way that needs no .pth (docs/PILLOW_AUTOLOAD.md)
+            options["initializer"] = imij_plugins.pillow.register_pillow
+        with multiprocessing.get_context("spawn").Pool(2, **options) as pool:
+            print(json.dumps(pool.map(worker.describe, paths, chunksize=1)))
+"""
+
+
+@pytest.mark.parametrize("how", ["initializer", "worker-module", "hook", "parent-only"])
+def test_spawn_pool_workers_open_imi(how, env, image, tmp_path):
+    """The ways docs/PILLOW_AUTOLOAD.md gives work; registering in the parent alone does not."""
+    worker = textwrap.dedent(WORKER)
+    if how == "worker-module":
+        worker = "import imij_plugins  # noqa: F401  (registers IMI wherever this module is imported)\n" + worker
+    (tmp_path / "worker.py").write_text(worker)
+    (tmp_path / "main.py").write_text(textwrap.dedent(SPAWN_MAIN))
+    if how == "hook":
+        env.autoload("enable", tmp_path)
+    result = env.run("main.py", how, *[str(image)] * 4, cwd=tmp_path, check=False)
+    if how == "parent-only":  # a new interpreter imports the worker's module, not what the parent imported
+        assert result.returncode != 0 and "UnidentifiedImageError" in result.stderr
+    else:
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout) == [["IMI", [64, 48]]] * 4
