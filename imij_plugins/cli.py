@@ -1,11 +1,15 @@
-"""The ``imij`` command: ``info``, ``verify`` and ``demo``."""
+"""The ``imij`` command: ``info``, ``verify``, ``demo``, ``set`` and ``pillow-autoload``."""
 
 from __future__ import annotations
 
 import argparse
+import compileall
+import importlib.util
 import io
 import os
+import site
 import sys
+import sysconfig
 import tempfile
 import time
 from typing import Sequence
@@ -125,8 +129,91 @@ def _png_bytes(image: np.ndarray) -> bytes | None:
     return buf.getvalue()
 
 
+PTH_NAME = "imij_plugins_pillow_autoload.pth"
+HOOK_MODULE = "_imij_pillow_autoload"
+
+
+def _pth_line(path: str) -> str:
+    """The .pth line: imports the hook; if imij-plugins is gone, says so in one line, not a traceback.
+
+    site.py runs the .pth files of a venv twice (CPython issue #75723): a failed import leaves None
+    in ``sys.modules``, so that the second run says nothing.
+    """
+    code = (
+        f"if {HOOK_MODULE!r} not in sys.modules:\n try:\n  import {HOOK_MODULE}\n except Exception as e:\n"
+        f"  sys.modules[{HOOK_MODULE!r}] = None\n"
+        f"  print('imij-plugins: Pillow autoload is off (' + repr(e) + '); delete ' + {path!r} + ' to remove it', file=sys.stderr)\n"
+    )
+    return f"import sys; exec({ascii(code)})\n"  # ASCII: site.py reads .pth files in the locale encoding
+
+
+def _is_site_dir(directory: str) -> bool:
+    """Whether this Python runs the .pth files of ``directory`` at start-up (else the hook would never load)."""
+    dirs = site.getsitepackages() + ([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])
+    return os.path.realpath(directory) in {os.path.realpath(d) for d in dirs}
+
+
+def _write_atomically(path: str, text: str) -> None:
+    """Write through a temporary file, so that an interpreter starting meanwhile never reads half a .pth."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "w", encoding="ascii") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def cmd_pillow_autoload(args: argparse.Namespace) -> int:
+    """Enable, disable or report the .pth hook that registers IMI for programs that never import imij_plugins."""
+    directory = args.site_dir or sysconfig.get_paths()["purelib"]
+    path = os.path.join(directory, PTH_NAME)
+    line = _pth_line(path)
+    try:
+        with open(path, encoding="ascii", errors="replace") as f:
+            current: str | None = f.read()
+    except FileNotFoundError:
+        current = None
+    if args.action != "disable" and not _is_site_dir(directory):
+        print(f"note: {directory} is not a site-packages directory of this Python: it runs no .pth file from there", file=sys.stderr)
+    if args.action == "status":
+        if current is None:
+            print(f"Pillow autoload: disabled (no {path})")
+        elif current == line:
+            print(f"Pillow autoload: enabled ({path})")
+        else:
+            print(f"Pillow autoload: enabled by another version of imij-plugins ({path}); 'imij pillow-autoload enable' rewrites it")
+        return 0
+    try:
+        if args.action == "enable":
+            hook = importlib.util.find_spec(HOOK_MODULE)
+            if hook is None or not hook.origin:
+                print(f"imij pillow-autoload enable: the hook module {HOOK_MODULE} is not installed; reinstall imij-plugins", file=sys.stderr)
+                return 1
+            # The hook's .pyc, so that start-up loads it rather than compiling it (0.5 ms against 2 ms,
+            # measured): pip writes .pyc files, but an editable install under PYTHONDONTWRITEBYTECODE has
+            # none. Fails silently (a read-only install): then Python compiles it at each start-up.
+            compileall.compile_file(hook.origin, quiet=2)
+            if current == line:
+                print(f"Pillow autoload already enabled: {path}")
+            else:
+                _write_atomically(path, line)
+                print(f"Pillow autoload {'enabled' if current is None else 'updated'}: {path}")
+        elif current is None:
+            print(f"Pillow autoload already disabled: no {path}")
+        else:
+            os.remove(path)
+            print(f"Pillow autoload disabled: removed {path}")
+    except OSError as exc:
+        print(f"imij pillow-autoload {args.action}: cannot change {path}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="imij", description="Inspect, verify and demonstrate IMI (.imi) files.")
+    parser = argparse.ArgumentParser(prog="imij", description="Inspect, verify and demonstrate IMI (.imi) files; set up Pillow autoload.")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("info", help="print the header, features, profiles, chunks and frames of IMI files")
     p.add_argument("files", nargs="+", metavar="FILE")
@@ -138,6 +225,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="write built-in sample images as IMI and PNG, read them back, compare")
     p.add_argument("--out", metavar="DIR", help="where to write the files (default: a new temporary folder)")
     p.set_defaults(func=cmd_demo)
+    p = sub.add_parser(
+        "pillow-autoload",
+        help="opt-in: register IMI with Pillow in programs that never import imij_plugins (a .pth start-up hook)",
+        description="Install (enable), remove (disable) or show (status) a .pth hook in site-packages that registers "
+        "IMI with Pillow when a program first imports PIL.Image. Run 'disable' before 'pip uninstall imij-plugins'.",
+    )
+    p.add_argument("action", choices=["enable", "disable", "status"])
+    p.add_argument(
+        "--site-dir",
+        metavar="DIR",
+        help=f"the site-packages directory to change (default: this environment's, {sysconfig.get_paths()['purelib']})",
+    )
+    p.set_defaults(func=cmd_pillow_autoload)
     return parser
 
 

@@ -7,6 +7,11 @@ these registers it (each is idempotent and decodes nothing)::
     imij_plugins.pillow.register_pillow()      # explicit, with options
     import imij_plugins.pillow.ImiImagePlugin  # the Pillow handbook's module-per-format naming
 
+Programs that never import this package: ``imij pillow-autoload enable`` installs an opt-in
+start-up hook that registers IMI when ``PIL.Image`` is first imported. ``spawn`` process pools:
+``Pool(initializer=imij_plugins.pillow.register_pillow)``, since workers are new interpreters.
+Both are described in docs/PILLOW_AUTOLOAD.md.
+
 Options (keyword arguments of ``register_pillow``; they set module globals of ``ImiImagePlugin``,
 since ``Image.open`` takes no decoder options, Pillow issue #569):
 
