@@ -45,6 +45,7 @@ _TYPED_METADATA = (  # (tag, key, parser of every payload of that tag)
     (b"kVMD", "item_metadata", md.read_item_metadata),
 )
 _SCIENCE_TAGS = frozenset({b"cALB", b"aXES", b"cORD", b"sMDT", b"cATG"})
+_METADATA_READ = frozenset({*METADATA_TAGS, *(tag for tag, _, _ in _TYPED_METADATA), b"gMAP"})
 
 
 @dataclass(frozen=True)
@@ -441,8 +442,9 @@ class ImijFile:
         self._check_open()
         out: dict[str, object] = {"cicp": self.header.effective_cicp, "orientation": self.header.orientation}
         payloads: dict[bytes, list[bytes]] = {}
-        for chunk in self.container.chunks:
-            payloads.setdefault(chunk.tag, []).append(bytes(self.container.payload(chunk)))
+        for chunk in self.container.chunks:  # only the tags read here: DATA and frames stay mapped
+            if chunk.tag in _METADATA_READ:
+                payloads.setdefault(chunk.tag, []).append(bytes(self.container.payload(chunk)))
         for tag, name in METADATA_TAGS.items():
             if tag in payloads:
                 out[name] = payloads[tag][0]
