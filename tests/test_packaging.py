@@ -1,12 +1,73 @@
-"""The sdist ships every C source and header the cffi build needs (ECOSYSTEM.md section 4)."""
+"""Packaging: what the sdist ships, and the abi3 wheel built from it.
 
+The ``slow_build`` tests build the sdist and then a wheel from that sdist with ``python -m build``
+(as a release does), and install the wheel into a fresh virtual environment with ``CC=false``, so
+nothing there can compile: the wheel must bring working C kernels.
+"""
+
+from __future__ import annotations
+
+import dataclasses
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import tarfile
+import zipfile
+
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+# A tiny lossless round trip through the installed package, then the backend that ran it.
+ROUND_TRIP = (
+    "import numpy as np, imij_plugins as m\n"
+    "a = np.arange(48, dtype=np.uint8).reshape(4, 4, 3)\n"
+    "assert (m.read(m.encode(a)) == a).all()\n"
+    "print(m.backend)\n"
+)
+
+# No compiler, and none of the outer run's choices of backend, import path or warning filters.
+NO_COMPILER = {k: v for k, v in os.environ.items() if k not in ("IMIJ_BACKEND", "PYTHONPATH", "PYTHONWARNINGS")}
+NO_COMPILER["CC"] = "false"
+
+
+@dataclasses.dataclass(frozen=True)
+class Dist:
+    """The release files ``python -m build`` made."""
+
+    sdist: pathlib.Path
+    wheel: pathlib.Path
+
+
+def run(args: list[str], cwd: pathlib.Path, timeout: float,
+        env: dict[str, str] = NO_COMPILER) -> subprocess.CompletedProcess:
+    """Run ``args`` (by default without a compiler); fail the test with its output when it fails."""
+    result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert result.returncode == 0, f"{args}\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+def fresh_venv(path: pathlib.Path) -> pathlib.Path:
+    """A new virtual environment (with its own pip, as a user's has) and its python."""
+    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=120)
+    return path / "bin" / "python"
+
+
+def pip_install(python: pathlib.Path, *args: str) -> subprocess.CompletedProcess:
+    """``pip install`` into the environment of ``python``, with no compiler."""
+    return run([str(python), "-m", "pip", "install", "-q", *args], python.parent, 300)
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
+    """The sdist and the wheel built from it, as ``python -m build`` makes them by default."""
+    out = tmp_path_factory.mktemp("dist")
+    run([sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)], ROOT, 900, dict(os.environ))
+    (sdist,) = out.glob("*.tar.gz")
+    (wheel,) = out.glob("*.whl")
+    return Dist(sdist, wheel)
 
 
 def test_sdist_contains_every_c_file(tmp_path):
@@ -19,3 +80,19 @@ def test_sdist_contains_every_c_file(tmp_path):
     expected = {p.name for p in (ROOT / "csrc").iterdir() if p.suffix in (".c", ".h", ".inc")}
     assert expected <= shipped, expected - shipped
     assert os.path.exists(ROOT / "MANIFEST.in")
+
+
+@pytest.mark.slow_build
+def test_wheel_is_abi3_and_holds_the_kernels(dist):
+    assert re.fullmatch(r"imij_plugins-[^-]+-cp310-abi3-[^-]+\.whl", dist.wheel.name), dist.wheel.name
+    with zipfile.ZipFile(dist.wheel) as wheel:
+        assert "imij_plugins/_kernels.abi3.so" in wheel.namelist()
+
+
+@pytest.mark.slow_build
+def test_wheel_runs_the_c_kernels_without_a_compiler(dist, tmp_path):
+    python = fresh_venv(tmp_path / "venv")
+    pip_install(python, "--only-binary", ":all:", str(dist.wheel))  # dependencies as wheels too: nothing builds
+    result = run([str(python), "-c", ROUND_TRIP], tmp_path, 120)
+    assert result.stdout.strip() == "c"
+    assert "Warning" not in result.stderr, result.stderr
