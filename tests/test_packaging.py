@@ -1,13 +1,15 @@
-"""Packaging: what the sdist ships, and the abi3 wheel built from it.
+"""Packaging: what the sdist ships, the abi3 wheel built from it, and installs without a compiler.
 
 The ``slow_build`` tests build the sdist and then a wheel from that sdist with ``python -m build``
-(as a release does), and install the wheel into a fresh virtual environment with ``CC=false``, so
-nothing there can compile: the wheel must bring working C kernels.
+(as a release does), and install them into fresh virtual environments with ``CC=false``, so
+nothing there can compile: the wheel must bring working C kernels, and a source install must
+still succeed and fall back to the pure-Python backend.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import email
 import os
 import pathlib
 import re
@@ -60,6 +62,14 @@ def pip_install(python: pathlib.Path, *args: str) -> subprocess.CompletedProcess
     return run([str(python), "-m", "pip", "install", "-q", *args], python.parent, 300)
 
 
+def runtime_requirements(sdist: pathlib.Path) -> list[str]:
+    """The sdist's ``Requires-Dist`` entries outside any extra (its PKG-INFO is the source of truth)."""
+    with tarfile.open(sdist) as tar:
+        member = next(m for m in tar.getmembers() if re.fullmatch(r"[^/]+/PKG-INFO", m.name))
+        metadata = email.message_from_binary_file(tar.extractfile(member))  # type: ignore[arg-type]
+    return [r for r in metadata.get_all("Requires-Dist", []) if "extra ==" not in r]
+
+
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
     """The sdist and the wheel built from it, as ``python -m build`` makes them by default."""
@@ -96,3 +106,18 @@ def test_wheel_runs_the_c_kernels_without_a_compiler(dist, tmp_path):
     result = run([str(python), "-c", ROUND_TRIP], tmp_path, 120)
     assert result.stdout.strip() == "c"
     assert "Warning" not in result.stderr, result.stderr
+
+
+@pytest.mark.slow_build
+def test_source_install_without_a_compiler_falls_back_with_one_warning(dist, tmp_path):
+    python = fresh_venv(tmp_path / "venv")
+    pip_install(python, "--only-binary", ":all:", *runtime_requirements(dist.sdist))
+    # pip's own build isolation, as for a user; no cache, so no wheel built earlier can stand in.
+    pip_install(python, "--no-cache-dir", "--no-deps", str(dist.sdist))
+    site = run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('platlib'))"], tmp_path, 60)
+    assert not list(pathlib.Path(site.stdout.strip(), "imij_plugins").glob("_kernels*"))
+    result = run([str(python), "-c", ROUND_TRIP], tmp_path, 300)
+    assert result.stdout.strip() == "python"
+    warnings = re.findall(r":\d+: (\w*Warning): (.*)", result.stderr)
+    assert len(warnings) == 1, result.stderr
+    assert warnings[0][0] == "RuntimeWarning" and "C kernels not built" in warnings[0][1], result.stderr
