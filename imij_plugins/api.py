@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from imij_plugins.container.header import default_cicp
-from imij_plugins.options import EncodeKeywords, EncodeOptions, Frame
+from imij_plugins.options import OPTION_NAMES, EncodeKeywords, EncodeOptions, Frame
 from imij_plugins.reader import Failure, FrameInfo, ImageInfo, ImijFile, Limits, Source, is_imi
 from imij_plugins.registry.samples import LAYOUTS
 from imij_plugins.writer import encode, write
@@ -17,6 +17,7 @@ __all__ = [
     "Frame",
     "FrameInfo",
     "LAYOUT_DEFAULT_CICPS",
+    "OPTION_NAMES",
     "ImageInfo",
     "ImijFile",
     "Limits",

@@ -10,16 +10,18 @@ from __future__ import annotations
 import os
 import tempfile
 from types import EllipsisType
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 from imageio.core.request import URI_BYTES, InitializationError, IOMode, Request
 from imageio.core.v3_plugin_api import ImageProperties, PluginV3
 
-import imij_plugins
-from imij_plugins import imijset
+from imij_plugins import api, imijset
 from imij_plugins.errors import ImijError
 from imij_plugins.registry.samples import LAYOUTS, SAMPLE_TYPES
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 EXTENSION = ".imijset"
 
@@ -101,10 +103,14 @@ class ImijSetPlugin(PluginV3):
             "generation": self._archive.generation,
         }
 
-    def write(self, ndimage: np.ndarray | list, *, is_batch: bool = False, **imi_options: Any) -> bytes | None:
-        """One entry per image (keys 0, 1, ...); ``imi_options`` go to ``imij_plugins.encode``."""
+    def write(
+        self, ndimage: np.ndarray | list, *, is_batch: bool = False, **imi_options: Unpack[api.EncodeKeywords]
+    ) -> bytes | None:
+        """One entry per image (keys 0, 1, ...); ``imi_options`` are ``imij_plugins.EncodeOptions``' fields,
+        checked before any image is coded."""
+        options = api.EncodeOptions(**imi_options)
         images = list(ndimage) if is_batch or isinstance(ndimage, (list, tuple)) else [ndimage]
-        blobs = [imij_plugins.encode(np.asarray(a), **imi_options) for a in images]
+        blobs = [api.encode(np.asarray(a), options) for a in images]
         if self.request._uri_type == URI_BYTES:
             with tempfile.TemporaryDirectory() as tmp:
                 path = os.path.join(tmp, "out.imijset")

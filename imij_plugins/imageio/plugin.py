@@ -188,7 +188,7 @@ class ImiPlugin(PluginV3):
         science: Any = None,
         layout: str | int | None = None,
         threads: int | None = None,
-        **unknown: Any,
+        **options: Any,
     ) -> bytes | None:
         """Write one IMI file, losslessly unless ``max_error`` says otherwise.
 
@@ -231,6 +231,9 @@ class ImiPlugin(PluginV3):
             Gray, GrayAlpha, RGB, RGBA).
         threads : int, optional
             Encoder threads.
+        **options
+            Any other field of :class:`imij_plugins.EncodeOptions` (``dpi``, ``previews``,
+            ``cicp``, ``sig_bits``, ``pixel_checksum``, ``stripe_rows``...).
 
         Returns
         -------
@@ -244,6 +247,7 @@ class ImiPlugin(PluginV3):
         ``is_batch=True``). The file is encoded in memory before the target is opened, so a
         write that fails while encoding leaves an existing file untouched.
         """
+        unknown = set(options) - api.OPTION_NAMES
         if unknown:
             raise TypeError(_unknown_write_arguments(unknown))
         if self.request.mode.io_mode != IOMode.write:
@@ -264,6 +268,7 @@ class ImiPlugin(PluginV3):
             kind="pages" if pages else "animation",
             threads=threads,
             science=science,
+            **options,
         )
         images = _images_to_write(ndimage, is_batch)
         data = api.encode(images, options)  # before the target is opened: a failed encode leaves it alone
@@ -426,7 +431,7 @@ def _durations(durations: Any) -> Any:
     return durations if isinstance(durations, numbers.Real) else list(durations)
 
 
-def _unknown_write_arguments(unknown: dict[str, Any]) -> str:
+def _unknown_write_arguments(unknown: set[str]) -> str:
     names = ", ".join(sorted(unknown))
     msg = f"write() got unexpected keyword arguments: {names}"
     if "duration" in unknown or "fps" in unknown:

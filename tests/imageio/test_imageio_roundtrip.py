@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import imij_plugins
 from imij_plugins.imageio import ImiPlugin
 from imij_plugins.registry.samples import LAYOUTS, SAMPLE_TYPES
 
@@ -215,3 +216,16 @@ def test_codec_choice(registered, tmp_path):
     iio.imwrite(tmp_path / "q.imi", image, codec="quick")
     assert "quick_pixels" in iio.immeta(tmp_path / "q.imi")["features"]
     assert np.array_equal(iio.imread(tmp_path / "q.imi"), image)
+
+
+def test_any_encode_option_passes_through_and_unknown_ones_are_refused(registered):
+    a = np.arange(64 * 48, dtype=np.uint8).reshape(48, 64)
+    data = iio.imwrite("<bytes>", a, extension=".imi", dpi=(300, 300), previews=(4,), stripe_rows=8)
+    meta = iio.immeta(data, extension=".imi")
+    assert meta["dpi"] == pytest.approx((300, 300))
+    with imij_plugins.open(data) as f:
+        assert [p.width for p in f.previews()] == [16]
+    with pytest.raises(TypeError, match="durations= in seconds"):
+        iio.imwrite("<bytes>", a, extension=".imi", duration=100)
+    with pytest.raises(ValueError, match="stripe_rows"):
+        iio.imwrite("<bytes>", a, extension=".imi", stripe_rows=0)
