@@ -501,9 +501,9 @@ int imij_enc_costs(const void *planes, uint32_t esize, const uint32_t *refs, uin
 {
     if (!width || !height || lanes < 1 || lanes > 16 || nslots < 1 || nslots > 8 || !row_step || !col_step ||
         !esize_ok(esize))
-        return -1;
+        return IMIJ_ENC_E_ARGS;
     if (decor && (nslots < 3 || depths[0] != depths[1] || depths[0] != depths[2]))
-        return -1;
+        return IMIJ_ENC_E_ARGS;
     if (!decor)
         mode_mask &= 1u;
     int fast = 1;
@@ -659,12 +659,12 @@ int imij_enc_residuals(const void *planes, uint32_t esize, const uint32_t *refs,
 {
     if (!width || !height || lanes < 1 || lanes > 16 || nslots < 1 || nslots > 8 || mode > 3 || !esize_ok(esize) ||
         !esize_ok(u_esize) || !depths_fit(depths, nslots, u_esize))
-        return -1;
+        return IMIJ_ENC_E_ARGS;
     if (mode && (nslots < 3 || depths[0] != depths[1] || depths[0] != depths[2]))
-        return -1;
+        return IMIJ_ENC_E_ARGS;
     for (uint32_t r = 0; r < height; r++) /* 2.4 / 4: 0..6, 7..9 with a reference; row 0: 0 or 7 */
         if (preds[r] > (refs ? 9 : 6) || (r == 0 && preds[r] != 0 && preds[r] != 7))
-            return -1;
+            return IMIJ_ENC_E_ARGS;
     int fast = 1;
     for (uint32_t s = 0; s < nslots; s++)
         if (depths[s] < 1 || depths[s] > 16)
@@ -751,9 +751,9 @@ int imij_enc_near(const uint32_t *planes, uint32_t nslots, uint32_t width, uint3
                   uint32_t *rows3)
 {
     if (!width || !height || lanes < 1 || lanes > 16 || nslots < 1 || nslots > 8)
-        return -1;
+        return IMIJ_ENC_E_ARGS;
     if (decor && (nslots < 3 || depths[0] != depths[1] || depths[0] != depths[2]))
-        return -1;
+        return IMIJ_ENC_E_ARGS;
     if (!decor)
         mode_mask &= 1u;
     size_t plane = (size_t)width * height, row = (size_t)nslots * width;
@@ -784,7 +784,7 @@ int imij_enc_near(const uint32_t *planes, uint32_t nslots, uint32_t width, uint3
                     }
                 }
                 if (!found)
-                    return -1;
+                    return IMIJ_ENC_E_ARGS;
                 total += best;
                 choice[r] = (uint8_t)bp;
                 for (uint32_t s = 0; s < nslots; s++)
@@ -799,13 +799,13 @@ int imij_enc_near(const uint32_t *planes, uint32_t nslots, uint32_t width, uint3
             }
         }
         if (!have)
-            return -1;
+            return IMIJ_ENC_E_ARGS;
     }
     if (*mode > 3 || (*mode && !decor))
-        return -1;
+        return IMIJ_ENC_E_ARGS;
     for (uint32_t r = 0; r < height; r++) {
         if (preds[r] > 6 || (r == 0 && preds[r] != 0))
-            return -1;
+            return IMIJ_ENC_E_ARGS;
         near_row(planes, plane, nslots, width, r, lw, depths, deltas, preds[r], recon, cand_rec, cand_d);
         for (uint32_t s = 0; s < nslots; s++) {
             memcpy(recon + s * plane + (size_t)r * width, cand_rec + (size_t)s * width, width * sizeof(uint32_t));
@@ -985,7 +985,7 @@ int imij_enc_stats(const void *u, const void *u0, uint32_t esize, uint32_t width
                    uint32_t *xvh, uint32_t *xzr, uint32_t *xrh)
 {
     if (!width || !height || lanes < 1 || lanes > 16 || ctx_shift > 31 || !esize_ok(esize))
-        return -1;
+        return IMIJ_ENC_E_ARGS;
     uint32_t lw = (width + lanes - 1) / lanes;
     size_t plane = (size_t)width * height;
     int fast = ctx_shift == 0 && below16(u, plane, esize) && below16(u0, plane, esize);
@@ -1097,7 +1097,7 @@ IMIJ_CLONES int imij_enc_word_summary(const void *words, uint32_t esize, size_t 
                                       uint32_t kind, uint32_t depth, uint64_t *out)
 {
     if (!esize_ok(esize) || !pixels || channels < 1 || channels > 16 || kind > 2 || depth < 1 || depth > 8 * esize)
-        return -1;
+        return IMIJ_ENC_E_ARGS;
     uint32_t block = channels * SUMMARY_BLOCK, sign = 1u << (depth - 1);
     uint32_t flip = kind == 1 ? sign : 0u, fmul = kind == 2 ? sign - 1u : 0u;
     if (esize == 1)
@@ -1113,7 +1113,7 @@ int imij_enc_histogram(const void *words, uint32_t esize, size_t count, size_t s
                        uint64_t *counts)
 {
     if ((esize != 1 && esize != 2) || depth < 1 || depth > 16 || depth > 8 * esize)
-        return -1;
+        return IMIJ_ENC_E_ARGS;
     uint32_t limit = 1u << depth, bad = 0;
     if (esize == 1) { /* four partial counts: runs of one value do not wait on one counter */
         const uint8_t *p = (const uint8_t *)words;
@@ -1143,7 +1143,7 @@ int imij_enc_histogram(const void *words, uint32_t esize, size_t count, size_t s
             counts[w & (limit - 1)]++;
         }
     }
-    return bad ? -1 : 0;
+    return bad ? IMIJ_ENC_E_VALUE : 0;
 }
 
 void imij_enc_lookup8(const uint8_t *lut, const uint8_t *src, size_t n, uint8_t *dst)
@@ -1190,7 +1190,7 @@ static int byte_palette(const uint8_t *p, size_t npix, uint32_t *entries, uint8_
                 slot = (slot + 1) & 1023u;                                                                    \
             if (table[slot] < 0) {                                                                            \
                 if (count == 256)                                                                             \
-                    return -1;                                                                                \
+                    return IMIJ_ENC_E_MANY;                                                                   \
                 table[slot] = (int16_t)count;                                                                 \
                 keys[slot] = key;                                                                             \
                 for (uint32_t s = 0; s < (NS); s++)                                                           \
@@ -1224,7 +1224,7 @@ int imij_enc_palette(const void *planes, uint32_t esize, uint32_t nslots, size_t
                      uint8_t *index)
 {
     if (nslots < 1 || nslots > 8 || !esize_ok(esize))
-        return -1;
+        return IMIJ_ENC_E_ARGS;
     if (nslots == 1 && esize == 1) /* one byte-wide slot: its values index the table directly */
         return byte_palette((const uint8_t *)planes, npix, entries, index);
     if (esize <= 2 && nslots * esize <= 8)
@@ -1254,7 +1254,7 @@ int imij_enc_palette(const void *planes, uint32_t esize, uint32_t nslots, size_t
             int e = table[slot];
             if (e < 0) {
                 if (count == 256)
-                    return -1;
+                    return IMIJ_ENC_E_MANY;
                 table[slot] = (int16_t)count;
                 memcpy(entries + (size_t)count * nslots, key, nslots * sizeof(uint32_t));
                 index[i] = (uint8_t)count;
@@ -1432,7 +1432,7 @@ static int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32_t r1, uint32_
                         join_token(v, sc->k, sc->m, &t, &nb, &e);
                     uint32_t op = t < 256 ? sc->packed[cx[l * stride]][t] : 0;
                     if (!op)
-                        return -3;
+                        return IMIJ_ENC_E_FREQ;
                     ops[nops++] = (l << 27) | op;
                     uint32_t n1 = nb < 16 ? nb : 16; /* the extra bits' op, kept only when nb > 0 */
                     xops[nx] = OP_BITS | (l << 27) | (n1 << 16) | (e & ((1u << n1) - 1u));
@@ -1558,7 +1558,7 @@ int64_t imij_enc_stream(const void *u, const void *u0, uint32_t esize, uint32_t 
     if (!width || !height || lanes < 1 || lanes > 16 || model->ctx_shift > 31 || model->depth > 32 ||
         model->depth > 8 * esize || !esize_ok(esize) || (model->cross && !u0) ||
         scratch_len < imij_enc_stream_scratch(width, height))
-        return -1;
+        return IMIJ_ENC_E_ARGS;
     stream_ctx sc;
     divider dv;
     stream_init(&sc, u, u0, esize, width, height, lanes, model);
@@ -1588,7 +1588,7 @@ int64_t imij_enc_stream(const void *u, const void *u0, uint32_t esize, uint32_t 
         if (nops < 0)
             return nops;
         if ((size_t)(wp - out) < head + 2 * (size_t)nops + 2)
-            return -2; /* at most one word per op, plus the unconditional store's slot */
+            return IMIJ_ENC_E_SPACE; /* at most one word per op, plus the unconditional store's slot */
         reverse_ops(ops, (size_t)nops, &dv, st, &wp);
     }
     for (uint32_t l = 0; l < sc.active; l++) {
@@ -1637,10 +1637,10 @@ static int64_t row_cost(const int64_t *h, uint32_t width, const int64_t *L)
 int imij_enc_row_costs(const int64_t *h, uint32_t rows, uint32_t width, const int64_t *log2fix, int64_t *out)
 {
     if (width > 256)
-        return -1;
+        return IMIJ_ENC_E_ARGS;
     for (size_t i = 0; i < (size_t)rows * width; i++)
         if (h[i] < 0)
-            return -1;
+            return IMIJ_ENC_E_ARGS;
     for (uint32_t r = 0; r < rows; r++)
         out[r] = row_cost(h + (size_t)r * width, width, log2fix);
     return 0;
@@ -1658,7 +1658,7 @@ int64_t imij_enc_partition(const int64_t *th, const int64_t *log2fix, uint8_t *c
         uint32_t last1 = 0;
         for (uint32_t s = 0; s < 256; s++) {
             if (th[c * 256 + s] < 0)
-                return -1;
+                return IMIJ_ENC_E_ARGS;
             last1 = th[c * 256 + s] ? s + 1 : last1;
         }
         if (last1)
@@ -1784,12 +1784,12 @@ int64_t imij_enc_token_cost(const int64_t *vh, const int64_t *rh, const int64_t 
                             uint32_t runs, const int64_t *log2fix)
 {
     if (!tokens_ok(tokens))
-        return -1;
+        return IMIJ_ENC_E_ARGS;
     int64_t total = 0, extra = 0, th[256];
     for (uint32_t c = 0; c < 16; c++) {
         int width = class_tokens(vh, rh, zr, tokens, runs, c, th, &extra);
         if (width < 0)
-            return -1;
+            return IMIJ_ENC_E_ARGS;
         total += row_cost(th, (uint32_t)width, log2fix); /* the same cost: no count past width */
     }
     return total + (extra << COST_FIX);
@@ -1799,11 +1799,11 @@ int imij_enc_token_counts(const int64_t *vh, const int64_t *rh, const int64_t *z
                           uint32_t runs, int64_t *th)
 {
     if (!tokens_ok(tokens))
-        return -1;
+        return IMIJ_ENC_E_ARGS;
     int64_t extra = 0;
     for (uint32_t c = 0; c < 16; c++)
         if (class_tokens(vh, rh, zr, tokens, runs, c, th + (size_t)c * 256, &extra) < 0)
-            return -1;
+            return IMIJ_ENC_E_ARGS;
     return 0;
 }
 
@@ -1825,7 +1825,7 @@ int imij_enc_best_tables(const int64_t *H, uint32_t ctxs, uint32_t width, uint32
                          const int64_t *log2fix, uint32_t *prec, uint32_t *last1, uint32_t *codes, uint32_t *freq)
 {
     if (width < 1 || width > 256 || prec_lo < 1 || prec_hi > 8 || prec_lo > prec_hi)
-        return -1;
+        return IMIJ_ENC_E_ARGS;
     const int64_t *L = log2fix;
     for (uint32_t c = 0; c < ctxs; c++) {
         const int64_t *h = H + (size_t)c * width;
@@ -1833,11 +1833,11 @@ int imij_enc_best_tables(const int64_t *H, uint32_t ctxs, uint32_t width, uint32
         int64_t gamma = 0, best = INT64_MAX, w[256], f[256];
         for (uint32_t s = 0; s < width; s++) {
             if (h[s] < 0 || h[s] >= ((int64_t)1 << 32))
-                return -1;
+                return IMIJ_ENC_E_ARGS;
             n = h[s] ? s + 1 : n;
         }
         if (!n)
-            return -1;
+            return IMIJ_ENC_E_ARGS;
         for (uint32_t s = 0, prev = 0; s < n; s++) { /* the exponents' gamma codes (3.3) */
             e[s] = bl64((uint64_t)h[s]);
             int32_t d = (int32_t)e[s] - (int32_t)prev;
@@ -1882,7 +1882,7 @@ int imij_enc_best_tables(const int64_t *H, uint32_t ctxs, uint32_t width, uint32
             code[2] = mant;
         }
         if (imij_normalize_table(weights, n, freq + (size_t)c * width)) /* 3.3, as the decoder reads it */
-            return -1;
+            return IMIJ_ENC_E_ARGS;
     }
     return 0;
 }

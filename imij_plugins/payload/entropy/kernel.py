@@ -17,6 +17,7 @@ import numpy as np
 
 from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
+from imij_plugins.payload.kernel_codes import KernelCodes
 from imij_plugins.payload.entropy.levels import LAYOUT_BILEVEL, LAYOUT_TEMPLATE_SHARED, LevelStructs, decode_level_c
 from imij_plugins.payload.entropy.maps import CodedChannel, Slot
 from imij_plugins.payload.entropy.models import M, PALETTE_DEPTH
@@ -37,19 +38,20 @@ MIN_BLOCK_ROWS = 8  # wide units: rows per block that keep the per-block Python 
 MIN_STORED_ROWS = 4  # ... where the kernel loops over the blocks itself (imij_entropy_store), fewer
 CARRIED_ROWS = 2  # scratch rows 0 and 1: the residuals and coded values of the row above the block
 
-# csrc/imij_kernels.h IMIJ_ENT_E_* -> the Corrupt message
-_MESSAGES = {
-    -2: "stripe: record ends inside its layout, entries or a stream's states",
-    -3: "stripe: stream length is not a minimal varint",
-    -4: "stripe: decorrelation mode not allowed here",
-    -5: "stripe: row predictor out of range (or row 0 not W)",
-    -6: "stripe: stream lengths do not fill the record",
-    -7: "stripe: initial rANS state below 2^16",
-    -8: "stripe: stream needs more words than it holds (or an odd byte count)",
-    -10: "stripe: value token past 32 bits",
-    -11: "stripe: palette stripe not allowed here, or an entry out of range",
-    -12: "stripe: bilevel or template stripe layout without its feature",
-}
+# csrc/imij_kernels.h IMIJ_ENT_E_*: E_ARGS is a call the kernel refused (a bug here, not the input)
+ENTROPY_CODES = KernelCodes("IMIJ_ENT_", {
+    "E_ARGS": (RuntimeError, "stripe: kernel refused the unit geometry, slot count or model structs"),
+    "E_TRUNCATED": (Corrupt, "stripe: record ends inside its layout, entries or a stream's states"),
+    "E_VARINT": (Corrupt, "stripe: stream length is not a minimal varint"),
+    "E_DECOR": (Corrupt, "stripe: decorrelation mode not allowed here"),
+    "E_PREDICTOR": (Corrupt, "stripe: row predictor out of range (or row 0 not W)"),
+    "E_LENGTHS": (Corrupt, "stripe: stream lengths do not fill the record"),
+    "E_STATE": (Corrupt, "stripe: initial rANS state below 2^16"),
+    "E_WORDS": (Corrupt, "stripe: stream needs more words than it holds (or an odd byte count)"),
+    "E_VALUE": (Corrupt, "stripe: value token past 32 bits"),
+    "E_PALETTE": (Corrupt, "stripe: palette stripe not allowed here, or an entry out of range"),
+    "E_GATED": (Corrupt, "stripe: bilevel or template stripe layout without its feature"),
+})
 
 
 class CModels:
@@ -247,8 +249,8 @@ def _load_reference(plan: UnitPlan, reference: np.ndarray, refs: np.ndarray, lan
 
 def _fail(code: int, plan: UnitPlan, body: bytes | memoryview, width: int, height: int,
           reference: np.ndarray | None) -> None:
-    """Raise the kernel's error as Corrupt; a small unit is re-read by the reference, which names the exact rule."""
+    """Raise the kernel's error (ENTROPY_CODES); a small unit is re-read by the reference, which names the exact rule."""
     if width * height <= EXPLAIN_PIXELS:
         refs = None if reference is None else reference_planes(plan, reference, height, width)
         decode_coded(plan, body, width, height, refs)
-    raise Corrupt(_MESSAGES.get(code, f"stripe: kernel error {code}"))
+    raise ENTROPY_CODES.error(code)

@@ -12,7 +12,7 @@ import numpy as np
 
 from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
-from imij_plugins.payload.entropy.bilevel import BilevelTable, decode_bilevel
+from imij_plugins.payload.entropy.bilevel import LEVEL_CODES, BilevelTable, decode_bilevel
 from imij_plugins.payload.entropy.rans import Lanes
 from imij_plugins.payload.entropy.template import MAX_ENTRY_DEPTH, TemplateTables, decode_template
 from imij_plugins.registry.features import FeatureId
@@ -26,22 +26,6 @@ LAYOUT_BILEVEL, LAYOUT_BILEVEL_PALETTE = 0x81, 0x82
 LAYOUT_TEMPLATE_OWN, LAYOUT_TEMPLATE_SHARED = 0x83, 0x84
 LEVEL_LAYOUTS = (LAYOUT_BILEVEL, LAYOUT_BILEVEL_PALETTE, LAYOUT_TEMPLATE_OWN, LAYOUT_TEMPLATE_SHARED)
 EXPLAIN_PIXELS = 1 << 14  # a failing unit this small is re-read by the reference for its message
-
-# csrc/bilevel.h IMIJ_LVL_E_* -> the Corrupt message
-_MESSAGES = {
-    -1: "stripe: bad unit geometry for a bilevel / template stripe",
-    -2: "stripe: record ends inside its layout, entries, typical-row bits or a stream's states",
-    -3: "stripe: bilevel or template stripe layout without its feature",
-    -4: "stripe: bilevel or template stripe layout without its head record (25 / 35)",
-    -5: "stripe: bilevel stripe (0x81) where the payload's only slot is not 1 bit deep",
-    -6: "stripe: palette entries of a slot deeper than 16 bits",
-    -7: "stripe: bilevel palette stripe (0x82) with more than two entries",
-    -8: "stripe: palette entry not below 2^n",
-    -9: "stripe: layout 0x84 while head record 35 has no shared entries",
-    -10: "stripe: typical-row bit set past the last row",
-    -11: "stripe: initial rANS state below 2^16",
-    -12: "stripe: stream needs more words than it holds (or an odd byte count)",
-}
 
 
 def _gate(plan: UnitPlan, decor: int) -> None:
@@ -189,7 +173,7 @@ def decode_level_c(plan: UnitPlan, structs: LevelStructs, body: bytes | memoryvi
             cur = Cursor(body, what="stripe")
             decor = cur.u8("stripe layout")
             decode_level(plan, cur, Lanes.of(width, plan.lanes), width, height, decor)
-        raise Corrupt(_MESSAGES.get(code, f"stripe: bilevel kernel error {code}"))
+        raise LEVEL_CODES.error(code)
     if out is None:
         return None
     coded: list[np.ndarray | None] = [None] * len(plan.chans)
