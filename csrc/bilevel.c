@@ -643,6 +643,8 @@ static int level_decode(const uint8_t *body, size_t len, const imij_level_unit *
     if (store) {
         if (!imij_sample_store_valid(store) || store->nslots != nslots)
             return IMIJ_LVL_E_ARGS;
+        if (!imij_sample_store_fits(store, w, h))
+            return IMIJ_LVL_E_SIZE;
     } else {
         if (ob != 1 && ob != 2 && ob != 4)
             return IMIJ_LVL_E_ARGS;

@@ -27,7 +27,8 @@ enum {
     IMIJ_LVL_E_WORDS = -12,    /* 3.1: the stream needs more words than it holds, or an odd byte count */
     IMIJ_LVL_E_LAYOUT = -13,   /* not a layout byte 0x81-0x84 */
     IMIJ_LVL_E_SPACE = -14,    /* encoder: dst_cap too small */
-    IMIJ_LVL_E_FREQ = -15      /* encoder: an outcome the tables give no probability */
+    IMIJ_LVL_E_FREQ = -15,     /* encoder: an outcome the tables give no probability */
+    IMIJ_LVL_E_SIZE = -16      /* a buffer's length is below what the call writes there */
 };
 
 /* Head record 25 (2.10), parsed once per payload. */

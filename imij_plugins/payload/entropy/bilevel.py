@@ -27,9 +27,9 @@ CONTEXTS = 1 << 10  # 2.10: contexts c = 0..=1023
 PROB_BITS = 11  # 2.10: p_c, 11 bits, <= M
 HALF = M // 2  # 2.10 / 2.14: an unused context has probability M / 2
 
-# csrc/bilevel.h IMIJ_LVL_E_* (the decoder of levels.py and the encoder here): E_ARGS and E_LAYOUT
-# are calls the kernel refused (a bug here, not the input); E_SPACE and E_FREQ are the encoder's
-# outcomes, which level_stream acts on
+# csrc/bilevel.h IMIJ_LVL_E_* (the decoder of levels.py and the encoder here): E_ARGS, E_LAYOUT and
+# E_SIZE are calls the kernel refused (a bug here, not the input); E_SPACE and E_FREQ are the
+# encoder's outcomes, which level_stream acts on
 LEVEL_CODES = KernelCodes("IMIJ_LVL_", {
     "E_ARGS": (RuntimeError, "stripe: level kernel refused the unit geometry, slots, sample store or plane"),
     "E_TRUNCATED": (Corrupt, "stripe: record ends inside its layout, entries, typical-row bits or a stream's states"),
@@ -46,6 +46,7 @@ LEVEL_CODES = KernelCodes("IMIJ_LVL_", {
     "E_LAYOUT": (RuntimeError, "stripe: level kernel called on a layout other than 0x81-0x84"),
     "E_SPACE": (ValueError, "the stream does not fit its buffer"),
     "E_FREQ": (ValueError, "an outcome its tables give no probability"),
+    "E_SIZE": (RuntimeError, "stripe: a level kernel buffer is smaller than the unit needs"),
 })
 
 # 2.10: template pixel k at (dy, dx) relative to the pixel being decoded, k = 0..=9

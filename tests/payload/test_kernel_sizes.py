@@ -1,0 +1,204 @@
+"""Every C entry point that writes into a buffer whose extent it computes takes that buffer's
+length and checks it before writing: called through cffi's ``lib`` with a length one element
+short, it returns its family's size code and leaves the whole buffer (a guarded region of a
+larger array) as it was; with the exact length it succeeds and writes nothing past it."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Callable
+
+import numpy as np
+import pytest
+
+from imij_plugins import _backend
+from imij_plugins.payload.data import read_data
+from imij_plugins.payload.entropy.kernel import CARRIED_ROWS, CModels, Interleaved
+from imij_plugins.payload.entropy.writer import encode_entropy_payload, header_for
+
+pytestmark = pytest.mark.skipif(_backend.lib is None, reason="C kernels not built")
+
+GUARD = 64  # elements past the length the call is given
+FILL = 0xA5  # every byte of a guarded buffer before the call
+
+# A case runs its entry point once, given a length `short` elements below the exact one; it
+# returns the call's code, the buffer the call writes (guarded) and the exact length.
+Run = Callable[[int], tuple[int, np.ndarray, int]]
+
+
+def _guarded(n: int, dtype) -> np.ndarray:
+    """n elements of ``dtype`` and GUARD more, every byte FILL."""
+    return np.full((n + GUARD) * np.dtype(dtype).itemsize, FILL, np.uint8).view(dtype)
+
+
+def _intact(a: np.ndarray, start: int = 0) -> bool:
+    return bool((a[start:].view(np.uint8) == FILL).all())
+
+
+def _ptr(a: np.ndarray, ctype: str = "uint8_t[]"):
+    return _backend.ffi.from_buffer(ctype, a)
+
+
+# --- one entropy-coded unit (csrc/entropy.c) -----------------------------------------------------
+
+
+class _Unit:
+    """One intra RGB unit of a payload, its plan's kernel structs, and its geometry."""
+
+    def __init__(self):
+        image = np.random.default_rng(2).integers(0, 256, (20, 40, 3), dtype=np.uint8)
+        enc = encode_entropy_payload(image)
+        data = read_data(enc.payload, header_for(image, enc), 0, len(enc.payload))
+        unit = data.units[0]
+        _, _, self.w, self.h = data.head.geometry.unit_rect(0)
+        self.plan = data.decoder.plan
+        self.models = CModels(self.plan)
+        self.body = np.frombuffer(enc.payload[unit.body_start : unit.end], np.uint8)
+        self.row = Interleaved(self.w, self.plan.lanes).row
+        self.nslots = len(self.plan.slots)
+
+    def begin(self, has_reference: bool = False):
+        """A state after a successful imij_entropy_begin."""
+        ffi, lib = _backend.ffi, _backend.lib
+        self.pred_ids = np.empty(self.h, np.uint8)
+        state = ffi.new("imij_entropy_state *")
+        assert lib.imij_entropy_begin(_ptr(self.body), self.body.size, self.models.regular.unit_of(self.w, self.h),
+                                      has_reference, state, _ptr(self.pred_ids), self.pred_ids.size) == 0
+        return state
+
+    def scratch_len(self, capacity: int) -> int:
+        return max(self.nslots, 1) * (capacity + CARRIED_ROWS) * self.row
+
+    def store(self, out: np.ndarray, out_len: int):
+        """The payload's sample store aimed at ``out``, a contiguous (h, w, 3) uint8 image."""
+        st = _backend.ffi.new("imij_sample_store *", self.models.store_struct[0])
+        st.out, st.out_len = _backend.ffi.cast("uint8_t *", out.ctypes.data), out_len
+        st.row_stride, st.pixel_stride, st.esize = 3 * self.w, 3, 1
+        return st
+
+
+CAPACITY = 4  # rows per block of the row block scratch
+
+
+@cache
+def _unit() -> _Unit:
+    return _Unit()
+
+
+def _models_fill(short: int):
+    ffi, lib = _backend.ffi, _backend.lib
+    need = 1024  # one model of one table
+    entries, structs = _guarded(need, np.uint64), ffi.new("imij_slot_model[]", 1)
+    freq = np.zeros((4, 256), np.uint32)
+    freq[0, 0] = 1024
+    code = lib.imij_models_fill(structs, 1, ffi.from_buffer("uint32_t[]", np.array([8, 8, 0, 0, 0, 0, 1], np.uint32)),
+                                ffi.from_buffer("uint8_t[]", np.zeros(16, np.uint8)), ffi.from_buffer("uint32_t[]", freq),
+                                _ptr(entries, "uint64_t[]"), need - short)
+    assert (structs[0].ent == ffi.NULL) == bool(short)  # refused: the structs are not written either
+    return code, entries, need
+
+
+def _entropy_begin(short: int):
+    ffi, lib, u = _backend.ffi, _backend.lib, _unit()
+    pred_ids = _guarded(u.h, np.uint8)
+    code = lib.imij_entropy_begin(_ptr(u.body), u.body.size, u.models.regular.unit_of(u.w, u.h), 0,
+                                  ffi.new("imij_entropy_state *"), _ptr(pred_ids), u.h - short)
+    return code, pred_ids, u.h
+
+
+def _entropy_rows(short: int):
+    u = _unit()
+    need = u.scratch_len(CAPACITY)
+    planes = _guarded(need, np.uint32)
+    code = _backend.lib.imij_entropy_rows(u.begin(), CAPACITY, CAPACITY, _ptr(planes, "uint32_t[]"), need - short,
+                                          _backend.ffi.NULL, 0)
+    return code, planes, need
+
+
+def _entropy_rows_reference(short: int):
+    """An inter unit's reference planes (read) one element short: the planes stay as they were."""
+    u = _unit()
+    need = u.scratch_len(CAPACITY)
+    planes, reference = _guarded(need, np.uint32), np.zeros(u.nslots * (CAPACITY + CARRIED_ROWS) * u.row, np.uint32)
+    code = _backend.lib.imij_entropy_rows(u.begin(has_reference=True), CAPACITY, CAPACITY, _ptr(planes, "uint32_t[]"),
+                                          need, _ptr(reference, "uint32_t[]"), reference.size - short)
+    return code, planes, need
+
+
+def _entropy_store_planes(short: int):
+    u = _unit()
+    need = u.scratch_len(CAPACITY)
+    planes, out = _guarded(need, np.uint32), np.zeros(u.h * u.w * 3, np.uint8)
+    code = _backend.lib.imij_entropy_store(u.begin(), CAPACITY, _ptr(planes, "uint32_t[]"), need - short,
+                                           u.store(out, out.size))
+    return code, planes, need
+
+
+def _entropy_store_out(short: int):
+    u = _unit()
+    need = u.h * u.w * 3
+    out, planes = _guarded(need, np.uint8), np.zeros(u.scratch_len(CAPACITY), np.uint32)
+    code = _backend.lib.imij_entropy_store(u.begin(), CAPACITY, _ptr(planes, "uint32_t[]"), planes.size,
+                                           u.store(out, need - short))
+    return code, out, need
+
+
+def _ent_size() -> int:
+    return _backend.lib.IMIJ_ENT_E_SIZE
+
+
+CASES: list[tuple[Run, Callable[[], int]]] = [
+    (_models_fill, _ent_size),
+    (_entropy_begin, _ent_size),
+    (_entropy_rows, _ent_size),
+    (_entropy_rows_reference, _ent_size),
+    (_entropy_store_planes, _ent_size),
+    (_entropy_store_out, _ent_size),
+]
+
+
+@pytest.mark.parametrize("run, size_code", CASES, ids=[run.__name__.lstrip("_") for run, _ in CASES])
+def test_a_short_buffer_is_refused_and_left_as_it_was(run: Run, size_code: Callable[[], int]) -> None:
+    code, buf, need = run(1)
+    assert code == size_code()
+    assert _intact(buf)
+    code, buf, need = run(0)
+    assert code >= 0
+    assert _intact(buf, need)
+
+
+def test_the_size_error_stays() -> None:
+    """A state refused for its scratch keeps the code on every later call (imij_entropy_rows)."""
+    u = _unit()
+    need = u.scratch_len(CAPACITY)
+    state, planes = u.begin(), np.zeros(need, np.uint32)
+    lib = _backend.lib
+    assert lib.imij_entropy_rows(state, 1, CAPACITY, _ptr(planes, "uint32_t[]"), need - 1, _backend.ffi.NULL, 0) == lib.IMIJ_ENT_E_SIZE
+    assert lib.imij_entropy_rows(state, 1, CAPACITY, _ptr(planes, "uint32_t[]"), need, _backend.ffi.NULL, 0) == lib.IMIJ_ENT_E_SIZE
+
+
+@pytest.mark.parametrize("row_stride, pixel_stride, out_len, fits", [
+    (120, 3, 20 * 120, True),  # the unit's (20, 40, 3) rectangle exactly
+    (120, 3, 20 * 120 - 1, False),
+    (200, 3, 19 * 200 + 40 * 3, True),  # a rectangle of a wider image: the last row ends early
+    (200, 3, 19 * 200 + 40 * 3 - 1, False),
+    (-120, 3, 1 << 40, False),  # negative strides are refused whatever the length
+    (120, -3, 1 << 40, False),
+    (1 << 62, 3, (1 << 64) - 1, False),  # 19 rows of 2^62 bytes overflow
+    (3, 1 << 59, (1 << 64) - 1, False),
+])
+def test_sample_store_fits(row_stride: int, pixel_stride: int, out_len: int, fits: bool) -> None:
+    st = _unit().store(np.zeros(1, np.uint8), out_len)
+    st.row_stride, st.pixel_stride = row_stride, pixel_stride
+    assert _backend.lib.imij_sample_store_fits(st, 40, 20) == fits
+
+
+def test_sample_store_fits_every_channel() -> None:
+    """A Const channel past the slots' widens each pixel's extent."""
+    st = _unit().store(np.zeros(1, np.uint8), 20 * 120)
+    lib = _backend.lib
+    assert lib.imij_sample_store_fits(st, 40, 20)
+    st.nconst, st.const_channel[0] = 1, 3
+    assert not lib.imij_sample_store_fits(st, 40, 20)
+    st.out_len = 19 * 120 + 39 * 3 + 4
+    assert lib.imij_sample_store_fits(st, 40, 20)
