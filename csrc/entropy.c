@@ -1243,23 +1243,6 @@ static int scratch_fits(const imij_entropy_state *state, uint32_t planes, uint32
     return planes == 0 || (size_t)capacity + FIRST_ROW <= len / row / planes;
 }
 
-/* imij_entropy_rows once its buffers are known to fit (the first error stays). */
-static int next_rows(imij_entropy_state *state, uint32_t rows, uint32_t capacity, uint32_t *planes,
-                     const uint32_t *reference)
-{
-    if (state->error)
-        return state->error;
-    if (rows == 0 || rows > capacity || rows > state->unit.height - state->row || (state->inter && !reference))
-        return state->error = IMIJ_ENT_E_ARGS;
-    size_t stride = ((size_t)capacity + FIRST_ROW) * geometry(state->unit.width, state->unit.lanes).row;
-    int err = state->layout == 0x80 ? palette_rows(state, rows, stride, planes)
-                                    : slot_rows(state, rows, stride, planes, reference);
-    if (err)
-        return state->error = err;
-    state->row += rows;
-    return 0;
-}
-
 /* The planes of the row block scratch: a palette stripe's index plane when there is no slot. */
 static uint32_t scratch_planes(const imij_entropy_state *state)
 {
@@ -1269,10 +1252,20 @@ static uint32_t scratch_planes(const imij_entropy_state *state)
 int imij_entropy_rows(imij_entropy_state *state, uint32_t rows, uint32_t capacity, uint32_t *planes,
                       size_t planes_len, const uint32_t *reference, size_t reference_len)
 {
-    if (!state->error && (!scratch_fits(state, scratch_planes(state), capacity, planes_len) ||
-                          (state->inter && !scratch_fits(state, state->unit.nslots, capacity, reference_len))))
-        state->error = IMIJ_ENT_E_SIZE;
-    return next_rows(state, rows, capacity, planes, reference);
+    if (state->error)
+        return state->error;
+    if (rows == 0 || rows > capacity || rows > state->unit.height - state->row || (state->inter && !reference))
+        return state->error = IMIJ_ENT_E_ARGS;
+    if (!scratch_fits(state, scratch_planes(state), capacity, planes_len) ||
+        (state->inter && !scratch_fits(state, state->unit.nslots, capacity, reference_len)))
+        return state->error = IMIJ_ENT_E_SIZE;
+    size_t stride = ((size_t)capacity + FIRST_ROW) * geometry(state->unit.width, state->unit.lanes).row;
+    int err = state->layout == 0x80 ? palette_rows(state, rows, stride, planes)
+                                    : slot_rows(state, rows, stride, planes, reference);
+    if (err)
+        return state->error = err;
+    state->row += rows;
+    return 0;
 }
 
 /* One block's rows of every slot (scratch rows FIRST_ROW.., lane-interleaved) into the samples,
@@ -1616,14 +1609,13 @@ int imij_entropy_store(imij_entropy_state *state, uint32_t capacity, uint32_t *p
         return state->error;
     if (state->inter || !imij_sample_store_valid(store))
         return state->error = IMIJ_ENT_E_ARGS;
-    if (!scratch_fits(state, scratch_planes(state), capacity, planes_len) ||
-        !imij_sample_store_fits(store, state->unit.width, state->unit.height))
-        return state->error = IMIJ_ENT_E_SIZE;
+    if (!imij_sample_store_fits(store, state->unit.width, state->unit.height))
+        return state->error = IMIJ_ENT_E_SIZE; /* the planes: on the first block, before it is written */
     lane_geo g = geometry(state->unit.width, state->unit.lanes);
     size_t stride = ((size_t)capacity + FIRST_ROW) * g.row;
     while (state->row < state->unit.height) {
         uint32_t r0 = state->row, left = state->unit.height - r0, rows = left < capacity ? left : capacity;
-        int err = next_rows(state, rows, capacity, planes, NULL);
+        int err = imij_entropy_rows(state, rows, capacity, planes, planes_len, NULL, 0);
         if (err)
             return err;
         store_block(store, planes, stride, g, r0, rows);
