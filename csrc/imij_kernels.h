@@ -187,8 +187,9 @@ uint32_t imij_sample_word(const imij_sample_store *store, uint32_t s, uint32_t v
 /* imij_level_unit_decode (bilevel.h), each decoded row's samples stored through `store` (valid,
  * store->nslots == unit->nslots; a table of a slot covers its 2^depth values) instead of into
  * coded planes, so a level unit decodes straight into its rectangle of the image;
- * IMIJ_LVL_E_SIZE, before decoding, when the unit's samples do not fit the store's out_len. */
+ * IMIJ_LVL_E_SIZE, before decoding, when the unit's samples do not fit the store's out_len or
+ * index_len is short. */
 int imij_level_unit_store(const uint8_t *body, size_t len, const imij_level_unit *unit, const imij_sample_store *store,
-                          uint8_t *index);
+                          uint8_t *index, size_t index_len);
 
 #endif /* IMIJ_KERNELS_H */

@@ -14,7 +14,8 @@ import pytest
 from imij_plugins import _backend
 from imij_plugins.payload.data import read_data
 from imij_plugins.payload.entropy.kernel import CARRIED_ROWS, CModels, Interleaved
-from imij_plugins.payload.entropy.writer import encode_entropy_payload, header_for
+from imij_plugins.payload.entropy.levels import ring_bytes
+from imij_plugins.payload.entropy.writer import EntropyOptions, UnitChoice, encode_entropy_payload, header_for
 
 pytestmark = pytest.mark.skipif(_backend.lib is None, reason="C kernels not built")
 
@@ -39,15 +40,14 @@ def _ptr(a: np.ndarray, ctype: str = "uint8_t[]"):
     return _backend.ffi.from_buffer(ctype, a)
 
 
-# --- one entropy-coded unit (csrc/entropy.c) -----------------------------------------------------
+# --- units of 8-bit RGB payloads: one regular (csrc/entropy.c), one template (csrc/bilevel.c) ------
 
 
 class _Unit:
-    """One intra RGB unit of a payload, its plan's kernel structs, and its geometry."""
+    """The first unit of an 8-bit RGB image's payload, its plan's kernel structs, and its geometry."""
 
-    def __init__(self):
-        image = np.random.default_rng(2).integers(0, 256, (20, 40, 3), dtype=np.uint8)
-        enc = encode_entropy_payload(image)
+    def __init__(self, image: np.ndarray, options: EntropyOptions | None = None):
+        enc = encode_entropy_payload(image, options=options)
         data = read_data(enc.payload, header_for(image, enc), 0, len(enc.payload))
         unit = data.units[0]
         _, _, self.w, self.h = data.head.geometry.unit_rect(0)
@@ -82,7 +82,19 @@ CAPACITY = 4  # rows per block of the row block scratch
 
 @cache
 def _unit() -> _Unit:
-    return _Unit()
+    """A regular stripe of random samples."""
+    return _Unit(np.random.default_rng(2).integers(0, 256, (20, 40, 3), dtype=np.uint8))
+
+
+@cache
+def _level_unit() -> _Unit:
+    """A template stripe (2.14, layout 0x83) of five colours in blocks."""
+    rng = np.random.default_rng(3)
+    index = np.repeat(np.repeat(rng.integers(0, 5, (7, 9)), 3, axis=0), 4, axis=1)[:19, :33]
+    image = rng.integers(0, 256, (5, 3), dtype=np.uint8)[index]
+    unit = _Unit(image, EntropyOptions(lanes=3, stripe_rows=32, group_cols=0, unit=UnitChoice(layout=0x83)))
+    assert unit.body[0] == 0x83 and (unit.w, unit.h) == (33, 19)
+    return unit
 
 
 def _models_fill(short: int):
@@ -143,8 +155,73 @@ def _entropy_store_out(short: int):
     return code, out, need
 
 
+def _level_decode_out(short: int):
+    u = _level_unit()
+    need, index = u.nslots * u.h * u.w, np.empty(ring_bytes(u.w), np.uint8)
+    out = _guarded(need, np.uint8)
+    code = _backend.lib.imij_level_unit_decode(_ptr(u.body), u.body.size, u.models.levels.unit_of(u.w, u.h, 1),
+                                               _ptr(out), need - short, _ptr(index), index.size)
+    return code, out, need
+
+
+def _level_decode_index(short: int):
+    u = _level_unit()
+    need, out = ring_bytes(u.w), np.empty(u.nslots * u.h * u.w, np.uint8)
+    index = _guarded(need, np.uint8)
+    code = _backend.lib.imij_level_unit_decode(_ptr(u.body), u.body.size, u.models.levels.unit_of(u.w, u.h, 1),
+                                               _ptr(out), out.size, _ptr(index), need - short)
+    return code, index, need
+
+
+def _level_store_out(short: int):
+    u = _level_unit()
+    need, index = u.h * u.w * 3, np.empty(ring_bytes(u.w), np.uint8)
+    out = _guarded(need, np.uint8)
+    code = _backend.lib.imij_level_unit_store(_ptr(u.body), u.body.size, u.models.levels.unit_of(u.w, u.h, 0),
+                                              u.store(out, need - short), _ptr(index), index.size)
+    return code, out, need
+
+
+def _level_store_index(short: int):
+    u = _level_unit()
+    need, out = ring_bytes(u.w), np.empty(u.h * u.w * 3, np.uint8)
+    index = _guarded(need, np.uint8)
+    code = _backend.lib.imij_level_unit_store(_ptr(u.body), u.body.size, u.models.levels.unit_of(u.w, u.h, 0),
+                                              u.store(out, out.size), _ptr(index), need - short)
+    return code, index, need
+
+
+LEVEL_PLANE = (9, 14)  # the encoder's (height, width): a bilevel t plane of zeros
+
+
+def _level_scratch(encode: bool) -> Run:
+    """imij_level_encode's or imij_level_counts' padded plane (height + 2) x (width + 4)."""
+    def run(short: int):
+        ffi, lib = _backend.ffi, _backend.lib
+        h, w = LEVEL_PLANE
+        need, plane = (h + 2) * (w + 4), np.zeros(h * w, np.uint8)
+        scratch = _guarded(need, np.uint8)
+        if encode:
+            probs, dst = np.full(1024, 512, np.uint16), np.empty(4096, np.uint8)
+            code = lib.imij_level_encode(_ptr(plane), w, h, 2, 2, ffi.NULL, _ptr(scratch), need - short,
+                                         _ptr(probs, "uint16_t[]"), _ptr(probs, "uint16_t[]"), ffi.NULL, ffi.NULL,
+                                         _ptr(dst), dst.size)
+        else:
+            counts = np.zeros(2048 + 80 + 256, np.uint32)
+            code = lib.imij_level_counts(_ptr(plane), w, h, 2, 2, ffi.NULL, _ptr(scratch), need - short,
+                                         _ptr(counts[:2048], "uint32_t[]"), _ptr(counts[2048:2128], "uint32_t[]"),
+                                         _ptr(counts[2128:], "uint32_t[]"))
+        return code, scratch, need
+    run.__name__ = "_level_encode" if encode else "_level_counts"
+    return run
+
+
 def _ent_size() -> int:
     return _backend.lib.IMIJ_ENT_E_SIZE
+
+
+def _lvl_size() -> int:
+    return _backend.lib.IMIJ_LVL_E_SIZE
 
 
 CASES: list[tuple[Run, Callable[[], int]]] = [
@@ -154,6 +231,12 @@ CASES: list[tuple[Run, Callable[[], int]]] = [
     (_entropy_rows_reference, _ent_size),
     (_entropy_store_planes, _ent_size),
     (_entropy_store_out, _ent_size),
+    (_level_decode_out, _lvl_size),
+    (_level_decode_index, _lvl_size),
+    (_level_store_out, _lvl_size),
+    (_level_store_index, _lvl_size),
+    (_level_scratch(False), _lvl_size),
+    (_level_scratch(True), _lvl_size),
 ]
 
 

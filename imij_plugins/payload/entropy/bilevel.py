@@ -290,10 +290,11 @@ def level_counts(plane: np.ndarray, n: int, typical: np.ndarray | None, lanes: L
     h, w = plane.shape
     phase0, cand, escape = np.zeros((CONTEXTS, 2), np.uint32), np.zeros((40, 2), np.uint32), np.zeros(256, np.uint32)
     buf = lambda a, t="uint32_t[]": ffi.from_buffer(t, a, require_writable=True)  # noqa: E731
+    scratch = np.empty((h + 2) * (w + 4), np.uint8)
     got = lib.imij_level_counts(
         ffi.from_buffer("uint8_t[]", np.ascontiguousarray(plane, np.uint8)), w, h, len(lanes.starts), n,
         ffi.NULL if typical is None else ffi.from_buffer("uint8_t[]", np.ascontiguousarray(typical, np.uint8)),
-        buf(np.empty((h + 2) * (w + 4), np.uint8), "uint8_t[]"), buf(phase0), buf(cand), buf(escape),
+        buf(scratch, "uint8_t[]"), scratch.size, buf(phase0), buf(cand), buf(escape),
     )
     if got < 0:
         raise LEVEL_CODES.error(got, "level counts")
@@ -322,7 +323,8 @@ def level_stream(plane: np.ndarray, n: int, typical: np.ndarray | None, lanes: L
     caps = (min(most, 4096 + h * w // 4), most) if limit is None else (min(most, limit),)
     for cap in caps:
         dst = np.empty(cap, np.uint8)
-        got = lib.imij_level_encode(src, w, h, len(lanes.starts), n, rows, ffi.from_buffer("uint8_t[]", scratch, require_writable=True),
+        got = lib.imij_level_encode(src, w, h, len(lanes.starts), n, rows,
+                                    ffi.from_buffer("uint8_t[]", scratch, require_writable=True), scratch.size,
                                     p0, q, efreq, ecum, ffi.from_buffer("uint8_t[]", dst, require_writable=True), cap)
         if got != LEVEL_CODES.code("E_SPACE"):  # else the larger buffer
             break

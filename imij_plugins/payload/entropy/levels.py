@@ -141,6 +141,13 @@ class LevelStructs:
         u.bilevel = self.bilevel
         u.tmpl = self.tmpl
 
+    def unit_of(self, width: int, height: int, out_bytes: int):
+        """The kernel's ``imij_level_unit`` for one unit of ``width`` x ``height`` decoding into planes of
+        ``out_bytes`` per value (0: through a sample store); per call, as units decode on many threads."""
+        unit = _backend.ffi.new("imij_level_unit *", self.unit[0])
+        unit.width, unit.height, unit.out_bytes = width, height, out_bytes
+        return unit
+
 
 def _field(ffi, struct, name: str) -> np.ndarray:
     """A uint16 array field of a kernel struct as a numpy view of its memory (filled without copies)."""
@@ -160,13 +167,7 @@ def decode_level_c(plan: UnitPlan, structs: LevelStructs, body: bytes | memoryvi
     nslots = len(plan.slots)
     out = None if store is not None else np.empty((max(nslots, 1), height, width), dtype=_plane_dtype(plan))
     index = np.empty(ring_bytes(width), dtype=np.uint8)
-    unit = ffi.new("imij_level_unit *")  # per call: units decode on many threads
-    src = structs.unit
-    unit.width, unit.height = width, height
-    unit.lanes, unit.nslots, unit.features = src.lanes, src.nslots, src.features
-    unit.out_bytes = 0 if out is None else out.itemsize
-    unit.depth = list(src.depth)
-    unit.bilevel, unit.tmpl = src.bilevel, src.tmpl
+    unit = structs.unit_of(width, height, 0 if out is None else out.itemsize)
     code = _level_call(ffi, lib, body, unit, out, store, index)
     if code:
         if width * height <= EXPLAIN_PIXELS:  # small units: the reference names the exact rule
@@ -187,10 +188,10 @@ def _level_call(ffi, lib, body: bytes | memoryview, unit, out: np.ndarray | None
     error's traceback keeps the caller's frame, and a memoryview with an export cannot be released)."""
     if out is None:
         return lib.imij_level_unit_store(ffi.from_buffer("uint8_t[]", body), len(body), unit, store,
-                                         ffi.from_buffer("uint8_t[]", index, require_writable=True))
+                                         ffi.from_buffer("uint8_t[]", index, require_writable=True), index.size)
     return lib.imij_level_unit_decode(ffi.from_buffer("uint8_t[]", body), len(body), unit,
-                                      ffi.from_buffer("uint8_t[]", out, require_writable=True),
-                                      ffi.from_buffer("uint8_t[]", index, require_writable=True))
+                                      ffi.from_buffer("uint8_t[]", out, require_writable=True), out.nbytes,
+                                      ffi.from_buffer("uint8_t[]", index, require_writable=True), index.size)
 
 
 def _plane_dtype(plan: UnitPlan) -> np.dtype:
