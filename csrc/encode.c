@@ -97,6 +97,9 @@ static void carried_rows(const void *planes, uint32_t esize, uint32_t nslots, ui
     }
 }
 
+/* Do len elements hold a * b * c of them (each at least 1)? Without overflow. */
+static inline int holds(size_t len, size_t a, size_t b, size_t c) { return len / a / b >= c; }
+
 /* Do the values of depths[0..nslots) fit esize bytes? */
 static int depths_fit(const uint32_t *depths, uint32_t nslots, uint32_t esize)
 {
@@ -497,13 +500,16 @@ static void costs_generic(const void *planes, uint32_t esize, const uint32_t *re
 
 int imij_enc_costs(const void *planes, uint32_t esize, const uint32_t *refs, uint32_t nslots, uint32_t width,
                    uint32_t height, uint32_t lanes, const uint32_t *depths, uint32_t decor, uint32_t pred_mask,
-                   uint32_t mode_mask, uint32_t row_step, uint32_t col_step, uint32_t *rows, int64_t *costs)
+                   uint32_t mode_mask, uint32_t row_step, uint32_t col_step, uint32_t *rows, size_t rows_len,
+                   int64_t *costs, size_t costs_len)
 {
     if (!width || !height || lanes < 1 || lanes > 16 || nslots < 1 || nslots > 8 || !row_step || !col_step ||
         !esize_ok(esize))
         return IMIJ_ENC_E_ARGS;
     if (decor && (nslots < 3 || depths[0] != depths[1] || depths[0] != depths[2]))
         return IMIJ_ENC_E_ARGS;
+    if (!holds(rows_len, 2, nslots, width) || !holds(costs_len, 4, IMIJ_ENC_PREDICTORS, height))
+        return IMIJ_ENC_E_SIZE;
     if (!decor)
         mode_mask &= 1u;
     int fast = 1;
@@ -655,7 +661,7 @@ static void residual_row_fast(const uint32_t *const *cur, const uint32_t *refs, 
 
 int imij_enc_residuals(const void *planes, uint32_t esize, const uint32_t *refs, uint32_t nslots, uint32_t width,
                        uint32_t height, uint32_t lanes, const uint32_t *depths, const uint8_t *preds, uint32_t mode,
-                       uint32_t *rows, void *u, uint32_t u_esize)
+                       uint32_t *rows, size_t rows_len, void *u, size_t u_len, uint32_t u_esize)
 {
     if (!width || !height || lanes < 1 || lanes > 16 || nslots < 1 || nslots > 8 || mode > 3 || !esize_ok(esize) ||
         !esize_ok(u_esize) || !depths_fit(depths, nslots, u_esize))
@@ -665,6 +671,8 @@ int imij_enc_residuals(const void *planes, uint32_t esize, const uint32_t *refs,
     for (uint32_t r = 0; r < height; r++) /* 2.4 / 4: 0..6, 7..9 with a reference; row 0: 0 or 7 */
         if (preds[r] > (refs ? 9 : 6) || (r == 0 && preds[r] != 0 && preds[r] != 7))
             return IMIJ_ENC_E_ARGS;
+    if (!holds(rows_len, 3, nslots, width) || !holds(u_len / u_esize, nslots, width, height))
+        return IMIJ_ENC_E_SIZE;
     int fast = 1;
     for (uint32_t s = 0; s < nslots; s++)
         if (depths[s] < 1 || depths[s] > 16)
@@ -747,13 +755,16 @@ static uint64_t near_cost(const uint32_t *d, uint32_t nslots, uint32_t width, co
 
 int imij_enc_near(const uint32_t *planes, uint32_t nslots, uint32_t width, uint32_t height, uint32_t lanes,
                   const uint32_t *depths, const uint32_t *deltas, uint32_t decor, uint32_t pred_mask,
-                  uint32_t mode_mask, uint32_t fixed, uint8_t *preds, uint32_t *mode, uint32_t *u, uint32_t *recon,
-                  uint32_t *rows3)
+                  uint32_t mode_mask, uint32_t fixed, uint8_t *preds, size_t preds_len, uint32_t *mode, uint32_t *u,
+                  size_t u_len, uint32_t *recon, size_t recon_len, uint32_t *rows3, size_t rows3_len)
 {
     if (!width || !height || lanes < 1 || lanes > 16 || nslots < 1 || nslots > 8)
         return IMIJ_ENC_E_ARGS;
     if (decor && (nslots < 3 || depths[0] != depths[1] || depths[0] != depths[2]))
         return IMIJ_ENC_E_ARGS;
+    if (preds_len < height || !holds(u_len, nslots, width, height) || !holds(recon_len, nslots, width, height) ||
+        (uint64_t)rows3_len < 3 * (uint64_t)nslots * width + ((uint64_t)height + 3) / 4)
+        return IMIJ_ENC_E_SIZE;
     if (!decor)
         mode_mask &= 1u;
     size_t plane = (size_t)width * height, row = (size_t)nslots * width;
@@ -981,11 +992,13 @@ static __attribute__((noinline)) void count_run(const uint8_t *cls, const uint8_
 }
 
 int imij_enc_stats(const void *u, const void *u0, uint32_t esize, uint32_t width, uint32_t height, uint32_t lanes,
-                   uint32_t ctx_shift, uint32_t run_min, uint32_t *rows, uint32_t *vh, uint32_t *zr, uint32_t *rh,
-                   uint32_t *xvh, uint32_t *xzr, uint32_t *xrh)
+                   uint32_t ctx_shift, uint32_t run_min, uint32_t *rows, size_t rows_len, uint32_t *vh, uint32_t *zr,
+                   uint32_t *rh, uint32_t *xvh, uint32_t *xzr, uint32_t *xrh)
 {
     if (!width || !height || lanes < 1 || lanes > 16 || ctx_shift > 31 || !esize_ok(esize))
         return IMIJ_ENC_E_ARGS;
+    if (!holds(rows_len, 3, width, 1))
+        return IMIJ_ENC_E_SIZE;
     uint32_t lw = (width + lanes - 1) / lanes;
     size_t plane = (size_t)width * height;
     int fast = ctx_shift == 0 && below16(u, plane, esize) && below16(u0, plane, esize);
@@ -1110,10 +1123,12 @@ IMIJ_CLONES int imij_enc_word_summary(const void *words, uint32_t esize, size_t 
 }
 
 int imij_enc_histogram(const void *words, uint32_t esize, size_t count, size_t stride, uint32_t depth,
-                       uint64_t *counts)
+                       uint64_t *counts, size_t counts_len)
 {
     if ((esize != 1 && esize != 2) || depth < 1 || depth > 16 || depth > 8 * esize)
         return IMIJ_ENC_E_ARGS;
+    if (counts_len < (size_t)1 << depth)
+        return IMIJ_ENC_E_SIZE;
     uint32_t limit = 1u << depth, bad = 0;
     if (esize == 1) { /* four partial counts: runs of one value do not wait on one counter */
         const uint8_t *p = (const uint8_t *)words;
@@ -1221,10 +1236,12 @@ static int packed_palette(const void *planes, uint32_t esize, uint32_t nslots, s
 }
 
 int imij_enc_palette(const void *planes, uint32_t esize, uint32_t nslots, size_t npix, uint32_t *entries,
-                     uint8_t *index)
+                     size_t entries_len, uint8_t *index)
 {
     if (nslots < 1 || nslots > 8 || !esize_ok(esize))
         return IMIJ_ENC_E_ARGS;
+    if (!holds(entries_len, 256, nslots, 1))
+        return IMIJ_ENC_E_SIZE;
     if (nslots == 1 && esize == 1) /* one byte-wide slot: its values index the table directly */
         return byte_palette((const uint8_t *)planes, npix, entries, index);
     if (esize <= 2 && nslots * esize <= 8)
@@ -1556,9 +1573,10 @@ int64_t imij_enc_stream(const void *u, const void *u0, uint32_t esize, uint32_t 
                         uint8_t *out, size_t cap)
 {
     if (!width || !height || lanes < 1 || lanes > 16 || model->ctx_shift > 31 || model->depth > 32 ||
-        model->depth > 8 * esize || !esize_ok(esize) || (model->cross && !u0) ||
-        scratch_len < imij_enc_stream_scratch(width, height))
+        model->depth > 8 * esize || !esize_ok(esize) || (model->cross && !u0))
         return IMIJ_ENC_E_ARGS;
+    if (scratch_len < imij_enc_stream_scratch(width, height))
+        return IMIJ_ENC_E_SIZE;
     stream_ctx sc;
     divider dv;
     stream_init(&sc, u, u0, esize, width, height, lanes, model);

@@ -21,7 +21,7 @@ def histogram(words: np.ndarray, D: int) -> np.ndarray:
         flat = words if stride else np.ascontiguousarray(words)  # one channel of pixels: counted in place
         counts = np.zeros(1 << D, dtype=np.uint64)
         code = lib.imij_enc_histogram(ffi.cast("void *", flat.ctypes.data), flat.itemsize, flat.size, stride or 1, D,
-                                      ffi.from_buffer("uint64_t[]", counts, require_writable=True))
+                                      ffi.from_buffer("uint64_t[]", counts, require_writable=True), counts.size)
         if code:
             raise ENCODER.error(code, "imij_enc_histogram")
         return counts.view(np.int64)

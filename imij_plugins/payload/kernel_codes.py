@@ -45,4 +45,5 @@ ENCODER = KernelCodes("IMIJ_ENC_", {
     "E_FREQ": (ValueError, "a symbol without a frequency in its table"),
     "E_MANY": (ValueError, "more than 256 distinct tuples"),
     "E_VALUE": (ValueError, "a value of 2^depth or more"),
+    "E_SIZE": (RuntimeError, "a buffer is smaller than the kernel writes"),
 })

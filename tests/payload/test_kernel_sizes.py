@@ -216,12 +216,84 @@ def _level_scratch(encode: bool) -> Run:
     return run
 
 
+# --- the encoder's kernels (csrc/encode.c) ------------------------------------------------------
+
+S, H, W = 3, 5, 7  # slots, height, width of the encoder's planes
+CTYPES = {np.dtype(t): f"{t.__name__}_t[]" for t in (np.uint8, np.uint32, np.int64, np.uint64)}
+Buffers = dict[str, tuple[object, int]]  # name -> (cffi pointer, the length the call is given)
+
+
+def _planes(dtype=np.uint8) -> np.ndarray:
+    return (np.arange(S * H * W) * 37 % 251).astype(dtype)
+
+
+def _depths():
+    return _ptr(np.full(S, 8, np.uint32), "uint32_t[]")
+
+
+def _stream_model():
+    """A model of 8-bit values whose one table codes only 0 (u of zeros)."""
+    model = _backend.ffi.new("imij_enc_model *")
+    model.depth, model.k = 8, 8
+    model.freq[0][0] = 1024
+    return model
+
+
+# per kernel: its arguments from the written buffers, and each written buffer's (dtype, length)
+ENCODER: dict[str, tuple[Callable[[Buffers], tuple], dict[str, tuple[type, int]]]] = {
+    "imij_enc_costs": (
+        lambda b: (_ptr(_planes()), 1, _backend.ffi.NULL, S, W, H, 2, _depths(), 0, 0x7F, 1, 1, 1, *b["rows"],
+                   *b["costs"]),
+        {"rows": (np.uint32, 2 * S * W), "costs": (np.int64, 4 * H * 10)}),
+    "imij_enc_residuals": (
+        lambda b: (_ptr(_planes()), 1, _backend.ffi.NULL, S, W, H, 2, _depths(), _ptr(np.zeros(H, np.uint8)), 0,
+                   *b["rows"], *b["u"], 1),
+        {"rows": (np.uint32, 3 * S * W), "u": (np.uint8, S * H * W)}),
+    "imij_enc_near": (
+        lambda b: (_ptr(_planes(np.uint32), "uint32_t[]"), S, W, H, 2, _depths(),
+                   _ptr(np.ones(S, np.uint32), "uint32_t[]"), 0, 0x7F, 1, 0, *b["preds"],
+                   _backend.ffi.new("uint32_t *"), *b["u"], *b["recon"], *b["rows3"]),
+        {"preds": (np.uint8, H), "u": (np.uint32, S * H * W), "recon": (np.uint32, S * H * W),
+         "rows3": (np.uint32, 3 * S * W + (H + 3) // 4)}),
+    "imij_enc_stats": (
+        lambda b: (_ptr(_planes()), _backend.ffi.NULL, 1, W, H, 2, 0, 0, *b["rows"],
+                   *[_ptr(np.zeros(n, np.uint32), "uint32_t[]") for n in (16 * 640, 16, 16 * 640) * 2]),
+        {"rows": (np.uint32, 3 * W)}),
+    "imij_enc_palette": (
+        lambda b: (_ptr(_planes()), 1, S, H * W, *b["entries"], _ptr(np.empty(H * W, np.uint8))),
+        {"entries": (np.uint32, 256 * S)}),
+    "imij_enc_histogram": (
+        lambda b: (_ptr(_planes()), 1, S * H * W, 1, 8, *b["counts"]),
+        {"counts": (np.uint64, 256)}),
+    "imij_enc_stream": (
+        lambda b: (_ptr(np.zeros(H * W, np.uint8)), _backend.ffi.NULL, 1, W, H, 2, _stream_model(), *b["scratch"],
+                   _ptr(np.empty(4096, np.uint8)), 4096),
+        {"scratch": (np.uint32, 3 * W + 16 + 3 * W * H)}),  # imij_enc_stream_scratch(W, H): one block
+}
+
+
+def _encoder(kernel: str, target: str) -> Run:
+    """``kernel`` with buffer ``target`` given ``short`` elements fewer than it needs."""
+    def run(short: int):
+        args, sizes = ENCODER[kernel]
+        arrays = {name: _guarded(n, dtype) for name, (dtype, n) in sizes.items()}
+        given = {name: (_ptr(a, CTYPES[a.dtype]), sizes[name][1] - (short if name == target else 0))
+                 for name, a in arrays.items()}
+        return getattr(_backend.lib, kernel)(*args(given)), arrays[target], sizes[target][1]
+    run.__name__ = f"_{kernel.removeprefix('imij_')}_{target}"
+    return run
+
+
 def _ent_size() -> int:
     return _backend.lib.IMIJ_ENT_E_SIZE
 
 
 def _lvl_size() -> int:
     return _backend.lib.IMIJ_LVL_E_SIZE
+
+
+def _enc_size() -> int:
+    return _backend.lib.IMIJ_ENC_E_SIZE
 
 
 CASES: list[tuple[Run, Callable[[], int]]] = [
@@ -237,6 +309,7 @@ CASES: list[tuple[Run, Callable[[], int]]] = [
     (_level_store_index, _lvl_size),
     (_level_scratch(False), _lvl_size),
     (_level_scratch(True), _lvl_size),
+    *[(_encoder(kernel, target), _enc_size) for kernel, (_, sizes) in ENCODER.items() for target in sizes],
 ]
 
 

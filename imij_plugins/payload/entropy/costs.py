@@ -209,7 +209,8 @@ def costs(planes: np.ndarray, depths: list[int], lanes: int, decor: bool, pred_m
         rows = np.empty(2 * S * w, dtype=U32)
         code = lib.imij_enc_costs(ffi.from_buffer(pn), pn.itemsize, _refs_ptr(ffi, refs, planes.shape), S, w, h,
                                   lanes, _ptr(ffi, "uint32_t[]", dep), int(decor), pred_mask, mode_mask, row_step,
-                                  col_step, _ptr(ffi, "uint32_t[]", rows, True), _ptr(ffi, "int64_t[]", out, True))
+                                  col_step, _ptr(ffi, "uint32_t[]", rows, True), rows.size,
+                                  _ptr(ffi, "int64_t[]", out, True), out.size)
         if code:
             raise ENCODER.error(code, "imij_enc_costs")
         return out
@@ -331,8 +332,8 @@ def residuals(planes: np.ndarray, depths: list[int], lanes: int, preds: list[int
         rows = np.empty(3 * S * w, dtype=U32)
         code = lib.imij_enc_residuals(ffi.from_buffer(pn), pn.itemsize, _refs_ptr(ffi, refs, planes.shape), S, w, h,
                                       lanes, _ptr(ffi, "uint32_t[]", np.asarray(depths, dtype=U32)),
-                                      _ptr(ffi, "uint8_t[]", pr), mode, _ptr(ffi, "uint32_t[]", rows, True),
-                                      ffi.from_buffer(u, require_writable=True), u.itemsize)
+                                      _ptr(ffi, "uint8_t[]", pr), mode, _ptr(ffi, "uint32_t[]", rows, True), rows.size,
+                                      ffi.from_buffer(u, require_writable=True), u.nbytes, u.itemsize)
         if code:
             raise ENCODER.error(code, "imij_enc_residuals")
         return u
@@ -385,9 +386,9 @@ def near(planes: np.ndarray, depths: list[int], deltas: list[int], lanes: int, d
         code = lib.imij_enc_near(_ptr(ffi, "uint32_t[]", p32), S, w, h, lanes,
                                  _ptr(ffi, "uint32_t[]", np.asarray(depths, dtype=U32)),
                                  _ptr(ffi, "uint32_t[]", np.asarray(deltas, dtype=U32)), int(decor), pred_mask,
-                                 mode_mask, int(fixed), _ptr(ffi, "uint8_t[]", pr, True), md,
-                                 _ptr(ffi, "uint32_t[]", u, True), _ptr(ffi, "uint32_t[]", recon, True),
-                                 _ptr(ffi, "uint32_t[]", scratch, True))
+                                 mode_mask, int(fixed), _ptr(ffi, "uint8_t[]", pr, True), pr.size, md,
+                                 _ptr(ffi, "uint32_t[]", u, True), u.size, _ptr(ffi, "uint32_t[]", recon, True),
+                                 recon.size, _ptr(ffi, "uint32_t[]", scratch, True), scratch.size)
         if code:
             raise ENCODER.error(code, "imij_enc_near")
         return pr.tolist(), int(md[0]), u, recon
@@ -562,7 +563,7 @@ def add_stats(plain: Counts, cross: Counts | None, u: np.ndarray, u0: np.ndarray
         ptrs = [_ptr(ffi, "uint32_t[]", a, True) for a in plain + (cross if cross is not None else plain)]
         p0 = ffi.from_buffer(u00) if u00 is not None else ffi.NULL
         code = lib.imij_enc_stats(ffi.from_buffer(uu), p0, uu.itemsize, w, h, lanes, ctx_shift, run_min,
-                                  _ptr(ffi, "uint32_t[]", rows, True), *ptrs)
+                                  _ptr(ffi, "uint32_t[]", rows, True), rows.size, *ptrs)
         if code:
             raise ENCODER.error(code, "imij_enc_stats")
         return
@@ -807,8 +808,8 @@ def palette(planes: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray] | No
         pn = _narrow(planes)
         entries = np.empty(256 * S, dtype=U32)
         index = np.empty(h * w, dtype=np.uint8)
-        n = lib.imij_enc_palette(ffi.from_buffer(pn), pn.itemsize, S, h * w, _ptr(ffi, "uint32_t[]", entries, True),
-                                 _ptr(ffi, "uint8_t[]", index, True))
+        n = lib.imij_enc_palette(ffi.from_buffer(pn), pn.itemsize, S, index.size, _ptr(ffi, "uint32_t[]", entries, True),
+                                 entries.size, _ptr(ffi, "uint8_t[]", index, True))
         if n == ENCODER.code("E_MANY"):
             return None
         if n < 0:
