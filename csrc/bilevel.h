@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 /* Return codes of imij_level_unit_decode and the encoder's kernels (0 = success).
- * imij_plugins/payload/entropy/levels.py maps each to one message. */
+ * imij_plugins/payload/entropy/bilevel.py LEVEL_CODES maps each to an error, by name. */
 enum {
     IMIJ_LVL_OK = 0,
     IMIJ_LVL_E_ARGS = -1,      /* bad unit geometry, slot count or encoder operation */

@@ -19,7 +19,7 @@
 
 /* Return codes of the encoder's kernels (0 = success; imij_enc_palette returns the count,
  * imij_enc_stream the length and the estimators their estimate instead).
- * imij_plugins/payload/entropy/costs.py ENCODER_CODES maps each to an error. */
+ * imij_plugins/payload/kernel_codes.py ENCODER maps each to an error, by name. */
 enum {
     IMIJ_ENC_OK = 0,
     IMIJ_ENC_E_ARGS = -1,  /* bad geometry, depths, predictors, model, counts or tokens */

@@ -15,7 +15,8 @@
 /* ---- 2.13 quick-pixel packet streams ------------------------------------------------------- */
 
 /* Return codes of imij_quick_decode / imij_quick_encode (0 = success; the encoder returns the
- * byte count instead). imij_plugins/payload/quick/packets.py maps each to one message. */
+ * byte count instead). imij_plugins/payload/quick/packets.py QUICK_CODES maps each to an error,
+ * by name. */
 enum {
     IMIJ_QUICK_OK = 0,
     IMIJ_QUICK_E_ARGS = -1,      /* channels not 1..4 or word_bytes not 1, 2, 4, 8 */
@@ -48,6 +49,8 @@ int64_t imij_quick_encode(const uint8_t *src, size_t src_len, size_t npixels, in
 
 /* ---- 2.4-2.6, 3, 4: entropy-coded lossless units ------------------------------------------ */
 
+/* Return codes of the entropy kernels below (0 = success).
+ * imij_plugins/payload/entropy/kernel.py ENTROPY_CODES maps each to an error, by name. */
 enum {
     IMIJ_ENT_OK = 0,
     IMIJ_ENT_E_ARGS = -1,       /* bad unit geometry or slot count */

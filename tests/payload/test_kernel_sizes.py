@@ -15,6 +15,7 @@ from imij_plugins import _backend
 from imij_plugins.payload.data import read_data
 from imij_plugins.payload.entropy.kernel import CARRIED_ROWS, CModels, Interleaved
 from imij_plugins.payload.entropy.levels import ring_bytes
+from imij_plugins.payload.entropy.models import PALETTE_DEPTH, _spec_arrays
 from imij_plugins.payload.entropy.writer import EntropyOptions, UnitChoice, encode_entropy_payload, header_for
 
 pytestmark = pytest.mark.skipif(_backend.lib is None, reason="C kernels not built")
@@ -56,6 +57,9 @@ class _Unit:
         self.body = np.frombuffer(enc.payload[unit.body_start : unit.end], np.uint8)
         self.row = Interleaved(self.w, self.plan.lanes).row
         self.nslots = len(self.plan.slots)
+        self.models_bytes = np.frombuffer(bytes(data.head.models), np.uint8)
+        palette = [(PALETTE_DEPTH, False)] if self.plan.palette_model is not None else []
+        self.model_specs = tuple([(s.depth, s.cross_allowed) for s in self.plan.slots] + palette)
 
     def begin(self, has_reference: bool = False):
         """A state after a successful imij_entropy_begin."""
@@ -153,6 +157,25 @@ def _entropy_store_out(short: int):
     code = _backend.lib.imij_entropy_store(u.begin(), CAPACITY, _ptr(planes, "uint32_t[]"), planes.size,
                                            u.store(out, need - short))
     return code, out, need
+
+
+def _read_models(target: str) -> Run:
+    """imij_read_models with its heads or its tables (last, weights, freq: 4 per model) short."""
+    def run(short: int):
+        ffi, u = _backend.ffi, _unit()
+        count = len(u.model_specs)
+        depths, cross_ok, schemes = _spec_arrays(u.model_specs)
+        head = ffi.sizeof("imij_model_head")
+        heads, weights = _guarded(count * head, np.uint8), _guarded(count * 4 * 256, np.uint32)
+        last, freq = np.zeros(count * 4, np.uint32), np.zeros(count * 4 * 256, np.uint32)
+        code = _backend.lib.imij_read_models(
+            _ptr(u.models_bytes), u.models_bytes.size, ffi.new("uint64_t *"), count, _ptr(depths, "uint32_t[]"),
+            _ptr(cross_ok), _ptr(schemes, "uint16_t[]"), ffi.cast("imij_model_head *", _ptr(heads)),
+            count - (short if target == "heads" else 0), _ptr(last, "uint32_t[]"), _ptr(weights, "uint32_t[]"),
+            _ptr(freq, "uint32_t[]"), 4 * count - (short if target == "tables" else 0))
+        return (code, heads, count * head) if target == "heads" else (code, weights, count * 4 * 256)
+    run.__name__ = f"_read_models_{target}"
+    return run
 
 
 def _level_decode_out(short: int):
@@ -292,6 +315,10 @@ def _lvl_size() -> int:
     return _backend.lib.IMIJ_LVL_E_SIZE
 
 
+def _tbl_size() -> int:
+    return _backend.lib.IMIJ_TBL_E_SIZE
+
+
 def _enc_size() -> int:
     return _backend.lib.IMIJ_ENC_E_SIZE
 
@@ -303,6 +330,8 @@ CASES: list[tuple[Run, Callable[[], int]]] = [
     (_entropy_rows_reference, _ent_size),
     (_entropy_store_planes, _ent_size),
     (_entropy_store_out, _ent_size),
+    (_read_models("heads"), _tbl_size),
+    (_read_models("tables"), _tbl_size),
     (_level_decode_out, _lvl_size),
     (_level_decode_index, _lvl_size),
     (_level_store_out, _lvl_size),

@@ -28,7 +28,7 @@ MAX_EXPONENT = 32  # 3.3
 PALETTE_DEPTH = 8  # 2.5 / 3.3: the palette index model has depth 8
 
 # csrc/models.h IMIJ_TBL_E_* (the reference re-reads a rejected stream and names the rule first);
-# E_ARGS is a call the kernel refused
+# E_ARGS and E_SIZE are calls the kernel refused
 TABLE_CODES = KernelCodes("IMIJ_TBL_", {
     "E_END": (Corrupt, "runs past the end of its bytes"),
     "E_LAST": (Corrupt, "table's last symbol at or past the alphabet"),
@@ -39,6 +39,7 @@ TABLE_CODES = KernelCodes("IMIJ_TBL_", {
     "E_ARGS": (ValueError, "normalization of no weights or more than 256"),
     "E_SCHEME": (Corrupt, "k and m that the slot's depth does not allow"),
     "E_CROSS": (Corrupt, "cross context in a slot that may not use it"),
+    "E_SIZE": (RuntimeError, "a buffer is smaller than the kernel writes"),
 })
 
 
@@ -294,10 +295,11 @@ def _read_models_c(data: bytes | memoryview, specs: list[tuple[int, bool]]) -> l
     code = lib.imij_read_models(
         ffi.from_buffer("uint8_t[]", data), len(data), ffi.new("uint64_t *", 0), count,
         ffi.from_buffer("uint32_t[]", depths), ffi.from_buffer("uint8_t[]", cross_ok),
-        ffi.from_buffer("uint16_t[]", schemes), heads,
+        ffi.from_buffer("uint16_t[]", schemes), heads, len(heads),
         ffi.from_buffer("uint32_t[]", lasts, require_writable=True),
         ffi.from_buffer("uint32_t[]", tables[0], require_writable=True),
         ffi.from_buffer("uint32_t[]", tables[1], require_writable=True),
+        min(lasts.size, tables[0].size // 256, tables[1].size // 256),
     )
     if code:  # the reference names the exact rule (csrc/models.h lists the codes)
         br = BitReader(data, "models")
