@@ -321,14 +321,15 @@ def level_stream(plane: np.ndarray, n: int, typical: np.ndarray | None, lanes: L
         efreq, ecum = u16(escape.freq + (0,) * (256 - len(escape.freq))), u16(escape.cum + (0,) * (256 - len(escape.cum)))
     most = 64 + 2 * (7 if typical is not None else 1) * h * w
     caps = (min(most, 4096 + h * w // 4), most) if limit is None else (min(most, limit),)
+    space, freq = LEVEL_CODES.code("E_SPACE"), LEVEL_CODES.code("E_FREQ")
     for cap in caps:
         dst = np.empty(cap, np.uint8)
         got = lib.imij_level_encode(src, w, h, len(lanes.starts), n, rows,
                                     ffi.from_buffer("uint8_t[]", scratch, require_writable=True), scratch.size,
                                     p0, q, efreq, ecum, ffi.from_buffer("uint8_t[]", dst, require_writable=True), cap)
-        if got != LEVEL_CODES.code("E_SPACE"):  # else the larger buffer
+        if got != space:  # else the larger buffer
             break
-    if got == LEVEL_CODES.code("E_FREQ") or (got == LEVEL_CODES.code("E_SPACE") and limit is not None):  # or past the limit
+    if got == freq or (got == space and limit is not None):  # no probability, or past the limit
         return None
     if got < 0:
         raise LEVEL_CODES.error(got, "level stream")

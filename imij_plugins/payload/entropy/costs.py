@@ -19,11 +19,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from imij_plugins import _backend
-from imij_plugins.payload.kernel_codes import ENCODER
 from imij_plugins.payload.entropy.maps import native_order
 from imij_plugins.payload.entropy.models import M, normalize
 from imij_plugins.payload.entropy.rans import Lanes, encode_stream, tokenize
 from imij_plugins.payload.entropy.tokens import RUN_CAP, Scheme
+from imij_plugins.payload.kernel_codes import ENCODER
 
 BUCKETS = 640  # encode.h IMIJ_ENC_BUCKETS: u below 256 exact, then (msb, 4 bits below it)
 CLASSES = 16

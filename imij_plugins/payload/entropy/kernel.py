@@ -17,7 +17,6 @@ import numpy as np
 
 from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
-from imij_plugins.payload.kernel_codes import KernelCodes
 from imij_plugins.payload.entropy.levels import LAYOUT_BILEVEL, LAYOUT_TEMPLATE_SHARED, LevelStructs, decode_level_c
 from imij_plugins.payload.entropy.maps import CodedChannel, Slot
 from imij_plugins.payload.entropy.models import M, PALETTE_DEPTH
@@ -31,6 +30,7 @@ from imij_plugins.payload.entropy.stripe import (
     sample_store,
     reference_planes,
 )
+from imij_plugins.payload.kernel_codes import KernelCodes
 
 EXPLAIN_PIXELS = 1 << 14  # a failing unit this small is re-read by the reference for its message
 SCRATCH_BYTES = 1 << 14  # a row block's scratch (csrc/imij_kernels.h imij_entropy_rows) for narrow units
@@ -154,7 +154,8 @@ def decode_unit_c(plan: UnitPlan, models: CModels, body: bytes | memoryview, wid
 
     Rows reach ``out`` block by block, so after an error ``out`` holds the rows decoded before it."""
     out = output_for(plan, height, width, out)
-    stored = models.store is not None and reference is None and out.strides[2] == out.itemsize and min(out.strides) >= 0
+    stored = (models.store is not None and reference is None and out.strides[2] == out.itemsize
+              and min(out.strides) >= 0)
     if len(body) and LAYOUT_BILEVEL <= body[0] <= LAYOUT_TEMPLATE_SHARED:  # 2.10 / 2.14: their own kernel
         if stored:  # rows go straight into out
             decode_level_c(plan, models.levels, body, width, height, _store_into(models, out))
