@@ -634,21 +634,27 @@ static int decode_template(lvl_rans *rs, const imij_template_tables *tt, uint32_
 
 /* 2.10 / 2.14: one unit whose layout is 0x81-0x84, each row into `out` (coded planes) or through
  * `store` as it decodes. */
-static int level_decode(const uint8_t *body, size_t len, const imij_level_unit *u, void *out,
-                        const imij_sample_store *store, uint8_t *index)
+static int level_decode(const uint8_t *body, size_t len, const imij_level_unit *u, void *out, size_t out_len,
+                        const imij_sample_store *store, uint8_t *index, size_t index_len)
 {
     uint32_t w = u->width, h = u->height, nslots = u->nslots, ob = u->out_bytes;
     if (w == 0 || h == 0 || u->lanes < 1 || u->lanes > 16 || nslots > 8)
         return IMIJ_LVL_E_ARGS;
+    if ((uint64_t)index_len < 3 * ((uint64_t)w + 4) + RING_SLACK)
+        return IMIJ_LVL_E_SIZE;
     if (store) {
         if (!imij_sample_store_valid(store) || store->nslots != nslots)
             return IMIJ_LVL_E_ARGS;
+        if (!imij_sample_store_fits(store, w, h))
+            return IMIJ_LVL_E_SIZE;
     } else {
         if (ob != 1 && ob != 2 && ob != 4)
             return IMIJ_LVL_E_ARGS;
         for (uint32_t s = 0; s < nslots; s++)
             if (u->depth[s] > 8 * ob)
                 return IMIJ_LVL_E_ARGS; /* entries (<= 16 bits) must fit the output's width */
+        if (out_len / ob / w / h < nslots) /* nslots planes of w * h values of ob bytes */
+            return IMIJ_LVL_E_SIZE;
     }
     size_t pos = 0;
     if (len < 1)
@@ -734,15 +740,16 @@ static int level_decode(const uint8_t *body, size_t len, const imij_level_unit *
     return decode_template(&rs, u->tmpl, n, rows, index, S, h, &ln, &sink);
 }
 
-int imij_level_unit_decode(const uint8_t *body, size_t len, const imij_level_unit *u, void *out, uint8_t *index)
+int imij_level_unit_decode(const uint8_t *body, size_t len, const imij_level_unit *u, void *out, size_t out_len,
+                           uint8_t *index, size_t index_len)
 {
-    return level_decode(body, len, u, out, NULL, index);
+    return level_decode(body, len, u, out, out_len, NULL, index, index_len);
 }
 
 int imij_level_unit_store(const uint8_t *body, size_t len, const imij_level_unit *u, const imij_sample_store *store,
-                          uint8_t *index)
+                          uint8_t *index, size_t index_len)
 {
-    return level_decode(body, len, u, NULL, store, index);
+    return level_decode(body, len, u, NULL, 0, store, index, index_len);
 }
 
 
@@ -854,17 +861,23 @@ static int step_ops(const uint8_t *P, size_t S, uint32_t r, uint32_t x, const la
     return typical[r] ? 0 : template_step(row, up, up2, ln, x, n, ops);
 }
 
-static int level_args(uint32_t width, uint32_t height, uint32_t lanes, uint32_t n)
+/* The encoder's arguments: IMIJ_LVL_E_ARGS for a bad geometry or entry count, IMIJ_LVL_E_SIZE
+ * for a scratch below the padded plane's (height + 2) * (width + 4) bytes, else 0. */
+static int level_args(uint32_t width, uint32_t height, uint32_t lanes, uint32_t n, size_t scratch_len)
 {
-    return width == 0 || height == 0 || lanes < 1 || lanes > 16 || n < 1 || n > 256 ||
-           (size_t)width * height > ((size_t)-1 - 64) / 16;
+    if (width == 0 || height == 0 || lanes < 1 || lanes > 16 || n < 1 || n > 256 ||
+        (size_t)width * height > ((size_t)-1 - 64) / 16)
+        return IMIJ_LVL_E_ARGS;
+    return scratch_len / ((size_t)width + 4) < (size_t)height + 2 ? IMIJ_LVL_E_SIZE : 0;
 }
 
 int imij_level_counts(const uint8_t *plane, uint32_t width, uint32_t height, uint32_t lanes, uint32_t n,
-                      const uint8_t *typical, uint8_t *scratch, uint32_t *phase0, uint32_t *cand, uint32_t *escape)
+                      const uint8_t *typical, uint8_t *scratch, size_t scratch_len, uint32_t *phase0, uint32_t *cand,
+                      uint32_t *escape)
 {
-    if (level_args(width, height, lanes, n))
-        return IMIJ_LVL_E_ARGS;
+    int err = level_args(width, height, lanes, n, scratch_len);
+    if (err)
+        return err;
     size_t S = (size_t)width + 4;
     pad_plane(plane, width, height, scratch);
     lanes_t ln;
@@ -921,11 +934,13 @@ static int64_t close_stream(const uint32_t *st, uint32_t active, uint8_t *dst, s
 }
 
 int64_t imij_level_encode(const uint8_t *plane, uint32_t width, uint32_t height, uint32_t lanes, uint32_t n,
-                          const uint8_t *typical, uint8_t *scratch, const uint16_t *phase0, const uint16_t *cand,
-                          const uint16_t *efreq, const uint16_t *ecum, uint8_t *dst, size_t dst_cap)
+                          const uint8_t *typical, uint8_t *scratch, size_t scratch_len, const uint16_t *phase0,
+                          const uint16_t *cand, const uint16_t *efreq, const uint16_t *ecum, uint8_t *dst,
+                          size_t dst_cap)
 {
-    if (level_args(width, height, lanes, n))
-        return IMIJ_LVL_E_ARGS;
+    int err = level_args(width, height, lanes, n, scratch_len);
+    if (err)
+        return err;
     size_t S = (size_t)width + 4;
     pad_plane(plane, width, height, scratch);
     lanes_t ln;

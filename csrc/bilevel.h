@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 /* Return codes of imij_level_unit_decode and the encoder's kernels (0 = success).
- * imij_plugins/payload/entropy/levels.py maps each to one message. */
+ * imij_plugins/payload/entropy/bilevel.py LEVEL_CODES maps each to an error, by name. */
 enum {
     IMIJ_LVL_OK = 0,
     IMIJ_LVL_E_ARGS = -1,      /* bad unit geometry, slot count or encoder operation */
@@ -27,7 +27,8 @@ enum {
     IMIJ_LVL_E_WORDS = -12,    /* 3.1: the stream needs more words than it holds, or an odd byte count */
     IMIJ_LVL_E_LAYOUT = -13,   /* not a layout byte 0x81-0x84 */
     IMIJ_LVL_E_SPACE = -14,    /* encoder: dst_cap too small */
-    IMIJ_LVL_E_FREQ = -15      /* encoder: an outcome the tables give no probability */
+    IMIJ_LVL_E_FREQ = -15,     /* encoder: an outcome the tables give no probability */
+    IMIJ_LVL_E_SIZE = -16      /* a buffer's length is below what the call writes there */
 };
 
 /* Head record 25 (2.10), parsed once per payload. */
@@ -58,24 +59,28 @@ typedef struct {
     const imij_template_tables *tmpl;  /* NULL without head record 35 */
 } imij_level_unit;
 
-/* Decode one unit record body whose layout byte is 0x81-0x84 into `out`: nslots planes of
- * width*height coded values (before the channel maps), each out_bytes wide (entries of up to
- * 16 bits need at least as many). `index` is 3 * (width + 4) + 16 bytes of scratch (the index
- * plane's last three rows, zero-padded). Rows reach `out` as they decode, so after an error `out`
- * holds the rows decoded before it. Returns 0 or a negative IMIJ_LVL_E_* code; never reads or
- * writes out of bounds. */
-int imij_level_unit_decode(const uint8_t *body, size_t len, const imij_level_unit *unit, void *out, uint8_t *index);
+/* Decode one unit record body whose layout byte is 0x81-0x84 into `out` (out_len bytes): nslots
+ * planes of width*height coded values (before the channel maps), each out_bytes wide (entries of
+ * up to 16 bits need at least as many). `index` is scratch of index_len >= 3 * (width + 4) + 16
+ * bytes (the index plane's last three rows, zero-padded). Rows reach `out` as they decode, so
+ * after an error `out` holds the rows decoded before it. Returns 0 or a negative IMIJ_LVL_E_*
+ * code (IMIJ_LVL_E_SIZE, before decoding, when a length is short); never reads or writes out of
+ * bounds. */
+int imij_level_unit_decode(const uint8_t *body, size_t len, const imij_level_unit *unit, void *out, size_t out_len,
+                           uint8_t *index, size_t index_len);
 
 /* The encoder's side of a unit whose plane is known: `plane` is height*width bytes, a bilevel t
  * plane (2.10: values 0 or 1; `typical` NULL) or a template stripe's index plane of n entries
  * (2.14: indices < 256, `typical` one byte per row, 1 = a typical row, which codes nothing).
- * `scratch` holds (height + 2) * (width + 4) bytes (the decoder's padded plane). */
+ * `scratch` holds scratch_len >= (height + 2) * (width + 4) bytes (the decoder's padded plane),
+ * else IMIJ_LVL_E_SIZE. */
 
 /* Adds the outcome counts of every operation: phase0[2 * context + outcome] (1024 contexts),
  * cand[2 * context + outcome] (40 candidate contexts, templates only), escape[index] (256).
  * Returns 0 or IMIJ_LVL_E_ARGS (bad geometry, a t above 1, or with n <= 2 an index above 1). */
 int imij_level_counts(const uint8_t *plane, uint32_t width, uint32_t height, uint32_t lanes, uint32_t n,
-                      const uint8_t *typical, uint8_t *scratch, uint32_t *phase0, uint32_t *cand, uint32_t *escape);
+                      const uint8_t *typical, uint8_t *scratch, size_t scratch_len, uint32_t *phase0, uint32_t *cand,
+                      uint32_t *escape);
 
 /* The unit's rANS stream (3.1; the initial states, then the words in reading order) with the
  * probabilities of t = 0 / "equals W" per phase-0 context (phase0, 1024) and of "equals the
@@ -84,7 +89,8 @@ int imij_level_counts(const uint8_t *plane, uint32_t width, uint32_t height, uin
  * has no probability, IMIJ_LVL_E_SPACE when dst_cap is too small (4 * active lanes + 2 bytes per
  * operation always suffice), or IMIJ_LVL_E_ARGS. */
 int64_t imij_level_encode(const uint8_t *plane, uint32_t width, uint32_t height, uint32_t lanes, uint32_t n,
-                          const uint8_t *typical, uint8_t *scratch, const uint16_t *phase0, const uint16_t *cand,
-                          const uint16_t *efreq, const uint16_t *ecum, uint8_t *dst, size_t dst_cap);
+                          const uint8_t *typical, uint8_t *scratch, size_t scratch_len, const uint16_t *phase0,
+                          const uint16_t *cand, const uint16_t *efreq, const uint16_t *ecum, uint8_t *dst,
+                          size_t dst_cap);
 
 #endif /* IMIJ_BILEVEL_H */

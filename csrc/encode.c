@@ -97,6 +97,9 @@ static void carried_rows(const void *planes, uint32_t esize, uint32_t nslots, ui
     }
 }
 
+/* Do len elements hold a * b * c of them (each at least 1)? Without overflow. */
+static inline int holds(size_t len, size_t a, size_t b, size_t c) { return len / a / b >= c; }
+
 /* Do the values of depths[0..nslots) fit esize bytes? */
 static int depths_fit(const uint32_t *depths, uint32_t nslots, uint32_t esize)
 {
@@ -497,13 +500,16 @@ static void costs_generic(const void *planes, uint32_t esize, const uint32_t *re
 
 int imij_enc_costs(const void *planes, uint32_t esize, const uint32_t *refs, uint32_t nslots, uint32_t width,
                    uint32_t height, uint32_t lanes, const uint32_t *depths, uint32_t decor, uint32_t pred_mask,
-                   uint32_t mode_mask, uint32_t row_step, uint32_t col_step, uint32_t *rows, int64_t *costs)
+                   uint32_t mode_mask, uint32_t row_step, uint32_t col_step, uint32_t *rows, size_t rows_len,
+                   int64_t *costs, size_t costs_len)
 {
     if (!width || !height || lanes < 1 || lanes > 16 || nslots < 1 || nslots > 8 || !row_step || !col_step ||
         !esize_ok(esize))
-        return -1;
+        return IMIJ_ENC_E_ARGS;
     if (decor && (nslots < 3 || depths[0] != depths[1] || depths[0] != depths[2]))
-        return -1;
+        return IMIJ_ENC_E_ARGS;
+    if (!holds(rows_len, 2, nslots, width) || !holds(costs_len, 4, IMIJ_ENC_PREDICTORS, height))
+        return IMIJ_ENC_E_SIZE;
     if (!decor)
         mode_mask &= 1u;
     int fast = 1;
@@ -655,16 +661,18 @@ static void residual_row_fast(const uint32_t *const *cur, const uint32_t *refs, 
 
 int imij_enc_residuals(const void *planes, uint32_t esize, const uint32_t *refs, uint32_t nslots, uint32_t width,
                        uint32_t height, uint32_t lanes, const uint32_t *depths, const uint8_t *preds, uint32_t mode,
-                       uint32_t *rows, void *u, uint32_t u_esize)
+                       uint32_t *rows, size_t rows_len, void *u, size_t u_len, uint32_t u_esize)
 {
     if (!width || !height || lanes < 1 || lanes > 16 || nslots < 1 || nslots > 8 || mode > 3 || !esize_ok(esize) ||
         !esize_ok(u_esize) || !depths_fit(depths, nslots, u_esize))
-        return -1;
+        return IMIJ_ENC_E_ARGS;
     if (mode && (nslots < 3 || depths[0] != depths[1] || depths[0] != depths[2]))
-        return -1;
+        return IMIJ_ENC_E_ARGS;
     for (uint32_t r = 0; r < height; r++) /* 2.4 / 4: 0..6, 7..9 with a reference; row 0: 0 or 7 */
         if (preds[r] > (refs ? 9 : 6) || (r == 0 && preds[r] != 0 && preds[r] != 7))
-            return -1;
+            return IMIJ_ENC_E_ARGS;
+    if (!holds(rows_len, 3, nslots, width) || !holds(u_len / u_esize, nslots, width, height))
+        return IMIJ_ENC_E_SIZE;
     int fast = 1;
     for (uint32_t s = 0; s < nslots; s++)
         if (depths[s] < 1 || depths[s] > 16)
@@ -747,13 +755,16 @@ static uint64_t near_cost(const uint32_t *d, uint32_t nslots, uint32_t width, co
 
 int imij_enc_near(const uint32_t *planes, uint32_t nslots, uint32_t width, uint32_t height, uint32_t lanes,
                   const uint32_t *depths, const uint32_t *deltas, uint32_t decor, uint32_t pred_mask,
-                  uint32_t mode_mask, uint32_t fixed, uint8_t *preds, uint32_t *mode, uint32_t *u, uint32_t *recon,
-                  uint32_t *rows3)
+                  uint32_t mode_mask, uint32_t fixed, uint8_t *preds, size_t preds_len, uint32_t *mode, uint32_t *u,
+                  size_t u_len, uint32_t *recon, size_t recon_len, uint32_t *rows3, size_t rows3_len)
 {
     if (!width || !height || lanes < 1 || lanes > 16 || nslots < 1 || nslots > 8)
-        return -1;
+        return IMIJ_ENC_E_ARGS;
     if (decor && (nslots < 3 || depths[0] != depths[1] || depths[0] != depths[2]))
-        return -1;
+        return IMIJ_ENC_E_ARGS;
+    if (preds_len < height || !holds(u_len, nslots, width, height) || !holds(recon_len, nslots, width, height) ||
+        (uint64_t)rows3_len < 3 * (uint64_t)nslots * width + ((uint64_t)height + 3) / 4)
+        return IMIJ_ENC_E_SIZE;
     if (!decor)
         mode_mask &= 1u;
     size_t plane = (size_t)width * height, row = (size_t)nslots * width;
@@ -784,7 +795,7 @@ int imij_enc_near(const uint32_t *planes, uint32_t nslots, uint32_t width, uint3
                     }
                 }
                 if (!found)
-                    return -1;
+                    return IMIJ_ENC_E_ARGS;
                 total += best;
                 choice[r] = (uint8_t)bp;
                 for (uint32_t s = 0; s < nslots; s++)
@@ -799,13 +810,13 @@ int imij_enc_near(const uint32_t *planes, uint32_t nslots, uint32_t width, uint3
             }
         }
         if (!have)
-            return -1;
+            return IMIJ_ENC_E_ARGS;
     }
     if (*mode > 3 || (*mode && !decor))
-        return -1;
+        return IMIJ_ENC_E_ARGS;
     for (uint32_t r = 0; r < height; r++) {
         if (preds[r] > 6 || (r == 0 && preds[r] != 0))
-            return -1;
+            return IMIJ_ENC_E_ARGS;
         near_row(planes, plane, nslots, width, r, lw, depths, deltas, preds[r], recon, cand_rec, cand_d);
         for (uint32_t s = 0; s < nslots; s++) {
             memcpy(recon + s * plane + (size_t)r * width, cand_rec + (size_t)s * width, width * sizeof(uint32_t));
@@ -981,11 +992,13 @@ static __attribute__((noinline)) void count_run(const uint8_t *cls, const uint8_
 }
 
 int imij_enc_stats(const void *u, const void *u0, uint32_t esize, uint32_t width, uint32_t height, uint32_t lanes,
-                   uint32_t ctx_shift, uint32_t run_min, uint32_t *rows, uint32_t *vh, uint32_t *zr, uint32_t *rh,
-                   uint32_t *xvh, uint32_t *xzr, uint32_t *xrh)
+                   uint32_t ctx_shift, uint32_t run_min, uint32_t *rows, size_t rows_len, uint32_t *vh, uint32_t *zr,
+                   uint32_t *rh, uint32_t *xvh, uint32_t *xzr, uint32_t *xrh)
 {
     if (!width || !height || lanes < 1 || lanes > 16 || ctx_shift > 31 || !esize_ok(esize))
-        return -1;
+        return IMIJ_ENC_E_ARGS;
+    if (!holds(rows_len, 3, width, 1))
+        return IMIJ_ENC_E_SIZE;
     uint32_t lw = (width + lanes - 1) / lanes;
     size_t plane = (size_t)width * height;
     int fast = ctx_shift == 0 && below16(u, plane, esize) && below16(u0, plane, esize);
@@ -1097,7 +1110,7 @@ IMIJ_CLONES int imij_enc_word_summary(const void *words, uint32_t esize, size_t 
                                       uint32_t kind, uint32_t depth, uint64_t *out)
 {
     if (!esize_ok(esize) || !pixels || channels < 1 || channels > 16 || kind > 2 || depth < 1 || depth > 8 * esize)
-        return -1;
+        return IMIJ_ENC_E_ARGS;
     uint32_t block = channels * SUMMARY_BLOCK, sign = 1u << (depth - 1);
     uint32_t flip = kind == 1 ? sign : 0u, fmul = kind == 2 ? sign - 1u : 0u;
     if (esize == 1)
@@ -1110,10 +1123,12 @@ IMIJ_CLONES int imij_enc_word_summary(const void *words, uint32_t esize, size_t 
 }
 
 int imij_enc_histogram(const void *words, uint32_t esize, size_t count, size_t stride, uint32_t depth,
-                       uint64_t *counts)
+                       uint64_t *counts, size_t counts_len)
 {
     if ((esize != 1 && esize != 2) || depth < 1 || depth > 16 || depth > 8 * esize)
-        return -1;
+        return IMIJ_ENC_E_ARGS;
+    if (counts_len < (size_t)1 << depth)
+        return IMIJ_ENC_E_SIZE;
     uint32_t limit = 1u << depth, bad = 0;
     if (esize == 1) { /* four partial counts: runs of one value do not wait on one counter */
         const uint8_t *p = (const uint8_t *)words;
@@ -1143,7 +1158,7 @@ int imij_enc_histogram(const void *words, uint32_t esize, size_t count, size_t s
             counts[w & (limit - 1)]++;
         }
     }
-    return bad ? -1 : 0;
+    return bad ? IMIJ_ENC_E_VALUE : 0;
 }
 
 void imij_enc_lookup8(const uint8_t *lut, const uint8_t *src, size_t n, uint8_t *dst)
@@ -1190,7 +1205,7 @@ static int byte_palette(const uint8_t *p, size_t npix, uint32_t *entries, uint8_
                 slot = (slot + 1) & 1023u;                                                                    \
             if (table[slot] < 0) {                                                                            \
                 if (count == 256)                                                                             \
-                    return -1;                                                                                \
+                    return IMIJ_ENC_E_MANY;                                                                   \
                 table[slot] = (int16_t)count;                                                                 \
                 keys[slot] = key;                                                                             \
                 for (uint32_t s = 0; s < (NS); s++)                                                           \
@@ -1221,10 +1236,12 @@ static int packed_palette(const void *planes, uint32_t esize, uint32_t nslots, s
 }
 
 int imij_enc_palette(const void *planes, uint32_t esize, uint32_t nslots, size_t npix, uint32_t *entries,
-                     uint8_t *index)
+                     size_t entries_len, uint8_t *index)
 {
     if (nslots < 1 || nslots > 8 || !esize_ok(esize))
-        return -1;
+        return IMIJ_ENC_E_ARGS;
+    if (!holds(entries_len, 256, nslots, 1))
+        return IMIJ_ENC_E_SIZE;
     if (nslots == 1 && esize == 1) /* one byte-wide slot: its values index the table directly */
         return byte_palette((const uint8_t *)planes, npix, entries, index);
     if (esize <= 2 && nslots * esize <= 8)
@@ -1254,7 +1271,7 @@ int imij_enc_palette(const void *planes, uint32_t esize, uint32_t nslots, size_t
             int e = table[slot];
             if (e < 0) {
                 if (count == 256)
-                    return -1;
+                    return IMIJ_ENC_E_MANY;
                 table[slot] = (int16_t)count;
                 memcpy(entries + (size_t)count * nslots, key, nslots * sizeof(uint32_t));
                 index[i] = (uint8_t)count;
@@ -1432,7 +1449,7 @@ static int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32_t r1, uint32_
                         join_token(v, sc->k, sc->m, &t, &nb, &e);
                     uint32_t op = t < 256 ? sc->packed[cx[l * stride]][t] : 0;
                     if (!op)
-                        return -3;
+                        return IMIJ_ENC_E_FREQ;
                     ops[nops++] = (l << 27) | op;
                     uint32_t n1 = nb < 16 ? nb : 16; /* the extra bits' op, kept only when nb > 0 */
                     xops[nx] = OP_BITS | (l << 27) | (n1 << 16) | (e & ((1u << n1) - 1u));
@@ -1556,9 +1573,10 @@ int64_t imij_enc_stream(const void *u, const void *u0, uint32_t esize, uint32_t 
                         uint8_t *out, size_t cap)
 {
     if (!width || !height || lanes < 1 || lanes > 16 || model->ctx_shift > 31 || model->depth > 32 ||
-        model->depth > 8 * esize || !esize_ok(esize) || (model->cross && !u0) ||
-        scratch_len < imij_enc_stream_scratch(width, height))
-        return -1;
+        model->depth > 8 * esize || !esize_ok(esize) || (model->cross && !u0))
+        return IMIJ_ENC_E_ARGS;
+    if (scratch_len < imij_enc_stream_scratch(width, height))
+        return IMIJ_ENC_E_SIZE;
     stream_ctx sc;
     divider dv;
     stream_init(&sc, u, u0, esize, width, height, lanes, model);
@@ -1588,7 +1606,7 @@ int64_t imij_enc_stream(const void *u, const void *u0, uint32_t esize, uint32_t 
         if (nops < 0)
             return nops;
         if ((size_t)(wp - out) < head + 2 * (size_t)nops + 2)
-            return -2; /* at most one word per op, plus the unconditional store's slot */
+            return IMIJ_ENC_E_SPACE; /* at most one word per op, plus the unconditional store's slot */
         reverse_ops(ops, (size_t)nops, &dv, st, &wp);
     }
     for (uint32_t l = 0; l < sc.active; l++) {
@@ -1637,10 +1655,10 @@ static int64_t row_cost(const int64_t *h, uint32_t width, const int64_t *L)
 int imij_enc_row_costs(const int64_t *h, uint32_t rows, uint32_t width, const int64_t *log2fix, int64_t *out)
 {
     if (width > 256)
-        return -1;
+        return IMIJ_ENC_E_ARGS;
     for (size_t i = 0; i < (size_t)rows * width; i++)
         if (h[i] < 0)
-            return -1;
+            return IMIJ_ENC_E_ARGS;
     for (uint32_t r = 0; r < rows; r++)
         out[r] = row_cost(h + (size_t)r * width, width, log2fix);
     return 0;
@@ -1658,7 +1676,7 @@ int64_t imij_enc_partition(const int64_t *th, const int64_t *log2fix, uint8_t *c
         uint32_t last1 = 0;
         for (uint32_t s = 0; s < 256; s++) {
             if (th[c * 256 + s] < 0)
-                return -1;
+                return IMIJ_ENC_E_ARGS;
             last1 = th[c * 256 + s] ? s + 1 : last1;
         }
         if (last1)
@@ -1784,12 +1802,12 @@ int64_t imij_enc_token_cost(const int64_t *vh, const int64_t *rh, const int64_t 
                             uint32_t runs, const int64_t *log2fix)
 {
     if (!tokens_ok(tokens))
-        return -1;
+        return IMIJ_ENC_E_ARGS;
     int64_t total = 0, extra = 0, th[256];
     for (uint32_t c = 0; c < 16; c++) {
         int width = class_tokens(vh, rh, zr, tokens, runs, c, th, &extra);
         if (width < 0)
-            return -1;
+            return IMIJ_ENC_E_ARGS;
         total += row_cost(th, (uint32_t)width, log2fix); /* the same cost: no count past width */
     }
     return total + (extra << COST_FIX);
@@ -1799,11 +1817,11 @@ int imij_enc_token_counts(const int64_t *vh, const int64_t *rh, const int64_t *z
                           uint32_t runs, int64_t *th)
 {
     if (!tokens_ok(tokens))
-        return -1;
+        return IMIJ_ENC_E_ARGS;
     int64_t extra = 0;
     for (uint32_t c = 0; c < 16; c++)
         if (class_tokens(vh, rh, zr, tokens, runs, c, th + (size_t)c * 256, &extra) < 0)
-            return -1;
+            return IMIJ_ENC_E_ARGS;
     return 0;
 }
 
@@ -1825,7 +1843,7 @@ int imij_enc_best_tables(const int64_t *H, uint32_t ctxs, uint32_t width, uint32
                          const int64_t *log2fix, uint32_t *prec, uint32_t *last1, uint32_t *codes, uint32_t *freq)
 {
     if (width < 1 || width > 256 || prec_lo < 1 || prec_hi > 8 || prec_lo > prec_hi)
-        return -1;
+        return IMIJ_ENC_E_ARGS;
     const int64_t *L = log2fix;
     for (uint32_t c = 0; c < ctxs; c++) {
         const int64_t *h = H + (size_t)c * width;
@@ -1833,11 +1851,11 @@ int imij_enc_best_tables(const int64_t *H, uint32_t ctxs, uint32_t width, uint32
         int64_t gamma = 0, best = INT64_MAX, w[256], f[256];
         for (uint32_t s = 0; s < width; s++) {
             if (h[s] < 0 || h[s] >= ((int64_t)1 << 32))
-                return -1;
+                return IMIJ_ENC_E_ARGS;
             n = h[s] ? s + 1 : n;
         }
         if (!n)
-            return -1;
+            return IMIJ_ENC_E_ARGS;
         for (uint32_t s = 0, prev = 0; s < n; s++) { /* the exponents' gamma codes (3.3) */
             e[s] = bl64((uint64_t)h[s]);
             int32_t d = (int32_t)e[s] - (int32_t)prev;
@@ -1882,7 +1900,7 @@ int imij_enc_best_tables(const int64_t *H, uint32_t ctxs, uint32_t width, uint32
             code[2] = mant;
         }
         if (imij_normalize_table(weights, n, freq + (size_t)c * width)) /* 3.3, as the decoder reads it */
-            return -1;
+            return IMIJ_ENC_E_ARGS;
     }
     return 0;
 }

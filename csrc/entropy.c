@@ -159,10 +159,16 @@ static void model_tables(imij_slot_model *m, const uint32_t *freq, uint32_t ntab
     }
 }
 
-void imij_models_fill(imij_slot_model *out, uint32_t count, const uint32_t *params, const uint8_t *ctx_maps,
-                      const uint32_t *freq, uint64_t *entries)
+int imij_models_fill(imij_slot_model *out, uint32_t count, const uint32_t *params, const uint8_t *ctx_maps,
+                     const uint32_t *freq, uint64_t *entries, size_t entries_len)
 {
-    size_t at = 0;
+    size_t at = 0, tables = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t n = params[7 * (size_t)i + 6];
+        tables += n < 4 ? n : 4;
+    }
+    if (tables > entries_len / M_SLOTS)
+        return IMIJ_ENT_E_SIZE;
     for (uint32_t i = 0; i < count; i++) {
         const uint32_t *p = params + 7 * (size_t)i;
         imij_slot_model *m = out + i;
@@ -173,6 +179,7 @@ void imij_models_fill(imij_slot_model *out, uint32_t count, const uint32_t *para
         model_tables(m, freq + 1024 * (size_t)i, p[6]);
         at += (size_t)m->ntables * M_SLOTS; /* the next model's tables follow this one's */
     }
+    return 0;
 }
 
 /* 2.3: a unit's lanes, and the row of a lane-interleaved plane: lane l's column x at x * active + l
@@ -1123,11 +1130,13 @@ static int model_ok(const imij_slot_model *m)
     return 1;
 }
 
-static int begin(imij_entropy_state *state, const uint8_t *body, size_t len)
+static int begin(imij_entropy_state *state, const uint8_t *body, size_t len, size_t pred_len)
 {
     const imij_unit *unit = &state->unit;
     if (unit->width == 0 || unit->height == 0 || unit->lanes < 1 || unit->lanes > 16 || unit->nslots > 8)
         return IMIJ_ENT_E_ARGS;
+    if (pred_len < unit->height)
+        return IMIJ_ENT_E_SIZE;
     for (uint32_t s = 0; s < unit->nslots; s++)
         if (!model_ok(&unit->slots[s]))
             return IMIJ_ENT_E_ARGS;
@@ -1147,14 +1156,14 @@ static int begin(imij_entropy_state *state, const uint8_t *body, size_t len)
 }
 
 int imij_entropy_begin(const uint8_t *body, size_t len, const imij_unit *unit, int has_reference,
-                       imij_entropy_state *state, uint8_t *pred_ids)
+                       imij_entropy_state *state, uint8_t *pred_ids, size_t pred_len)
 {
     memset(state, 0, sizeof *state);
     state->unit = *unit;
     state->body = body;
     state->pred_ids = pred_ids;
     state->inter = has_reference && unit->inter_allowed;
-    state->error = begin(state, body, len);
+    state->error = begin(state, body, len, pred_len);
     return state->error;
 }
 
@@ -1226,13 +1235,30 @@ static int slot_rows(imij_entropy_state *state, uint32_t rows, size_t stride, ui
     return 0;
 }
 
+/* Whether `len` uint32 hold `planes` planes of the row block scratch: (capacity + 2) rows of the
+ * unit's interleaved rows each (state's unit: begin checked its geometry). */
+static int scratch_fits(const imij_entropy_state *state, uint32_t planes, uint32_t capacity, size_t len)
+{
+    size_t row = geometry(state->unit.width, state->unit.lanes).row;
+    return planes == 0 || (size_t)capacity + FIRST_ROW <= len / row / planes;
+}
+
+/* The planes of the row block scratch: a palette stripe's index plane when there is no slot. */
+static uint32_t scratch_planes(const imij_entropy_state *state)
+{
+    return state->unit.nslots ? state->unit.nslots : 1u;
+}
+
 int imij_entropy_rows(imij_entropy_state *state, uint32_t rows, uint32_t capacity, uint32_t *planes,
-                      const uint32_t *reference)
+                      size_t planes_len, const uint32_t *reference, size_t reference_len)
 {
     if (state->error)
         return state->error;
     if (rows == 0 || rows > capacity || rows > state->unit.height - state->row || (state->inter && !reference))
         return state->error = IMIJ_ENT_E_ARGS;
+    if (!scratch_fits(state, scratch_planes(state), capacity, planes_len) ||
+        (state->inter && !scratch_fits(state, state->unit.nslots, capacity, reference_len)))
+        return state->error = IMIJ_ENT_E_SIZE;
     size_t stride = ((size_t)capacity + FIRST_ROW) * geometry(state->unit.width, state->unit.lanes).row;
     int err = state->layout == 0x80 ? palette_rows(state, rows, stride, planes)
                                     : slot_rows(state, rows, stride, planes, reference);
@@ -1549,17 +1575,47 @@ int imij_sample_store_valid(const imij_sample_store *store)
     return 1;
 }
 
+/* *need += count * stride when the sum stays within cap (*need <= cap on entry), else 0. */
+static int add_span(uint64_t *need, uint64_t count, uint64_t stride, uint64_t cap)
+{
+    if (count && stride > (cap - *need) / count)
+        return 0;
+    *need += count * stride;
+    return 1;
+}
+
+int imij_sample_store_fits(const imij_sample_store *store, uint32_t width, uint32_t height)
+{
+    if (!imij_sample_store_valid(store) || store->row_stride < 0 || store->pixel_stride < 0)
+        return 0;
+    if (width == 0 || height == 0)
+        return 1;
+    uint64_t top = 0; /* the highest channel of a pixel that the store writes */
+    for (uint32_t s = 0; s < store->nslots; s++)
+        top = store->channel[s] > top ? store->channel[s] : top;
+    for (uint32_t k = 0; k < store->nconst; k++)
+        top = store->const_channel[k] > top ? store->const_channel[k] : top;
+    uint64_t need = (top + 1) * store->esize, cap = store->out_len; /* the last sample's end */
+    return need <= cap && add_span(&need, height - 1, (uint64_t)store->row_stride, cap) &&
+           add_span(&need, width - 1, (uint64_t)store->pixel_stride, cap);
+}
+
 uint32_t imij_sample_word(const imij_sample_store *store, uint32_t s, uint32_t v) { return mapped(store, s, v); }
 
-int imij_entropy_store(imij_entropy_state *state, uint32_t capacity, uint32_t *planes, const imij_sample_store *store)
+int imij_entropy_store(imij_entropy_state *state, uint32_t capacity, uint32_t *planes, size_t planes_len,
+                       const imij_sample_store *store)
 {
+    if (state->error)
+        return state->error;
     if (state->inter || !imij_sample_store_valid(store))
-        return state->error ? state->error : (state->error = IMIJ_ENT_E_ARGS);
+        return state->error = IMIJ_ENT_E_ARGS;
+    if (!imij_sample_store_fits(store, state->unit.width, state->unit.height))
+        return state->error = IMIJ_ENT_E_SIZE; /* the planes: on the first block, before it is written */
     lane_geo g = geometry(state->unit.width, state->unit.lanes);
     size_t stride = ((size_t)capacity + FIRST_ROW) * g.row;
     while (state->row < state->unit.height) {
         uint32_t r0 = state->row, left = state->unit.height - r0, rows = left < capacity ? left : capacity;
-        int err = imij_entropy_rows(state, rows, capacity, planes, NULL);
+        int err = imij_entropy_rows(state, rows, capacity, planes, planes_len, NULL, 0);
         if (err)
             return err;
         store_block(store, planes, stride, g, r0, rows);

@@ -15,7 +15,8 @@
 /* ---- 2.13 quick-pixel packet streams ------------------------------------------------------- */
 
 /* Return codes of imij_quick_decode / imij_quick_encode (0 = success; the encoder returns the
- * byte count instead). imij_plugins/payload/quick/packets.py maps each to one message. */
+ * byte count instead). imij_plugins/payload/quick/packets.py QUICK_CODES maps each to an error,
+ * by name. */
 enum {
     IMIJ_QUICK_OK = 0,
     IMIJ_QUICK_E_ARGS = -1,      /* channels not 1..4 or word_bytes not 1, 2, 4, 8 */
@@ -48,6 +49,8 @@ int64_t imij_quick_encode(const uint8_t *src, size_t src_len, size_t npixels, in
 
 /* ---- 2.4-2.6, 3, 4: entropy-coded lossless units ------------------------------------------ */
 
+/* Return codes of the entropy kernels below (0 = success).
+ * imij_plugins/payload/entropy/kernel.py ENTROPY_CODES maps each to an error, by name. */
 enum {
     IMIJ_ENT_OK = 0,
     IMIJ_ENT_E_ARGS = -1,       /* bad unit geometry or slot count */
@@ -60,7 +63,8 @@ enum {
     IMIJ_ENT_E_WORDS = -8,      /* 3.1: a stream needs more words than it holds, or an odd byte count */
     IMIJ_ENT_E_VALUE = -10,     /* a value token past 32 bits */
     IMIJ_ENT_E_PALETTE = -11,   /* 2.5: palette stripe not allowed, or an entry >= 2^n */
-    IMIJ_ENT_E_GATED = -12      /* 2.10 / 2.14: bilevel or template layout without its feature */
+    IMIJ_ENT_E_GATED = -12,     /* 2.10 / 2.14: bilevel or template layout without its feature */
+    IMIJ_ENT_E_SIZE = -13       /* a buffer's length is below what the call writes (or reads) there */
 };
 
 /* One slot's model (3.3), prepared once per payload: the context map, the normalized tables as
@@ -88,9 +92,10 @@ typedef struct {
  * its ctx_map at ctx_maps[16 i] and its ntables (1..=4) normalized tables at freq[1024 i + 256 c
  * + sym] (each summing to M = 1024; a larger sum is cut at M): the tokens' base and nb (3.2),
  * nvalue, high, and the entries: each model's min(ntables, 4) x 1024, one model after another
- * from entries[0] (the caller's memory, which out[i].ent then points at). */
-void imij_models_fill(imij_slot_model *out, uint32_t count, const uint32_t *params, const uint8_t *ctx_maps,
-                      const uint32_t *freq, uint64_t *entries);
+ * from entries[0] (entries_len of them, the caller's memory, which out[i].ent then points at).
+ * Returns 0, or IMIJ_ENT_E_SIZE (nothing written) when the entries do not fit entries_len. */
+int imij_models_fill(imij_slot_model *out, uint32_t count, const uint32_t *params, const uint8_t *ctx_maps,
+                     const uint32_t *freq, uint64_t *entries, size_t entries_len);
 
 /* What a unit decode needs besides its bytes. */
 typedef struct {
@@ -126,22 +131,24 @@ typedef struct {
 /* Read one unit record body's layout (2.4, 2.5): decorrelation or palette entries, row predictors,
  * stream lengths, and every stream's initial states, into `state`. `unit->width` and `height` are
  * the unit's; `has_reference`: an inter frame's previous canvas is at hand (predictors 7-9 where
- * unit->inter_allowed). Returns 0 or a negative IMIJ_ENT_E_* code. */
+ * unit->inter_allowed). pred_ids (pred_len bytes, at least the unit's height) receives the row
+ * predictors, which every later call reads. Returns 0 or a negative IMIJ_ENT_E_* code. */
 int imij_entropy_begin(const uint8_t *body, size_t len, const imij_unit *unit, int has_reference,
-                       imij_entropy_state *state, uint8_t *pred_ids);
+                       imij_entropy_state *state, uint8_t *pred_ids, size_t pred_len);
 
 /* Decode the next `rows` stripe rows (1..=capacity, not past the unit) of every slot into the row
- * block scratch `planes`: max(nslots, 1) planes of (capacity + 2) rows of lw * active uint32
- * (2.3's lane width times the non-empty lanes), each row lane-interleaved: lane l's column x at
- * x * active + l, the last lane's columns past its width padding. In each plane, rows 0 and 1 carry the residuals and the coded values of the row above the block (kept by
- * the kernel from one call to the next); rows 2..2+rows receive the block's coded values (2.1's s,
+ * block scratch `planes` (planes_len uint32): max(nslots, 1) planes of (capacity + 2) rows of
+ * lw * active uint32 (2.3's lane width times the non-empty lanes), each row lane-interleaved: lane
+ * l's column x at x * active + l, the last lane's columns past its width padding. In each plane,
+ * rows 0 and 1 carry the residuals and the coded values of the row above the block (kept by the
+ * kernel from one call to the next); rows 2..2+rows receive the block's coded values (2.1's s,
  * before the channel maps; plane 0 is a palette stripe's index plane until its entries replace it),
- * which the caller may then overwrite. `reference` (when begin saw an inter frame) has the same
- * geometry: row 1 the reduced reference of the row above the block, rows 2.. the block's. Returns 0
- * or a negative IMIJ_ENT_E_* code (the same on every later call); never reads or writes out of
- * bounds. */
+ * which the caller may then overwrite. `reference` (reference_len uint32; when begin saw an inter
+ * frame) has nslots planes of the same geometry: row 1 the reduced reference of the row above the
+ * block, rows 2.. the block's. Returns 0 or a negative IMIJ_ENT_E_* code (IMIJ_ENT_E_SIZE when a
+ * length is below that; the same code on every later call); never reads or writes out of bounds. */
 int imij_entropy_rows(imij_entropy_state *state, uint32_t rows, uint32_t capacity, uint32_t *planes,
-                      const uint32_t *reference);
+                      size_t planes_len, const uint32_t *reference, size_t reference_len);
 
 /* Section 4 step 4 in the kernel, so a unit of words of at most 32 bits decodes without returning
  * to Python per block. Slot s's coded value v becomes t = lut[s][v] when lut[s] is set (any map of
@@ -149,10 +156,12 @@ int imij_entropy_rows(imij_entropy_state *state, uint32_t rows, uint32_t capacit
  * t = (v << shift[s]) + add[s] mod 2^32 (2.1: Lsb, Shift, Offset); then the word is
  * t ^ flip[s] ^ (bit top[s] of t ? neg_flip[s] : 0) (the order map inverse: flip the sign bit of a
  * signed word, or the other bits of a negative float), stored at out + row * row_stride + column
- * * pixel_stride + channel[s] * esize. Each Const channel gets its word. */
+ * * pixel_stride + channel[s] * esize. Each Const channel gets its word. Every sample a unit
+ * stores lies in out[0, out_len) (imij_sample_store_fits, checked once per unit). */
 typedef struct {
     uint8_t *out;                 /* the unit's sample (0, 0, 0) */
-    int64_t row_stride, pixel_stride;
+    size_t out_len;               /* bytes from out that the store may write */
+    int64_t row_stride, pixel_stride; /* non-negative */
     uint32_t esize;               /* bytes per sample: 1, 2 or 4 */
     uint32_t nslots, nconst;
     uint32_t channel[8], shift[8], add[8], flip[8], top[8], neg_flip[8];
@@ -161,21 +170,29 @@ typedef struct {
 } imij_sample_store;
 
 /* Decode every remaining stripe row of an intra unit (imij_entropy_rows, blocks of `capacity`
- * rows through `planes`) and store each block through `store` before the next. Returns 0 or a
- * negative IMIJ_ENT_E_* code. */
-int imij_entropy_store(imij_entropy_state *state, uint32_t capacity, uint32_t *planes, const imij_sample_store *store);
+ * rows through `planes`, planes_len uint32) and store each block through `store` before the next.
+ * Returns 0 or a negative IMIJ_ENT_E_* code: IMIJ_ENT_E_SIZE, before decoding, when the planes
+ * or the store's out_len are too small for the unit. */
+int imij_entropy_store(imij_entropy_state *state, uint32_t capacity, uint32_t *planes, size_t planes_len,
+                       const imij_sample_store *store);
 
 /* 1 when `store` can be used: esize 1, 2 or 4, at most 8 slots and 8 Const channels, top bits
  * below 32. */
 int imij_sample_store_valid(const imij_sample_store *store);
+
+/* 1 when `store` is valid and every sample of a width x height rectangle it stores (each slot's
+ * and Const channel's) lies inside out[0, out_len): strides non-negative, no overflow. */
+int imij_sample_store_fits(const imij_sample_store *store, uint32_t width, uint32_t height);
 
 /* Section 4 step 4 of slot s's coded value v through `store` (see imij_sample_store). */
 uint32_t imij_sample_word(const imij_sample_store *store, uint32_t s, uint32_t v);
 
 /* imij_level_unit_decode (bilevel.h), each decoded row's samples stored through `store` (valid,
  * store->nslots == unit->nslots; a table of a slot covers its 2^depth values) instead of into
- * coded planes, so a level unit decodes straight into its rectangle of the image. */
+ * coded planes, so a level unit decodes straight into its rectangle of the image;
+ * IMIJ_LVL_E_SIZE, before decoding, when the unit's samples do not fit the store's out_len or
+ * index_len is short. */
 int imij_level_unit_store(const uint8_t *body, size_t len, const imij_level_unit *unit, const imij_sample_store *store,
-                          uint8_t *index);
+                          uint8_t *index, size_t index_len);
 
 #endif /* IMIJ_KERNELS_H */

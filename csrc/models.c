@@ -174,9 +174,11 @@ int imij_read_tables(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t 
 }
 
 int imij_read_models(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t count, const uint32_t *depths,
-                     const uint8_t *cross_ok, const uint16_t *schemes, imij_model_head *heads, uint32_t *last,
-                     uint32_t *weights, uint32_t *freq)
+                     const uint8_t *cross_ok, const uint16_t *schemes, imij_model_head *heads, size_t heads_len,
+                     uint32_t *last, uint32_t *weights, uint32_t *freq, size_t tables_len)
 {
+    if (heads_len < count || tables_len / 4 < count)
+        return IMIJ_TBL_E_SIZE;
     bitbuf b = {buf, *bitpos, (uint64_t)len * 8};
     if (b.pos > b.end)
         return IMIJ_TBL_E_END;

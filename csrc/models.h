@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Return codes of imij_read_table (0 = success). imij_plugins/payload/entropy/models.py maps each
- * to one message. */
+/* Return codes of the readers below (0 = success). imij_plugins/payload/entropy/models.py
+ * TABLE_CODES maps each to an error, by name. */
 enum {
     IMIJ_TBL_OK = 0,
     IMIJ_TBL_E_END = -1,      /* the table runs past the models' bytes */
@@ -22,7 +22,8 @@ enum {
     IMIJ_TBL_E_EMPTY = -6,    /* 3.3: no nonzero weight */
     IMIJ_TBL_E_ARGS = -7,     /* imij_normalize_table: count 0 or above 256 */
     IMIJ_TBL_E_SCHEME = -8,   /* 3.3: k and m that the slot's depth does not allow */
-    IMIJ_TBL_E_CROSS = -9     /* 3.3 / 2.2: a cross context in a slot that may not use it */
+    IMIJ_TBL_E_CROSS = -9,    /* 3.3 / 2.2: a cross context in a slot that may not use it */
+    IMIJ_TBL_E_SIZE = -10     /* a buffer's length is below what the call writes there */
 };
 
 /* One model's fields before its tables (3.3); ntables = max(ctx_map) + 1. */
@@ -48,12 +49,14 @@ int imij_read_tables(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t 
  * 16: it has a ctx_shift field) that may use the cross context when cross_ok[i].
  * schemes[512 i + 2 (8 k + m)] and the entry after it are the alphabet and the first run symbol
  * past the cap of parameters (k, m) at depth_i, the alphabet 0 where 3.3 rejects them. Model i's
- * fields go to heads[i], its tables as imij_read_tables to last[4 i ..] and the 256-entry rows of
- * weights and freq from 1024 i. Returns 0 (with *bitpos past the last model), or the code of the
- * first rule broken. */
+ * fields go to heads[i] (heads_len records), its tables as imij_read_tables to last[4 i ..] and
+ * the 256-entry rows of weights and freq from 1024 i (last, weights and freq each hold tables_len
+ * tables: entries of last, rows of the others). Returns 0 (with *bitpos past the last model),
+ * IMIJ_TBL_E_SIZE (nothing read or written) when heads_len < count or tables_len < 4 count, or
+ * the code of the first rule broken. */
 int imij_read_models(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t count, const uint32_t *depths,
-                     const uint8_t *cross_ok, const uint16_t *schemes, imij_model_head *heads, uint32_t *last,
-                     uint32_t *weights, uint32_t *freq);
+                     const uint8_t *cross_ok, const uint16_t *schemes, imij_model_head *heads, size_t heads_len,
+                     uint32_t *last, uint32_t *weights, uint32_t *freq, size_t tables_len);
 
 /* 3.3's normalization of weights[0..count) (count <= 256, weights below 2^32) into freq, as
  * imij_read_table does it (writers code with the decoder's frequencies). Returns 0, or

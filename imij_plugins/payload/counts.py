@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from imij_plugins import _backend
+from imij_plugins.payload.kernel_codes import ENCODER
 
 NARROW = (np.dtype(np.uint8), np.dtype(np.uint16))
 
@@ -19,9 +20,10 @@ def histogram(words: np.ndarray, D: int) -> np.ndarray:
         stride = _word_stride(words)
         flat = words if stride else np.ascontiguousarray(words)  # one channel of pixels: counted in place
         counts = np.zeros(1 << D, dtype=np.uint64)
-        if lib.imij_enc_histogram(ffi.cast("void *", flat.ctypes.data), flat.itemsize, flat.size, stride or 1, D,
-                                  ffi.from_buffer("uint64_t[]", counts, require_writable=True)) != 0:
-            raise ValueError(f"imij_enc_histogram: a value of {D + 1} bits or more")
+        code = lib.imij_enc_histogram(ffi.cast("void *", flat.ctypes.data), flat.itemsize, flat.size, stride or 1, D,
+                                      ffi.from_buffer("uint64_t[]", counts, require_writable=True), counts.size)
+        if code:
+            raise ENCODER.error(code, "imij_enc_histogram")
         return counts.view(np.int64)
     flat = words.ravel()
     counts = np.zeros(1 << D, dtype=np.int64)

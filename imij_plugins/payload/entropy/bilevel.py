@@ -18,13 +18,36 @@ import numpy as np
 
 from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
-from imij_plugins.payload.entropy.models import M, M_BITS, Table
+from imij_plugins.payload.entropy.models import M, M_BITS, TABLE_CODES, Table
 from imij_plugins.payload.entropy.rans import STATE_LOW, Lanes
+from imij_plugins.payload.kernel_codes import KernelCodes
 from imij_plugins.wire.bits import BitReader, BitWriter
 
 CONTEXTS = 1 << 10  # 2.10: contexts c = 0..=1023
 PROB_BITS = 11  # 2.10: p_c, 11 bits, <= M
 HALF = M // 2  # 2.10 / 2.14: an unused context has probability M / 2
+
+# csrc/bilevel.h IMIJ_LVL_E_* (the decoder of levels.py and the encoder here): E_ARGS, E_LAYOUT and
+# E_SIZE are calls the kernel refused (a bug here, not the input); E_SPACE and E_FREQ are the
+# encoder's outcomes, which level_stream acts on
+LEVEL_CODES = KernelCodes("IMIJ_LVL_", {
+    "E_ARGS": (RuntimeError, "stripe: level kernel refused the unit geometry, slots, sample store or plane"),
+    "E_TRUNCATED": (Corrupt, "stripe: record ends inside its layout, entries, typical-row bits or a stream's states"),
+    "E_FEATURE": (Corrupt, "stripe: bilevel or template stripe layout without its feature"),
+    "E_RECORD": (Corrupt, "stripe: bilevel or template stripe layout without its head record (25 / 35)"),
+    "E_SLOT": (Corrupt, "stripe: bilevel stripe (0x81) where the payload's only slot is not 1 bit deep"),
+    "E_DEPTH": (Corrupt, "stripe: palette entries of a slot deeper than 16 bits"),
+    "E_COUNT": (Corrupt, "stripe: bilevel palette stripe (0x82) with more than two entries"),
+    "E_ENTRY": (Corrupt, "stripe: palette entry not below 2^n"),
+    "E_SHARED": (Corrupt, "stripe: layout 0x84 while head record 35 has no shared entries"),
+    "E_ROWS": (Corrupt, "stripe: typical-row bit set past the last row"),
+    "E_STATE": (Corrupt, "stripe: initial rANS state below 2^16"),
+    "E_WORDS": (Corrupt, "stripe: stream needs more words than it holds (or an odd byte count)"),
+    "E_LAYOUT": (RuntimeError, "stripe: level kernel called on a layout other than 0x81-0x84"),
+    "E_SPACE": (ValueError, "the stream does not fit its buffer"),
+    "E_FREQ": (ValueError, "an outcome its tables give no probability"),
+    "E_SIZE": (RuntimeError, "stripe: a level kernel buffer is smaller than the unit needs"),
+})
 
 # 2.10: template pixel k at (dy, dx) relative to the pixel being decoded, k = 0..=9
 TEMPLATE: tuple[tuple[int, int], ...] = (
@@ -86,10 +109,11 @@ def read_used_values(br: BitReader, count: int, bits: int) -> tuple[np.ndarray, 
         return values, used
     ffi, lib = _backend.ffi, _backend.lib
     pos, v16, u8 = ffi.new("uint64_t *", br.bitpos), np.empty(count, np.uint16), np.empty(count, np.uint8)
-    if lib.imij_read_used_values(ffi.from_buffer("uint8_t[]", br.buf), len(br.buf), pos, count, bits,
-                                 ffi.from_buffer("uint16_t[]", v16, require_writable=True),
-                                 ffi.from_buffer("uint8_t[]", u8, require_writable=True)):
-        raise Corrupt(f"{br.what}: runs past the end")
+    code = lib.imij_read_used_values(ffi.from_buffer("uint8_t[]", br.buf), len(br.buf), pos, count, bits,
+                                     ffi.from_buffer("uint16_t[]", v16, require_writable=True),
+                                     ffi.from_buffer("uint8_t[]", u8, require_writable=True))
+    if code:
+        raise TABLE_CODES.error(code, br.what)
     br.bitpos = pos[0]
     return v16.astype(np.int64), u8.astype(bool)
 
@@ -266,13 +290,14 @@ def level_counts(plane: np.ndarray, n: int, typical: np.ndarray | None, lanes: L
     h, w = plane.shape
     phase0, cand, escape = np.zeros((CONTEXTS, 2), np.uint32), np.zeros((40, 2), np.uint32), np.zeros(256, np.uint32)
     buf = lambda a, t="uint32_t[]": ffi.from_buffer(t, a, require_writable=True)  # noqa: E731
+    scratch = np.empty((h + 2) * (w + 4), np.uint8)
     got = lib.imij_level_counts(
         ffi.from_buffer("uint8_t[]", np.ascontiguousarray(plane, np.uint8)), w, h, len(lanes.starts), n,
         ffi.NULL if typical is None else ffi.from_buffer("uint8_t[]", np.ascontiguousarray(typical, np.uint8)),
-        buf(np.empty((h + 2) * (w + 4), np.uint8), "uint8_t[]"), buf(phase0), buf(cand), buf(escape),
+        buf(scratch, "uint8_t[]"), scratch.size, buf(phase0), buf(cand), buf(escape),
     )
     if got < 0:
-        raise ValueError("a bilevel plane holds a value above 1, or two entries an index above 1")
+        raise LEVEL_CODES.error(got, "level counts")
     return phase0.astype(np.int64), cand.astype(np.int64), escape.astype(np.int64)
 
 
@@ -296,16 +321,18 @@ def level_stream(plane: np.ndarray, n: int, typical: np.ndarray | None, lanes: L
         efreq, ecum = u16(escape.freq + (0,) * (256 - len(escape.freq))), u16(escape.cum + (0,) * (256 - len(escape.cum)))
     most = 64 + 2 * (7 if typical is not None else 1) * h * w
     caps = (min(most, 4096 + h * w // 4), most) if limit is None else (min(most, limit),)
+    space, freq = LEVEL_CODES.code("E_SPACE"), LEVEL_CODES.code("E_FREQ")
     for cap in caps:
         dst = np.empty(cap, np.uint8)
-        got = lib.imij_level_encode(src, w, h, len(lanes.starts), n, rows, ffi.from_buffer("uint8_t[]", scratch, require_writable=True),
+        got = lib.imij_level_encode(src, w, h, len(lanes.starts), n, rows,
+                                    ffi.from_buffer("uint8_t[]", scratch, require_writable=True), scratch.size,
                                     p0, q, efreq, ecum, ffi.from_buffer("uint8_t[]", dst, require_writable=True), cap)
-        if got != -14:  # IMIJ_LVL_E_SPACE: the larger buffer
+        if got != space:  # else the larger buffer
             break
-    if got == -15 or (got == -14 and limit is not None):  # IMIJ_LVL_E_FREQ, or past the limit
+    if got == freq or (got == space and limit is not None):  # no probability, or past the limit
         return None
     if got < 0:
-        raise ValueError(f"level stream kernel failed ({got})")
+        raise LEVEL_CODES.error(got, "level stream")
     return dst[:got].tobytes()
 
 

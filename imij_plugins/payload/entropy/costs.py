@@ -23,6 +23,7 @@ from imij_plugins.payload.entropy.maps import native_order
 from imij_plugins.payload.entropy.models import M, normalize
 from imij_plugins.payload.entropy.rans import Lanes, encode_stream, tokenize
 from imij_plugins.payload.entropy.tokens import RUN_CAP, Scheme
+from imij_plugins.payload.kernel_codes import ENCODER
 
 BUCKETS = 640  # encode.h IMIJ_ENC_BUCKETS: u below 256 exact, then (msb, 4 bits below it)
 CLASSES = 16
@@ -208,9 +209,10 @@ def costs(planes: np.ndarray, depths: list[int], lanes: int, decor: bool, pred_m
         rows = np.empty(2 * S * w, dtype=U32)
         code = lib.imij_enc_costs(ffi.from_buffer(pn), pn.itemsize, _refs_ptr(ffi, refs, planes.shape), S, w, h,
                                   lanes, _ptr(ffi, "uint32_t[]", dep), int(decor), pred_mask, mode_mask, row_step,
-                                  col_step, _ptr(ffi, "uint32_t[]", rows, True), _ptr(ffi, "int64_t[]", out, True))
+                                  col_step, _ptr(ffi, "uint32_t[]", rows, True), rows.size,
+                                  _ptr(ffi, "int64_t[]", out, True), out.size)
         if code:
-            raise ValueError(f"imij_enc_costs: bad arguments ({code})")
+            raise ENCODER.error(code, "imij_enc_costs")
         return out
     return _costs_ref(planes, depths, lanes, decor, pred_mask, mode_mask, row_step, col_step, out, refs)
 
@@ -330,10 +332,10 @@ def residuals(planes: np.ndarray, depths: list[int], lanes: int, preds: list[int
         rows = np.empty(3 * S * w, dtype=U32)
         code = lib.imij_enc_residuals(ffi.from_buffer(pn), pn.itemsize, _refs_ptr(ffi, refs, planes.shape), S, w, h,
                                       lanes, _ptr(ffi, "uint32_t[]", np.asarray(depths, dtype=U32)),
-                                      _ptr(ffi, "uint8_t[]", pr), mode, _ptr(ffi, "uint32_t[]", rows, True),
-                                      ffi.from_buffer(u, require_writable=True), u.itemsize)
+                                      _ptr(ffi, "uint8_t[]", pr), mode, _ptr(ffi, "uint32_t[]", rows, True), rows.size,
+                                      ffi.from_buffer(u, require_writable=True), u.nbytes, u.itemsize)
         if code:
-            raise ValueError("imij_enc_residuals: bad arguments")
+            raise ENCODER.error(code, "imij_enc_residuals")
         return u
     if refs is None and any(p >= 7 for p in preds):
         raise ValueError("imij_enc_residuals: bad arguments")
@@ -384,11 +386,11 @@ def near(planes: np.ndarray, depths: list[int], deltas: list[int], lanes: int, d
         code = lib.imij_enc_near(_ptr(ffi, "uint32_t[]", p32), S, w, h, lanes,
                                  _ptr(ffi, "uint32_t[]", np.asarray(depths, dtype=U32)),
                                  _ptr(ffi, "uint32_t[]", np.asarray(deltas, dtype=U32)), int(decor), pred_mask,
-                                 mode_mask, int(fixed), _ptr(ffi, "uint8_t[]", pr, True), md,
-                                 _ptr(ffi, "uint32_t[]", u, True), _ptr(ffi, "uint32_t[]", recon, True),
-                                 _ptr(ffi, "uint32_t[]", scratch, True))
+                                 mode_mask, int(fixed), _ptr(ffi, "uint8_t[]", pr, True), pr.size, md,
+                                 _ptr(ffi, "uint32_t[]", u, True), u.size, _ptr(ffi, "uint32_t[]", recon, True),
+                                 recon.size, _ptr(ffi, "uint32_t[]", scratch, True), scratch.size)
         if code:
-            raise ValueError("imij_enc_near: bad arguments")
+            raise ENCODER.error(code, "imij_enc_near")
         return pr.tolist(), int(md[0]), u, recon
     return _near_ref(planes, depths, deltas, lanes, decor, pred_mask, mode_mask, preds, mode)
 
@@ -561,9 +563,9 @@ def add_stats(plain: Counts, cross: Counts | None, u: np.ndarray, u0: np.ndarray
         ptrs = [_ptr(ffi, "uint32_t[]", a, True) for a in plain + (cross if cross is not None else plain)]
         p0 = ffi.from_buffer(u00) if u00 is not None else ffi.NULL
         code = lib.imij_enc_stats(ffi.from_buffer(uu), p0, uu.itemsize, w, h, lanes, ctx_shift, run_min,
-                                  _ptr(ffi, "uint32_t[]", rows, True), *ptrs)
+                                  _ptr(ffi, "uint32_t[]", rows, True), rows.size, *ptrs)
         if code:
-            raise ValueError("imij_enc_stats: bad arguments")
+            raise ENCODER.error(code, "imij_enc_stats")
         return
     if _c():  # wider accumulators: count in uint32, then add
         tmp = new_counts()
@@ -645,9 +647,10 @@ def row_costs(h: np.ndarray) -> np.ndarray:
     if _c():
         ffi, lib = _backend.ffi, _backend.lib
         out = np.empty(rows, dtype=np.int64)
-        if lib.imij_enc_row_costs(_ptr(ffi, "int64_t[]", h), rows, width, _ptr(ffi, "int64_t[]", LOG2_FIX),
-                                  _ptr(ffi, "int64_t[]", out, True)) != 0:
-            raise ValueError("imij_enc_row_costs: bad counts")
+        code = lib.imij_enc_row_costs(_ptr(ffi, "int64_t[]", h), rows, width, _ptr(ffi, "int64_t[]", LOG2_FIX),
+                                      _ptr(ffi, "int64_t[]", out, True))
+        if code:
+            raise ENCODER.error(code, "imij_enc_row_costs")
         return out
     if rows == 0:
         return np.zeros(0, dtype=np.int64)
@@ -673,7 +676,7 @@ def token_cost(vh: np.ndarray, rh: np.ndarray, zr: np.ndarray, tokens: np.ndarra
         cost = lib.imij_enc_token_cost(_ptr(ffi, "int64_t[]", vh), _ptr(ffi, "int64_t[]", rh), _ptr(ffi, "int64_t[]", zr),
                                        _ptr(ffi, "int64_t[]", tokens), int(runs), _ptr(ffi, "int64_t[]", LOG2_FIX))
         if cost < 0:
-            raise ValueError("imij_enc_token_cost: bad statistics or tokens")
+            raise ENCODER.error(cost, "imij_enc_token_cost")
         return int(cost)
     th = token_counts(vh, rh, zr, tokens, runs)
     extra = int((tokens[1] * vh.sum(axis=0)).sum()) + (int((tokens[3] * rh.sum(axis=0)).sum()) if runs else 0)
@@ -693,7 +696,7 @@ def partition(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray], int] |
     est = lib.imij_enc_partition(_ptr(ffi, "int64_t[]", th), _ptr(ffi, "int64_t[]", LOG2_FIX),
                                  _ptr(ffi, "uint8_t[]", ctx_map, True), _ptr(ffi, "int64_t[]", hists, True), nctx, width)
     if est < 0:
-        raise ValueError("imij_enc_partition: negative counts")
+        raise ENCODER.error(est, "imij_enc_partition")
     return tuple(ctx_map.tolist()), list(hists[: nctx[0], : width[0]]), int(est)
 
 
@@ -708,10 +711,11 @@ def best_precisions(H: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.nda
         ffi, lib = _backend.ffi, _backend.lib
         prec, last1 = np.empty(ctxs, dtype=U32), np.empty(ctxs, dtype=U32)
         codes, freq = np.zeros((ctxs, width, 3), dtype=U32), np.zeros((ctxs, width), dtype=U32)
-        if lib.imij_enc_best_tables(_ptr(ffi, "int64_t[]", H), ctxs, width, lo, hi, _ptr(ffi, "int64_t[]", LOG2_FIX),
-                                    _ptr(ffi, "uint32_t[]", prec, True), _ptr(ffi, "uint32_t[]", last1, True),
-                                    _ptr(ffi, "uint32_t[]", codes, True), _ptr(ffi, "uint32_t[]", freq, True)) != 0:
-            raise ValueError("imij_enc_best_tables: bad counts or precisions")
+        code = lib.imij_enc_best_tables(_ptr(ffi, "int64_t[]", H), ctxs, width, lo, hi, _ptr(ffi, "int64_t[]", LOG2_FIX),
+                                        _ptr(ffi, "uint32_t[]", prec, True), _ptr(ffi, "uint32_t[]", last1, True),
+                                        _ptr(ffi, "uint32_t[]", codes, True), _ptr(ffi, "uint32_t[]", freq, True))
+        if code:
+            raise ENCODER.error(code, "imij_enc_best_tables")
         return prec, last1, codes, freq
     nz = H > 0
     last1 = (nz * np.arange(1, width + 1)).max(axis=1)  # per row: last used symbol + 1
@@ -751,9 +755,11 @@ def token_counts(vh: np.ndarray, rh: np.ndarray, zr: np.ndarray, tokens: np.ndar
     th = np.zeros((CLASSES, 256), dtype=np.int64)
     if _c():
         ffi, lib = _backend.ffi, _backend.lib
-        if lib.imij_enc_token_counts(_ptr(ffi, "int64_t[]", vh), _ptr(ffi, "int64_t[]", rh), _ptr(ffi, "int64_t[]", zr),
-                                     _ptr(ffi, "int64_t[]", tokens), int(runs), _ptr(ffi, "int64_t[]", th, True)):
-            raise ValueError("imij_enc_token_counts: bad statistics or tokens")
+        code = lib.imij_enc_token_counts(_ptr(ffi, "int64_t[]", vh), _ptr(ffi, "int64_t[]", rh),
+                                         _ptr(ffi, "int64_t[]", zr), _ptr(ffi, "int64_t[]", tokens), int(runs),
+                                         _ptr(ffi, "int64_t[]", th, True))
+        if code:
+            raise ENCODER.error(code, "imij_enc_token_counts")
         return th
     for c in range(CLASSES):
         row = np.bincount(tokens[0], weights=vh[c], minlength=256)
@@ -802,10 +808,12 @@ def palette(planes: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray] | No
         pn = _narrow(planes)
         entries = np.empty(256 * S, dtype=U32)
         index = np.empty(h * w, dtype=np.uint8)
-        n = lib.imij_enc_palette(ffi.from_buffer(pn), pn.itemsize, S, h * w, _ptr(ffi, "uint32_t[]", entries, True),
-                                 _ptr(ffi, "uint8_t[]", index, True))
-        if n < 0:
+        n = lib.imij_enc_palette(ffi.from_buffer(pn), pn.itemsize, S, index.size, _ptr(ffi, "uint32_t[]", entries, True),
+                                 entries.size, _ptr(ffi, "uint8_t[]", index, True))
+        if n == ENCODER.code("E_MANY"):
             return None
+        if n < 0:
+            raise ENCODER.error(n, "imij_enc_palette")
         tuples = entries[: n * S].reshape(n, S).astype(np.int64)
     else:
         flat = planes.reshape(S, -1).T.astype(np.int64)
@@ -879,10 +887,10 @@ def stream(u: np.ndarray, u0: np.ndarray | None, lanes: int, model: EncModel, cm
             n = lib.imij_enc_stream(ffi.from_buffer(uu), p0, uu.itemsize, w, h, lanes, cm,
                                     _ptr(ffi, "uint32_t[]", scratch, True), scratch.size,
                                     _ptr(ffi, "uint8_t[]", out, True), cap)
-            if n != -2:
+            if n != ENCODER.code("E_SPACE"):
                 break
         if n < 0:
-            raise ValueError(f"imij_enc_stream failed ({n})")
+            raise ENCODER.error(n, "imij_enc_stream")
         return out[:n].tobytes()
     ln = Lanes.of(w, lanes)
     scheme = Scheme(model.depth, model.k, model.m)

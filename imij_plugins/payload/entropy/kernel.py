@@ -30,6 +30,7 @@ from imij_plugins.payload.entropy.stripe import (
     sample_store,
     reference_planes,
 )
+from imij_plugins.payload.kernel_codes import KernelCodes
 
 EXPLAIN_PIXELS = 1 << 14  # a failing unit this small is re-read by the reference for its message
 SCRATCH_BYTES = 1 << 14  # a row block's scratch (csrc/imij_kernels.h imij_entropy_rows) for narrow units
@@ -37,19 +38,22 @@ MIN_BLOCK_ROWS = 8  # wide units: rows per block that keep the per-block Python 
 MIN_STORED_ROWS = 4  # ... where the kernel loops over the blocks itself (imij_entropy_store), fewer
 CARRIED_ROWS = 2  # scratch rows 0 and 1: the residuals and coded values of the row above the block
 
-# csrc/imij_kernels.h IMIJ_ENT_E_* -> the Corrupt message
-_MESSAGES = {
-    -2: "stripe: record ends inside its layout, entries or a stream's states",
-    -3: "stripe: stream length is not a minimal varint",
-    -4: "stripe: decorrelation mode not allowed here",
-    -5: "stripe: row predictor out of range (or row 0 not W)",
-    -6: "stripe: stream lengths do not fill the record",
-    -7: "stripe: initial rANS state below 2^16",
-    -8: "stripe: stream needs more words than it holds (or an odd byte count)",
-    -10: "stripe: value token past 32 bits",
-    -11: "stripe: palette stripe not allowed here, or an entry out of range",
-    -12: "stripe: bilevel or template stripe layout without its feature",
-}
+# csrc/imij_kernels.h IMIJ_ENT_E_*: E_ARGS and E_SIZE are calls the kernel refused (a bug here,
+# not the input)
+ENTROPY_CODES = KernelCodes("IMIJ_ENT_", {
+    "E_ARGS": (RuntimeError, "stripe: kernel refused the unit geometry, slot count or model structs"),
+    "E_TRUNCATED": (Corrupt, "stripe: record ends inside its layout, entries or a stream's states"),
+    "E_VARINT": (Corrupt, "stripe: stream length is not a minimal varint"),
+    "E_DECOR": (Corrupt, "stripe: decorrelation mode not allowed here"),
+    "E_PREDICTOR": (Corrupt, "stripe: row predictor out of range (or row 0 not W)"),
+    "E_LENGTHS": (Corrupt, "stripe: stream lengths do not fill the record"),
+    "E_STATE": (Corrupt, "stripe: initial rANS state below 2^16"),
+    "E_WORDS": (Corrupt, "stripe: stream needs more words than it holds (or an odd byte count)"),
+    "E_VALUE": (Corrupt, "stripe: value token past 32 bits"),
+    "E_PALETTE": (Corrupt, "stripe: palette stripe not allowed here, or an entry out of range"),
+    "E_GATED": (Corrupt, "stripe: bilevel or template stripe layout without its feature"),
+    "E_SIZE": (RuntimeError, "stripe: a kernel buffer is smaller than the unit needs"),
+})
 
 
 class CModels:
@@ -93,9 +97,12 @@ class SlotModels:
             freq[i, : len(m.freq)] = m.freq
         tables = sum(min(len(m.freq), 4) for m, _, _ in models)  # csrc: one model's after another
         self.entries = np.empty(max(tables, 1) * M, np.uint64)  # the structs point into it
-        _backend.lib.imij_models_fill(self.structs, count, ffi.from_buffer("uint32_t[]", params),
-                                      ffi.from_buffer("uint8_t[]", ctx_maps), ffi.from_buffer("uint32_t[]", freq),
-                                      ffi.from_buffer("uint64_t[]", self.entries, require_writable=True))
+        code = _backend.lib.imij_models_fill(self.structs, count, ffi.from_buffer("uint32_t[]", params),
+                                             ffi.from_buffer("uint8_t[]", ctx_maps), ffi.from_buffer("uint32_t[]", freq),
+                                             ffi.from_buffer("uint64_t[]", self.entries, require_writable=True),
+                                             self.entries.size)
+        if code:
+            raise ENTROPY_CODES.error(code)
         self.palette = self.structs + len(plan.slots) if count > len(plan.slots) else ffi.NULL
         self.unit = ffi.new("imij_unit *")
         self.unit.lanes = plan.lanes
@@ -147,7 +154,8 @@ def decode_unit_c(plan: UnitPlan, models: CModels, body: bytes | memoryview, wid
 
     Rows reach ``out`` block by block, so after an error ``out`` holds the rows decoded before it."""
     out = output_for(plan, height, width, out)
-    stored = models.store is not None and reference is None and out.strides[2] == out.itemsize
+    stored = (models.store is not None and reference is None and out.strides[2] == out.itemsize
+              and min(out.strides) >= 0)
     if len(body) and LAYOUT_BILEVEL <= body[0] <= LAYOUT_TEMPLATE_SHARED:  # 2.10 / 2.14: their own kernel
         if stored:  # rows go straight into out
             decode_level_c(plan, models.levels, body, width, height, _store_into(models, out))
@@ -163,18 +171,18 @@ def decode_unit_c(plan: UnitPlan, models: CModels, body: bytes | memoryview, wid
     planes = np.zeros((nplanes, rows + CARRIED_ROWS, lanes.row), dtype=np.uint32)
     planes_c = ffi.from_buffer("uint32_t[]", planes, require_writable=True)
     if stored:
-        code = lib.imij_entropy_store(state, rows, planes_c, _store_into(models, out))  # no GIL per block
+        code = lib.imij_entropy_store(state, rows, planes_c, planes.size, _store_into(models, out))  # no GIL per block
         if code:
             _fail(code, plan, body, width, height, reference)
         return out
     refs = None if reference is None else np.zeros((len(plan.slots), rows + CARRIED_ROWS, lanes.row), np.uint32)
-    refs_c = ffi.NULL if refs is None else ffi.from_buffer("uint32_t[]", refs)
+    refs_c, refs_len = (ffi.NULL, 0) if refs is None else (ffi.from_buffer("uint32_t[]", refs), refs.size)
     coded_at = [slot.coded.index for slot in plan.slots]
     for r0 in range(0, height, rows):
         n = min(rows, height - r0)
         if refs is not None:
             _load_reference(plan, reference, refs, lanes, r0, n)  # type: ignore[arg-type]
-        code = lib.imij_entropy_rows(state, n, rows, planes_c, refs_c)
+        code = lib.imij_entropy_rows(state, n, rows, planes_c, planes.size, refs_c, refs_len)
         if code:
             _fail(code, plan, body, width, height, reference)
         coded: list[np.ndarray | None] = [None] * len(plan.chans)
@@ -186,9 +194,11 @@ def decode_unit_c(plan: UnitPlan, models: CModels, body: bytes | memoryview, wid
 
 def _store_into(models: CModels, out: np.ndarray):
     """The payload's imij_sample_store aimed at ``out`` (a (h, w, C) array whose channels are
-    contiguous): a copy per unit, as units decode on many threads."""
+    contiguous, at non-negative strides): a copy per unit, as units decode on many threads. Its
+    out_len is ``out``'s own extent, from its first byte to the end of its last sample."""
     st = _backend.ffi.new("imij_sample_store *", models.store_struct[0])
     st.out = _backend.ffi.cast("uint8_t *", out.ctypes.data)
+    st.out_len = out.itemsize + sum((n - 1) * step for n, step in zip(out.shape, out.strides)) if out.size else 0
     st.row_stride, st.pixel_stride, st.esize = out.strides[0], out.strides[1], out.itemsize
     return st
 
@@ -228,6 +238,7 @@ def _begin(plan: UnitPlan, models: SlotModels, body: bytes | memoryview, width: 
         reference is not None,
         state,
         ffi.from_buffer("uint8_t[]", pred_ids, require_writable=True),
+        pred_ids.size,
     )
     if code:
         _fail(code, plan, body, width, height, reference)
@@ -247,8 +258,8 @@ def _load_reference(plan: UnitPlan, reference: np.ndarray, refs: np.ndarray, lan
 
 def _fail(code: int, plan: UnitPlan, body: bytes | memoryview, width: int, height: int,
           reference: np.ndarray | None) -> None:
-    """Raise the kernel's error as Corrupt; a small unit is re-read by the reference, which names the exact rule."""
+    """Raise the kernel's error (ENTROPY_CODES); a small unit is re-read by the reference, which names the exact rule."""
     if width * height <= EXPLAIN_PIXELS:
         refs = None if reference is None else reference_planes(plan, reference, height, width)
         decode_coded(plan, body, width, height, refs)
-    raise Corrupt(_MESSAGES.get(code, f"stripe: kernel error {code}"))
+    raise ENTROPY_CODES.error(code)

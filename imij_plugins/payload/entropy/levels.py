@@ -12,7 +12,7 @@ import numpy as np
 
 from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
-from imij_plugins.payload.entropy.bilevel import BilevelTable, decode_bilevel
+from imij_plugins.payload.entropy.bilevel import LEVEL_CODES, BilevelTable, decode_bilevel
 from imij_plugins.payload.entropy.rans import Lanes
 from imij_plugins.payload.entropy.template import MAX_ENTRY_DEPTH, TemplateTables, decode_template
 from imij_plugins.registry.features import FeatureId
@@ -26,22 +26,6 @@ LAYOUT_BILEVEL, LAYOUT_BILEVEL_PALETTE = 0x81, 0x82
 LAYOUT_TEMPLATE_OWN, LAYOUT_TEMPLATE_SHARED = 0x83, 0x84
 LEVEL_LAYOUTS = (LAYOUT_BILEVEL, LAYOUT_BILEVEL_PALETTE, LAYOUT_TEMPLATE_OWN, LAYOUT_TEMPLATE_SHARED)
 EXPLAIN_PIXELS = 1 << 14  # a failing unit this small is re-read by the reference for its message
-
-# csrc/bilevel.h IMIJ_LVL_E_* -> the Corrupt message
-_MESSAGES = {
-    -1: "stripe: bad unit geometry for a bilevel / template stripe",
-    -2: "stripe: record ends inside its layout, entries, typical-row bits or a stream's states",
-    -3: "stripe: bilevel or template stripe layout without its feature",
-    -4: "stripe: bilevel or template stripe layout without its head record (25 / 35)",
-    -5: "stripe: bilevel stripe (0x81) where the payload's only slot is not 1 bit deep",
-    -6: "stripe: palette entries of a slot deeper than 16 bits",
-    -7: "stripe: bilevel palette stripe (0x82) with more than two entries",
-    -8: "stripe: palette entry not below 2^n",
-    -9: "stripe: layout 0x84 while head record 35 has no shared entries",
-    -10: "stripe: typical-row bit set past the last row",
-    -11: "stripe: initial rANS state below 2^16",
-    -12: "stripe: stream needs more words than it holds (or an odd byte count)",
-}
 
 
 def _gate(plan: UnitPlan, decor: int) -> None:
@@ -157,6 +141,13 @@ class LevelStructs:
         u.bilevel = self.bilevel
         u.tmpl = self.tmpl
 
+    def unit_of(self, width: int, height: int, out_bytes: int):
+        """The kernel's ``imij_level_unit`` for one unit of ``width`` x ``height`` decoding into planes of
+        ``out_bytes`` per value (0: through a sample store); per call, as units decode on many threads."""
+        unit = _backend.ffi.new("imij_level_unit *", self.unit[0])
+        unit.width, unit.height, unit.out_bytes = width, height, out_bytes
+        return unit
+
 
 def _field(ffi, struct, name: str) -> np.ndarray:
     """A uint16 array field of a kernel struct as a numpy view of its memory (filled without copies)."""
@@ -176,20 +167,14 @@ def decode_level_c(plan: UnitPlan, structs: LevelStructs, body: bytes | memoryvi
     nslots = len(plan.slots)
     out = None if store is not None else np.empty((max(nslots, 1), height, width), dtype=_plane_dtype(plan))
     index = np.empty(ring_bytes(width), dtype=np.uint8)
-    unit = ffi.new("imij_level_unit *")  # per call: units decode on many threads
-    src = structs.unit
-    unit.width, unit.height = width, height
-    unit.lanes, unit.nslots, unit.features = src.lanes, src.nslots, src.features
-    unit.out_bytes = 0 if out is None else out.itemsize
-    unit.depth = list(src.depth)
-    unit.bilevel, unit.tmpl = src.bilevel, src.tmpl
+    unit = structs.unit_of(width, height, 0 if out is None else out.itemsize)
     code = _level_call(ffi, lib, body, unit, out, store, index)
     if code:
         if width * height <= EXPLAIN_PIXELS:  # small units: the reference names the exact rule
             cur = Cursor(body, what="stripe")
             decor = cur.u8("stripe layout")
             decode_level(plan, cur, Lanes.of(width, plan.lanes), width, height, decor)
-        raise Corrupt(_MESSAGES.get(code, f"stripe: bilevel kernel error {code}"))
+        raise LEVEL_CODES.error(code)
     if out is None:
         return None
     coded: list[np.ndarray | None] = [None] * len(plan.chans)
@@ -203,10 +188,10 @@ def _level_call(ffi, lib, body: bytes | memoryview, unit, out: np.ndarray | None
     error's traceback keeps the caller's frame, and a memoryview with an export cannot be released)."""
     if out is None:
         return lib.imij_level_unit_store(ffi.from_buffer("uint8_t[]", body), len(body), unit, store,
-                                         ffi.from_buffer("uint8_t[]", index, require_writable=True))
+                                         ffi.from_buffer("uint8_t[]", index, require_writable=True), index.size)
     return lib.imij_level_unit_decode(ffi.from_buffer("uint8_t[]", body), len(body), unit,
-                                      ffi.from_buffer("uint8_t[]", out, require_writable=True),
-                                      ffi.from_buffer("uint8_t[]", index, require_writable=True))
+                                      ffi.from_buffer("uint8_t[]", out, require_writable=True), out.nbytes,
+                                      ffi.from_buffer("uint8_t[]", index, require_writable=True), index.size)
 
 
 def _plane_dtype(plan: UnitPlan) -> np.dtype:

@@ -17,6 +17,7 @@ import numpy as np
 from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
 from imij_plugins.payload.entropy.tokens import Scheme, checked_scheme
+from imij_plugins.payload.kernel_codes import KernelCodes
 from imij_plugins.wire.bits import BitReader, BitWriter
 
 M_BITS = 10
@@ -25,6 +26,21 @@ CLASSES = 16  # 3.1: class = min(bit_length(sum), 15)
 MAX_GAMMA_ZEROS = 24  # 3.3
 MAX_EXPONENT = 32  # 3.3
 PALETTE_DEPTH = 8  # 2.5 / 3.3: the palette index model has depth 8
+
+# csrc/models.h IMIJ_TBL_E_* (the reference re-reads a rejected stream and names the rule first);
+# E_ARGS and E_SIZE are calls the kernel refused
+TABLE_CODES = KernelCodes("IMIJ_TBL_", {
+    "E_END": (Corrupt, "runs past the end of its bytes"),
+    "E_LAST": (Corrupt, "table's last symbol at or past the alphabet"),
+    "E_GAMMA": (Corrupt, "gamma code with more than 24 leading zero bits"),
+    "E_EXPONENT": (Corrupt, "weight exponent outside 0..=32"),
+    "E_CAP": (Corrupt, "weight on a run token past the run cap of 2^15"),
+    "E_EMPTY": (Corrupt, "table has no nonzero weight"),
+    "E_ARGS": (ValueError, "normalization of no weights or more than 256"),
+    "E_SCHEME": (Corrupt, "k and m that the slot's depth does not allow"),
+    "E_CROSS": (Corrupt, "cross context in a slot that may not use it"),
+    "E_SIZE": (RuntimeError, "a buffer is smaller than the kernel writes"),
+})
 
 
 @dataclass(frozen=True)
@@ -176,7 +192,7 @@ def read_table(br: BitReader, scheme: Scheme) -> Table:
     )
     if code:  # the reference names the exact rule (csrc/models.h lists the codes)
         read_table_py(BitReader(br.buf, br.what, br.bitpos), scheme)
-        raise Corrupt(f"models: table rejected by the kernel (code {code})")
+        raise TABLE_CODES.error(code, "models")
     br.bitpos = pos[0]
     count = last[0] + 1
     return Table.normalized(tuple(weights[:count].tolist()), tuple(freq[:count].tolist()))
@@ -206,7 +222,7 @@ def read_tables(br: BitReader, scheme: Scheme, count: int) -> tuple[np.ndarray, 
         again = BitReader(br.buf, br.what, br.bitpos)
         for _ in range(count):
             read_table_py(again, scheme)
-        raise Corrupt(f"models: table rejected by the kernel (code {code})")
+        raise TABLE_CODES.error(code, "models")
     br.bitpos = pos[0]
     return weights, freq, tuple(last.tolist())
 
@@ -279,16 +295,17 @@ def _read_models_c(data: bytes | memoryview, specs: list[tuple[int, bool]]) -> l
     code = lib.imij_read_models(
         ffi.from_buffer("uint8_t[]", data), len(data), ffi.new("uint64_t *", 0), count,
         ffi.from_buffer("uint32_t[]", depths), ffi.from_buffer("uint8_t[]", cross_ok),
-        ffi.from_buffer("uint16_t[]", schemes), heads,
+        ffi.from_buffer("uint16_t[]", schemes), heads, len(heads),
         ffi.from_buffer("uint32_t[]", lasts, require_writable=True),
         ffi.from_buffer("uint32_t[]", tables[0], require_writable=True),
         ffi.from_buffer("uint32_t[]", tables[1], require_writable=True),
+        min(lasts.size, tables[0].size // 256, tables[1].size // 256),
     )
     if code:  # the reference names the exact rule (csrc/models.h lists the codes)
         br = BitReader(data, "models")
         for depth, cross_ok_i in specs:
             read_model(br, depth, bool(cross_ok_i))
-        raise Corrupt(f"models: rejected by the kernel (code {code})")
+        raise TABLE_CODES.error(code, "models")
     models = []
     for i, (depth, _) in enumerate(specs):
         h = heads[i]

@@ -13,28 +13,31 @@ from __future__ import annotations
 
 from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
+from imij_plugins.payload.kernel_codes import KernelCodes
 
 __all__ = ["decode_packets", "encode_packets", "encode_bound"]
 
 WORD_BYTES = (1, 2, 4, 8)
 MAX_RUN = 62  # 2.13: 11xxxxxx outputs xxxxxx+1 pixels, 1-62 (FE/FF are literals)
 
-# The one table of malformed-stream outcomes: C return code (csrc/imij_kernels.h) -> message.
-# The Python reference raises the same messages, so both backends report identically.
+# The malformed-stream messages: the Python reference raises them too, so both backends report
+# identically.
 MSG_TRUNCATED = "quick packets: stream ends early"
 MSG_RUN = "quick packets: run passes the unit's pixel count"
 MSG_TRAILING = "quick packets: bytes after the last pixel"
 MSG_UNEQUAL = "quick packets: colour components differ in a 1/2-channel unit"
 
-_E_ARGS = -1  # IMIJ_QUICK_E_ARGS
-_E_SIZE = -2  # IMIJ_QUICK_E_SIZE
-_E_SPACE = -7  # IMIJ_QUICK_E_SPACE
-CORRUPT_CODES = {
-    -3: MSG_TRUNCATED,  # IMIJ_QUICK_E_TRUNCATED
-    -4: MSG_RUN,  # IMIJ_QUICK_E_RUN
-    -5: MSG_TRAILING,  # IMIJ_QUICK_E_TRAILING
-    -6: MSG_UNEQUAL,  # IMIJ_QUICK_E_UNEQUAL
-}
+# csrc/imij_kernels.h IMIJ_QUICK_E_*: the Python side computes the sizes, so E_SIZE means a
+# request too large for size_t; E_ARGS and E_SPACE (without a limit) are bugs here, not the input
+QUICK_CODES = KernelCodes("IMIJ_QUICK_", {
+    "E_ARGS": (RuntimeError, "quick packets: C kernel called with bad channels or word size"),
+    "E_SIZE": (MemoryError, "quick packets: pixel buffer size overflows size_t"),
+    "E_TRUNCATED": (Corrupt, MSG_TRUNCATED),
+    "E_RUN": (Corrupt, MSG_RUN),
+    "E_TRAILING": (Corrupt, MSG_TRAILING),
+    "E_UNEQUAL": (Corrupt, MSG_UNEQUAL),
+    "E_SPACE": (RuntimeError, "quick packets: the stream does not fit its buffer"),
+})
 
 
 def _bytes_view(data) -> memoryview:
@@ -93,7 +96,7 @@ def decode_packets(body, npixels: int, channels: int, word_bytes: int, into: mem
             word_bytes,
         )
         if rc != 0:
-            _raise(rc)
+            raise QUICK_CODES.error(rc)
         return out
     decoded = _decode_packets_py(src, npixels, channels, word_bytes)
     if into is None:
@@ -127,24 +130,15 @@ def encode_packets(pixels, npixels: int, channels: int, word_bytes: int, limit: 
             ffi.from_buffer("uint8_t[]", out, require_writable=True),
             cap,
         )
-        if n == _E_SPACE and limit is not None:
+        if n == QUICK_CODES.code("E_SPACE") and limit is not None:
             return None
         if n < 0:
-            _raise(n)
+            raise QUICK_CODES.error(n)
         del out[n:]
         stream = bytes(out)
     else:
         stream = _encode_packets_py(src, npixels, channels, word_bytes)
     return None if limit is not None and len(stream) > limit else stream
-
-
-def _raise(rc: int):
-    message = CORRUPT_CODES.get(rc)
-    if message is not None:
-        raise Corrupt(message)
-    if rc == _E_SIZE:  # the Python side computes the sizes, so this means a too-large request
-        raise MemoryError("quick packets: pixel buffer size overflows size_t")
-    raise RuntimeError(f"quick packets: C kernel returned {rc}")  # -1 / -7: a bug here, not the input
 
 
 # ---- references, literally from 2.13 -----------------------------------------------------------

@@ -223,9 +223,10 @@ def test_model_structs_carry_the_tokens_of_3_2() -> None:
             freq = np.zeros((4, 256), np.uint32)
             freq[0, 0] = 1024
             entries = np.empty((4, 1024), np.uint64)
-            lib.imij_models_fill(s, 1, ffi.from_buffer("uint32_t[]", np.array([depth, k, m, 0, 0, 0, 1], np.uint32)),
-                                 ffi.from_buffer("uint8_t[]", np.zeros(16, np.uint8)), ffi.from_buffer("uint32_t[]", freq),
-                                 ffi.from_buffer("uint64_t[]", entries, require_writable=True))
+            assert lib.imij_models_fill(s, 1, ffi.from_buffer("uint32_t[]", np.array([depth, k, m, 0, 0, 0, 1], np.uint32)),
+                                        ffi.from_buffer("uint8_t[]", np.zeros(16, np.uint8)),
+                                        ffi.from_buffer("uint32_t[]", freq),
+                                        ffi.from_buffer("uint64_t[]", entries, require_writable=True), entries.size) == 0
             want = [(b, n) for _, b, n in scheme.tokens] + [(0, 0)] * (256 - scheme.alphabet)
             assert s[0].nvalue == scheme.value_tokens
             assert list(zip(s[0].base, s[0].nb)) == want, (depth, k, m)
