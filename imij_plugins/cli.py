@@ -1,4 +1,4 @@
-"""The ``imij`` command: ``info``, ``verify``, ``demo``, ``set`` and ``pillow-autoload``."""
+"""The ``imij`` command: ``info``, ``verify``, ``convert``, ``demo``, ``set`` and ``pillow-autoload``."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from typing import Sequence
 import numpy as np
 
 import imij_plugins
+from imij_plugins.convert import cli as convert_cli
 from imij_plugins.errors import ImijError
 
 
@@ -213,7 +214,7 @@ def cmd_pillow_autoload(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="imij", description="Inspect, verify and demonstrate IMI (.imi) files; set up Pillow autoload.")
+    parser = argparse.ArgumentParser(prog="imij", description="Inspect, verify, convert and demonstrate IMI (.imi) files; set up Pillow autoload.")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("info", help="print the header, features, profiles, chunks and frames of IMI files")
     p.add_argument("files", nargs="+", metavar="FILE")
@@ -221,6 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("verify", help="decode every frame of IMI files; exit 0 only when all decode")
     p.add_argument("files", nargs="+", metavar="FILE")
     p.set_defaults(func=cmd_verify)
+    convert_cli.add_parser(sub)
     sub.add_parser("set", help="IMIJ-Set archives: ls, add, get, compact, verify (imij set --help)", add_help=False)
     p = sub.add_parser("demo", help="write built-in sample images as IMI and PNG, read them back, compare")
     p.add_argument("--out", metavar="DIR", help="where to write the files (default: a new temporary folder)")

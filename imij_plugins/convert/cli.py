@@ -1,0 +1,77 @@
+"""``imij convert``: the command-line front of the batch converter."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import time
+
+from imij_plugins import EncodeOptions
+from imij_plugins.convert.paths import plan
+from imij_plugins.convert.pipeline import ConvertOptions, Record
+from imij_plugins.convert.report import Progress, summary
+from imij_plugins.convert.runner import default_workers, run
+from imij_plugins.convert.sinks import FORMATS
+
+INTERRUPTED = 130  # the shell's status for a command ended by SIGINT
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """The ``convert`` subcommand and its options."""
+    p = sub.add_parser(
+        "convert",
+        help="convert image files and folders to or from IMI (PNG, JPEG, GIF, WebP, BMP, TIFF, .npy, ...)",
+        description="Convert files and folders (walked recursively) to imi, png, tiff or npy. Each input's reader is "
+        "chosen by its content. Every output is decoded again and compared with the input before it is written.",
+    )
+    p.add_argument("sources", nargs="+", metavar="SRC", help="input files or folders")
+    p.add_argument("-o", "--output", metavar="DEST", help="output folder, or output file for one input file (default: beside each input)")
+    p.add_argument("--to", choices=FORMATS, help="output format (default: DEST's extension, else imi)")
+    p.add_argument("--glob", metavar="PATTERN", help="files to take from folders (default: all), e.g. '*.png'")
+    p.add_argument("-j", "--jobs", type=int, default=default_workers(), metavar="N", help="worker processes (default: all cores)")
+    p.add_argument("--effort", type=int, default=5, metavar="E", help="IMI effort 1 (fast) .. 9 (smallest), default 5")
+    p.add_argument("--codec", choices=["entropy", "quick"], default="entropy", help="IMI codec (default entropy)")
+    p.add_argument("--max-error", type=float, default=0, metavar="B", help="IMI near-lossless bound per sample (default 0: exact)")
+    p.add_argument("--checksum", action="store_true", help="add the IMI file checksum (cSUM)")
+    p.add_argument("--no-verify", action="store_true", help="skip decoding each output again to compare it with its input")
+    existing = p.add_mutually_exclusive_group()
+    existing.add_argument("--overwrite", action="store_true", help="replace outputs that exist")
+    existing.add_argument("--skip-existing", action="store_true", help="leave outputs that exist (resume a batch)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary; failures still go to stderr")
+    p.add_argument("--json", action="store_true", help="one JSON record per file on stdout (the summary goes to stderr)")
+    p.set_defaults(func=cmd_convert)
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    """Plan, convert in parallel with progress, report; 1 when a file failed, 2 on bad arguments, 130 on Ctrl-C."""
+    try:
+        encode = EncodeOptions(effort=args.effort, codec=args.codec, max_error=args.max_error, checksum=args.checksum)
+        jobs, fmt = plan(args.sources, args.output, args.to, args.glob)
+    except ValueError as exc:
+        print(f"imij convert: {exc}", file=sys.stderr)
+        return 2
+    options = ConvertOptions(fmt, encode, not args.no_verify, args.overwrite, args.skip_existing)
+    progress = Progress(len(jobs), sys.stdout.isatty() and not (args.quiet or args.json))
+    records: list[Record] = []
+    start = time.perf_counter()
+    interrupted = False
+    try:
+        with contextlib.closing(run(jobs, options, args.jobs)) as results:
+            for record in results:
+                records.append(record)
+                progress.update(record)
+                if args.json:
+                    print(json.dumps(record.as_json()), flush=True)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        progress.close()
+    failed = [r for r in records if r.status == "failed"]
+    if args.quiet:
+        for r in failed:
+            print(f"{r.input}: {r.reason}", file=sys.stderr)
+    else:
+        print(summary(records, time.perf_counter() - start, interrupted), file=sys.stderr if args.json else sys.stdout)
+    return INTERRUPTED if interrupted else 1 if failed else 0

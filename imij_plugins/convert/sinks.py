@@ -1,0 +1,145 @@
+"""Writing a ``Decoded`` description as IMI, PNG, TIFF or ``.npy`` bytes.
+
+Each sink returns the whole output file, so the pipeline can prove it by decoding it again
+before anything reaches the disk. A sink that cannot hold the images exactly (PNG and 32-bit
+or float samples, ``.npy`` and several pages...) raises ``ValueError`` saying what to use instead.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+import imij_plugins
+from imij_plugins import EncodeOptions, Frame
+from imij_plugins.convert.sources import Decoded
+from imij_plugins.pixels.dtypes import as_image_array, layout_code
+from imij_plugins.registry.samples import LAYOUTS
+
+if TYPE_CHECKING:
+    from PIL import Image as PILImage
+
+EXTENSIONS = {"imi": ".imi", "png": ".png", "tiff": ".tif", "npy": ".npy"}
+FORMATS = tuple(EXTENSIONS)
+_BY_SUFFIX = {**{ext: fmt for fmt, ext in EXTENSIONS.items()}, ".tiff": "tiff"}
+# Pillow modes PNG stores sample for sample (Pillow writes mode I as 16 bits, clipping)
+_PNG_MODES = frozenset({"L", "LA", "RGB", "RGBA", "I;16"})
+# IMI layout -> TIFF (photometric, extrasamples); unassociated alpha, as Pillow and PNG keep it
+_TIFF_LAYOUTS = {
+    "Gray": ("minisblack", ()),
+    "GrayAlpha": ("minisblack", ("unassalpha",)),
+    "RGB": ("rgb", ()),
+    "RGBA": ("rgb", ("unassalpha",)),
+    "CMYK": ("separated", ()),
+}
+_CLASSIC_TIFF_BYTES = 1 << 31  # above this many sample bytes, write BigTIFF (32-bit offsets run out)
+
+
+def format_of(path: str | os.PathLike[str]) -> str | None:
+    """The output format a file name's extension names, or None."""
+    return _BY_SUFFIX.get(os.path.splitext(os.fspath(path))[1].lower())
+
+
+def encode_output(decoded: Decoded, fmt: str, options: EncodeOptions) -> bytes:
+    """The output file in format ``fmt`` ("imi", "png", "tiff" or "npy"); ``options`` code IMI."""
+    return _SINKS[fmt](decoded, options)
+
+
+def _imi(decoded: Decoded, options: EncodeOptions) -> bytes:
+    """IMI through the core: a still image, an animation (durations, loop) or pages, with the metadata."""
+    opts = options.replace(**decoded.metadata.options())  # type: ignore[arg-type]
+    if decoded.kind == "still":
+        return imij_plugins.encode(decoded.frames[0], opts)
+    if decoded.kind == "animation":
+        return imij_plugins.encode(list(decoded.frames), opts, kind="animation", durations=list(decoded.durations), loop=decoded.loop)
+    return imij_plugins.encode(list(decoded.frames), opts, kind="pages")
+
+
+def _samples(frame: Frame) -> tuple[np.ndarray, str]:
+    """A frame's (H, W, C) little-endian samples and its layout name."""
+    array = as_image_array(frame.array)
+    return array, LAYOUTS[layout_code(array.shape[2], frame.layout)].name
+
+
+def _plane(array: np.ndarray) -> np.ndarray:
+    """An (H, W, C) array as other formats store it: (H, W) for one channel."""
+    return array[..., 0] if array.shape[2] == 1 else array
+
+
+def _pillow_image(frame: Frame) -> PILImage.Image:
+    """A frame as the Pillow image the IMI plugin opens it as, when PNG can store that mode exactly."""
+    from PIL import Image
+
+    from imij_plugins.pillow import modes
+    from imij_plugins.pillow.ImiImagePlugin import _to_pillow
+
+    array, layout = _samples(frame)
+    entry = modes.open_mode(layout, array.dtype)
+    if entry is None or not entry.lossless or entry.mode not in _PNG_MODES:
+        raise ValueError(f"PNG cannot hold {layout} {modes.sample_name(array.dtype)} samples exactly: convert to tiff or npy")
+    data = _to_pillow(array, entry)
+    return Image.frombytes(entry.mode, (array.shape[1], array.shape[0]), data.tobytes(), "raw", entry.rawmode)
+
+
+def _png(decoded: Decoded, options: EncodeOptions) -> bytes:
+    """PNG (APNG for an animation) through Pillow, with ICC, Exif, XMP (iTXt) and dpi (pHYs)."""
+    from PIL import PngImagePlugin
+
+    if decoded.kind == "pages":
+        raise ValueError(f"PNG holds one image or an animation, not {len(decoded.frames)} pages: convert to tiff")
+    images = [_pillow_image(f) for f in decoded.frames]
+    meta = decoded.metadata
+    params: dict[str, object] = {k: v for k, v in (("icc_profile", meta.icc_profile), ("exif", meta.exif), ("dpi", meta.dpi)) if v}
+    if meta.xmp:
+        info = PngImagePlugin.PngInfo()
+        info.add_itxt("XML:com.adobe.xmp", meta.xmp.decode("utf-8"))
+        params["pnginfo"] = info
+    if decoded.kind == "animation":
+        params.update(save_all=True, append_images=images[1:], loop=decoded.loop,
+                      duration=[float(d * 1000) for d in decoded.durations], default_image=False)
+    out = io.BytesIO()
+    images[0].save(out, "PNG", **params)
+    return out.getvalue()
+
+
+def _tiff(decoded: Decoded, options: EncodeOptions) -> bytes:
+    """TIFF through tifffile: every frame or page a page of its own dtype; ICC, XMP and dpi on the first."""
+    import tifffile
+
+    meta = decoded.metadata
+    out = io.BytesIO()
+    bigtiff = sum(f.array.nbytes for f in decoded.frames) > _CLASSIC_TIFF_BYTES
+    with tifffile.TiffWriter(out, bigtiff=bigtiff) as tif:
+        for index, frame in enumerate(decoded.frames):
+            array, layout = _samples(frame)
+            if layout not in _TIFF_LAYOUTS:
+                raise ValueError(f"TIFF has no photometric interpretation for {layout}: convert to imi or npy")
+            photometric, extrasamples = _TIFF_LAYOUTS[layout]
+            first = index == 0
+            tif.write(
+                _plane(array),
+                photometric=photometric,
+                planarconfig="contig" if array.shape[2] > 1 else None,
+                extrasamples=extrasamples or None,
+                metadata=None,
+                iccprofile=meta.icc_profile if first else None,
+                resolution=meta.dpi if first else None,
+                resolutionunit="INCH" if first and meta.dpi else None,
+                extratags=[(700, "B", len(meta.xmp), meta.xmp, True)] if first and meta.xmp else (),
+            )
+    return out.getvalue()
+
+
+def _npy(decoded: Decoded, options: EncodeOptions) -> bytes:
+    """One image as ``.npy``: (H, W) for one channel, else (H, W, C)."""
+    if len(decoded.frames) != 1:
+        raise ValueError(f"a .npy file holds one image, not {len(decoded.frames)} frames or pages: convert to tiff")
+    out = io.BytesIO()
+    np.save(out, _plane(_samples(decoded.frames[0])[0]))
+    return out.getvalue()
+
+
+_SINKS: dict[str, Callable[[Decoded, EncodeOptions], bytes]] = {"imi": _imi, "png": _png, "tiff": _tiff, "npy": _npy}

@@ -1,0 +1,100 @@
+"""``imij convert`` on folders: layout, resuming, overwriting, bad inputs, JSON, jobs, Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+import imij_plugins
+from imij_plugins.cli import main
+
+from .conftest import write_pngs
+
+MIXED_OUTPUTS = ["deeper.imi", "paint.imi", "rgb.imi", "sub/anim.imi", "sub/deeper/alpha.imi", "sub/photo.imi", "sub/stack.imi"]
+
+
+def outputs(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+
+
+def test_folder_layout_is_kept(mixed, tmp_path, capsys):
+    assert main(["convert", str(mixed), "-o", str(tmp_path / "out"), "-j", "1"]) == 0
+    assert outputs(tmp_path / "out") == MIXED_OUTPUTS
+    out = capsys.readouterr().out
+    assert out.startswith("converted 7, skipped 0, failed 0 in ") and "bytes in " in out
+
+
+def test_glob_and_a_single_file_to_a_named_output(mixed, tmp_path):
+    assert main(["convert", str(mixed), "-o", str(tmp_path / "out"), "--glob", "*.png", "-j", "1"]) == 0
+    assert outputs(tmp_path / "out") == ["rgb.imi"]
+    assert main(["convert", str(tmp_path / "out" / "rgb.imi"), "-o", str(tmp_path / "back.png")]) == 0
+    assert (tmp_path / "back.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_outputs_beside_inputs_and_reruns_skip_or_refuse(mixed, capsys):
+    (mixed / "sub" / "anim.gif").rename(mixed / "anim.gif")  # one output per folder name stem
+    assert main(["convert", str(mixed / "rgb.png"), str(mixed / "sub"), "-j", "1", "--quiet"]) == 0
+    assert (mixed / "rgb.imi").exists() and (mixed / "sub" / "stack.imi").exists()
+    before = (mixed / "rgb.imi").stat().st_mtime_ns
+    assert main(["convert", str(mixed / "rgb.png"), "-j", "1"]) == 1  # exists: refused without --overwrite
+    assert "output exists" in capsys.readouterr().out
+    assert main(["convert", str(mixed / "rgb.png"), str(mixed / "sub"), "--skip-existing", "-j", "1"]) == 0
+    assert capsys.readouterr().out.startswith("converted 0, skipped 4, failed 0")  # the walk leaves the .imi outputs out
+    assert main(["convert", str(mixed / "rgb.png"), "--overwrite", "-j", "1"]) == 0
+    assert (mixed / "rgb.imi").stat().st_mtime_ns >= before
+
+
+def test_bad_inputs_fail_and_the_batch_goes_on(mixed, tmp_path, capsys):
+    (mixed / "notes.txt").write_text("not an image\n")
+    (mixed / "cut.png").write_bytes((mixed / "rgb.png").read_bytes()[:200])
+    assert main(["convert", str(mixed), "-o", str(tmp_path / "out"), "-j", "1", "--json"]) == 1
+    captured = capsys.readouterr()
+    records = {Path(r["input"]).name: r for r in map(json.loads, captured.out.splitlines())}
+    assert len(records) == 9
+    assert records["notes.txt"]["status"] == records["cut.png"]["status"] == "failed"
+    assert "cannot identify image file" in records["notes.txt"]["reason"]
+    assert "truncated" in records["cut.png"]["reason"]
+    good = records["rgb.png"]
+    assert good["status"] == "converted" and good["reason"] == "" and good["seconds"] > 0
+    assert good["ratio"] == good["bytes_out"] / good["bytes_in"]
+    assert outputs(tmp_path / "out") == MIXED_OUTPUTS
+    assert "failed 2" in captured.err and "notes.txt: UnidentifiedImageError" in captured.err
+
+
+def test_two_jobs_write_the_same_files_as_one(mixed, tmp_path):
+    assert main(["convert", str(mixed), "-o", str(tmp_path / "one"), "-j", "1", "-q"]) == 0
+    assert main(["convert", str(mixed), "-o", str(tmp_path / "two"), "-j", "2", "-q"]) == 0
+    for name in MIXED_OUTPUTS:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
+
+
+def test_bad_arguments_exit_2(mixed, tmp_path, capsys):
+    (mixed / "rgb.jpg").write_bytes((mixed / "rgb.png").read_bytes())
+    assert main(["convert", str(mixed), "-o", str(tmp_path / "o")]) == 2  # rgb.png and rgb.jpg -> rgb.imi
+    assert main(["convert", str(mixed / "rgb.png"), "-o", str(tmp_path / "x.jpg")]) == 2
+    assert main(["convert", str(mixed / "rgb.png"), "--effort", "10"]) == 2
+    err = capsys.readouterr().err
+    assert "would both write" in err and "no output format" in err and "effort must be" in err
+
+
+def test_ctrl_c_leaves_no_partial_file(tmp_path):
+    write_pngs(tmp_path / "in", 60, size=(256, 256))
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "imij_plugins.cli", "convert", str(tmp_path / "in"), "-o", str(out), "-j", "2", "--effort", "9"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (out.exists() and any(out.glob("*.imi"))) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert stdout.startswith("interrupted: converted ")
+    written = sorted(out.iterdir())
+    assert 0 < len(written) < 60
+    for path in written:  # every file there is a whole, proved output
+        assert path.suffix == ".imi" and imij_plugins.read(path).shape == (256, 256, 3)

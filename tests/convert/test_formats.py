@@ -1,0 +1,193 @@
+"""Each input format to IMI and back out, pixels and metadata compared through the public API."""
+
+from __future__ import annotations
+
+import io
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tifffile
+from PIL import Image, PngImagePlugin
+
+import imij_plugins
+from imij_plugins.convert import ConvertOptions, convert_file, difference, read_source
+
+from .conftest import noise
+
+XMP = b'<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF/></x:xmpmeta>'
+
+
+def to_imi(src: Path, **options: object) -> Path:
+    """Convert ``src`` beside itself to IMI and assert it converted."""
+    dst = src.with_name(src.name + ".imi")
+    record = convert_file(src, dst, ConvertOptions(**options))  # type: ignore[arg-type]
+    assert record.status == "converted", record.reason
+    assert record.bytes_in == src.stat().st_size and record.bytes_out == dst.stat().st_size
+    return dst
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal shape, dtype and bytes, after (H, W) becomes (H, W, 1)."""
+    a, b = (x if x.ndim == 3 else x[:, :, None] for x in (np.asarray(a), np.asarray(b)))
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def back_out(imi: Path, fmt: str) -> Path:
+    """Convert an IMI file out to ``fmt`` and assert it reads back equal to the IMI file's pixels."""
+    dst = imi.with_suffix("." + fmt)
+    record = convert_file(imi, dst, ConvertOptions(to=fmt))
+    assert record.status == "converted", record.reason
+    assert difference(read_source(imi), read_source(dst)) is None
+    return dst
+
+
+@pytest.mark.parametrize(
+    "array",
+    [noise((9, 11)), noise((9, 11), np.uint16), noise((9, 11, 2)), noise((9, 11, 3)), noise((9, 11, 4))],
+    ids=["L", "I;16", "LA", "RGB", "RGBA"],
+)
+def test_png_to_imi_and_back_exact(tmp_path, array):
+    src = tmp_path / "in.png"
+    Image.fromarray(array).save(src)
+    imi = to_imi(src)
+    assert same_bits(imij_plugins.read(imi), array)
+    assert same_bits(np.asarray(Image.open(back_out(imi, "png"))), array)
+    assert same_bits(tifffile.imread(back_out(imi, "tiff")), array)
+    assert same_bits(np.load(back_out(imi, "npy")), array)
+
+
+def test_palette_png_is_stored_expanded(tmp_path):
+    src = tmp_path / "pal.png"
+    Image.fromarray(noise((8, 8, 3))).quantize(7).save(src)
+    assert same_bits(imij_plugins.read(to_imi(src)), np.asarray(Image.open(src).convert("RGB")))
+
+
+@pytest.mark.parametrize("name, save", [("in.jpg", {"quality": 85}), ("in.webp", {"lossless": True}), ("in.bmp", {}), ("in.ppm", {})])
+def test_pillow_formats_to_imi_exact(tmp_path, name, save):
+    src = tmp_path / name
+    Image.fromarray(noise((10, 12, 3))).save(src, **save)
+    assert same_bits(imij_plugins.read(to_imi(src)), np.asarray(Image.open(src)))
+
+
+def test_gif_animation_keeps_frames_durations_and_loop(mixed):
+    src = mixed / "sub" / "anim.gif"
+    imi = to_imi(src)
+    with Image.open(src) as gif, imij_plugins.open(imi) as f:
+        assert (f.kind, f.n_frames, f.loop_count) == ("animation", 3, 3)
+        assert [f.frame_info(i).duration for i in range(3)] == [Fraction(40, 1000), Fraction(80, 1000), Fraction(120, 1000)]
+        for i in range(3):
+            gif.seek(i)
+            assert same_bits(f.read(i), np.asarray(gif.convert("RGB")))
+    with Image.open(back_out(imi, "png")) as apng:  # back out as APNG
+        assert (apng.n_frames, apng.info["loop"]) == (3, 3)
+        assert [apng.seek(i) or apng.info["duration"] for i in range(3)] == [40, 80, 120]
+
+
+def test_tiff_pages_keep_mixed_dtypes(mixed):
+    src = mixed / "sub" / "stack.tif"
+    imi = to_imi(src)
+    with tifffile.TiffFile(src) as tif, imij_plugins.open(imi) as f:
+        assert f.kind == "mixed pages" and f.n_frames == 3
+        for i, page in enumerate(tif.pages):
+            assert same_bits(f.read(i), page.asarray())
+    back = back_out(imi, "tiff")
+    with tifffile.TiffFile(back) as tif:
+        assert [p.dtype for p in tif.pages] == [np.uint16, np.float32, np.int16]
+
+
+def test_planar_tiff(tmp_path):
+    src = tmp_path / "planar.tiff"
+    planes = noise((3, 7, 9), np.uint16)
+    tifffile.imwrite(src, planes, photometric="rgb", planarconfig="separate")
+    assert same_bits(imij_plugins.read(to_imi(src)), np.moveaxis(planes, 0, -1))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.uint8])
+def test_npy_to_imi_and_back(tmp_path, dtype):
+    src = tmp_path / "a.npy"
+    array = noise((6, 5, 3), dtype)
+    np.save(src, array)
+    imi = to_imi(src)
+    assert same_bits(imij_plugins.read(imi), array)
+    assert same_bits(np.load(back_out(imi, "npy")), array)
+
+
+def test_png_metadata_survives_imi_and_back(tmp_path):
+    src = tmp_path / "meta.png"
+    icc = bytes(range(256)) * 2
+    exif = Image.Exif()
+    exif[0x010F] = "imij"  # Make
+    info = PngImagePlugin.PngInfo()
+    info.add_itxt("XML:com.adobe.xmp", XMP.decode())
+    Image.fromarray(noise((6, 6, 3))).save(src, icc_profile=icc, exif=exif, pnginfo=info, dpi=(300, 150))
+    imi = to_imi(src)
+    meta = imij_plugins.open(imi).metadata
+    assert meta["icc_profile"] == icc and meta["xmp"] == XMP
+    assert meta["dpi"] == pytest.approx((300, 150), rel=1e-3)
+    with Image.open(back_out(imi, "png")) as out:
+        assert out.info["icc_profile"] == icc and out.info["xmp"] == XMP
+        assert out.info["dpi"] == pytest.approx((300, 150), rel=1e-3)
+        assert out.getexif()[0x010F] == "imij"
+
+
+def test_tiff_metadata_survives_imi_and_back(tmp_path):
+    src = tmp_path / "meta.tif"
+    icc = b"\x01" * 300
+    tifffile.imwrite(src, noise((5, 4, 3)), photometric="rgb", iccprofile=icc, resolution=(72, 96), resolutionunit="INCH",
+                     extratags=[(700, "B", len(XMP), XMP, True)], metadata=None)
+    imi = to_imi(src)
+    assert imij_plugins.open(imi).metadata["xmp"] == XMP
+    with tifffile.TiffFile(back_out(imi, "tiff")) as tif:
+        tags = tif.pages.first.tags
+        assert tags[34675].value == icc and bytes(tags[700].value) == XMP
+        assert tags[282].value == (72, 1) and tags[283].value == (96, 1)
+
+
+def test_reader_is_chosen_by_content(tmp_path):
+    src = tmp_path / "really_a_png.tif"
+    array = noise((5, 5, 3))
+    Image.fromarray(array).save(src, format="PNG")
+    assert read_source(src).reader == "pillow:PNG"
+    assert same_bits(imij_plugins.read(to_imi(src)), array)
+    npy = io.BytesIO()
+    np.save(npy, array)
+    (tmp_path / "array.png").write_bytes(npy.getvalue())
+    assert read_source(tmp_path / "array.png").reader == "npy"
+
+
+@pytest.mark.parametrize("fmt, message", [("png", "PNG cannot hold Gray f32"), ("npy", "holds one image")])
+def test_outputs_that_cannot_hold_the_input_fail_clearly(mixed, fmt, message):
+    src = mixed / "sub" / "stack.tif"
+    if fmt == "png":
+        src = mixed / "f.tif"
+        tifffile.imwrite(src, noise((4, 4), np.float32))
+    record = convert_file(src, src.with_suffix("." + fmt), ConvertOptions(to=fmt))
+    assert record.status == "failed" and message in record.reason
+    assert not src.with_suffix("." + fmt).exists()
+
+
+def test_near_lossless_is_checked_within_the_bound(tmp_path):
+    src = tmp_path / "n.npy"
+    np.save(src, noise((16, 16), np.uint16))
+    imi = to_imi(src, encode=imij_plugins.EncodeOptions(max_error=3))
+    error = np.abs(imij_plugins.read(imi)[..., 0].astype(int) - np.load(src).astype(int))
+    assert error.max() <= 3
+
+
+def test_verify_catches_a_decoder_that_changes_a_sample(tmp_path, monkeypatch):
+    src = tmp_path / "v.png"
+    Image.fromarray(noise((8, 8, 3))).save(src)
+    read = imij_plugins.ImijFile.read
+
+    def corrupt(self, *args, **kwargs):
+        out = read(self, *args, **kwargs)
+        out[0, 0, 0] ^= 1
+        return out
+
+    monkeypatch.setattr(imij_plugins.ImijFile, "read", corrupt)
+    record = convert_file(src, tmp_path / "v.imi", ConvertOptions())
+    assert record.status == "failed" and record.reason == "verify: image 0: 1 samples differ"
+    assert not (tmp_path / "v.imi").exists()
+    assert convert_file(src, tmp_path / "v.imi", ConvertOptions(verify=False)).status == "converted"
