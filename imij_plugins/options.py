@@ -18,7 +18,7 @@ import numpy as np
 
 from imij_plugins.container import metadata as md
 from imij_plugins.registry.chunks import ANIM, CSUM, DATA, EXIF, FRAM, ICCP, ONCE, PSUM, UIDX, XMP, is_critical, is_valid_tag
-from imij_plugins.registry.samples import LAYOUT_BY_NAME, LAYOUTS
+from imij_plugins.pixels.dtypes import find_layout
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -231,13 +231,11 @@ def _one_of(name: str, value: object, allowed: Sequence[str]) -> None:
 
 def _check_layout(name: str, layout: object) -> None:
     """A layout name (any case) or code of 1.0's table, or None (from the channel count)."""
-    if layout is None:
-        return
-    if isinstance(layout, str):
-        if not any(known.lower() == layout.lower() for known in LAYOUT_BY_NAME):
-            raise ValueError(f"{name}: unknown channel layout {layout!r} (known: {', '.join(LAYOUT_BY_NAME)})")
-    elif not _is_int(layout) or layout not in LAYOUTS:
-        raise ValueError(f"{name}: unknown channel layout {layout!r}")
+    if layout is not None:
+        try:
+            find_layout(layout)  # type: ignore[arg-type]
+        except ValueError as exc:
+            raise ValueError(f"{name}: {exc}") from None
 
 
 def _check_sig_bits(name: str, sig_bits: object) -> None:

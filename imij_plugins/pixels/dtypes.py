@@ -33,18 +33,22 @@ def layout_code(channels: int, layout: str | int | None = None) -> int:
         if channels not in _DEFAULT_LAYOUT:
             raise ValueError(f"no default channel layout for {channels} channels; pass layout=")
         return LAYOUT_BY_NAME[_DEFAULT_LAYOUT[channels]].code
+    code = find_layout(layout)
+    if LAYOUTS[code].channels != channels:
+        raise ValueError(f"layout {LAYOUTS[code].name} has {LAYOUTS[code].channels} channels, the array {channels}")
+    return code
+
+
+def find_layout(layout: str | int) -> int:
+    """The 1.0 channel layout code of a layout name (any case) or code; ValueError for others."""
     if isinstance(layout, str):
         key = next((name for name in LAYOUT_BY_NAME if name.lower() == layout.lower()), None)
         if key is None:
             raise ValueError(f"unknown channel layout {layout!r} (known: {', '.join(LAYOUT_BY_NAME)})")
-        code = LAYOUT_BY_NAME[key].code
-    else:
-        code = int(layout)
-        if code not in LAYOUTS:
-            raise ValueError(f"unknown channel layout code {layout}")
-    if LAYOUTS[code].channels != channels:
-        raise ValueError(f"layout {LAYOUTS[code].name} has {LAYOUTS[code].channels} channels, the array {channels}")
-    return code
+        return LAYOUT_BY_NAME[key].code
+    if isinstance(layout, bool) or not isinstance(layout, (int, np.integer)) or int(layout) not in LAYOUTS:
+        raise ValueError(f"unknown channel layout code {layout!r}")
+    return int(layout)
 
 
 def as_image_array(array: np.ndarray) -> np.ndarray:
