@@ -312,6 +312,26 @@ def default(shape: Sequence[int], frames: bool, channels: bool, kind: str = "pag
     return Physical(dims, tuple(Channel(f"c{i}") for i in range(count)))
 
 
+FRAME_TIME_NAMES = ("t", "time", "frame")
+
+
+def bindings(ndim: int, channels: bool) -> tuple[str, ...]:
+    """The aXES binding of each array dim, by position: (frames,) rows, columns (, channels)."""
+    raster = ndim - channels
+    if raster not in (2, 3):
+        raise ValueError(f"an IMI file holds (frames,) rows, columns (, channels): {ndim} dims do not fit")
+    return ("frames",) * (raster == 3) + RASTER + ("channels",) * channels
+
+
+def new_dim(name: str, binding: str, size: int, scale: float = 1.0, origin: float = 0.0, unit: str = "",
+            kind: str | None = None, axis_type: str = "") -> Dim:
+    """A dim for writing; without a kind, frames named like time are time (an animation), other frames pages."""
+    if kind is None:
+        defaults = {"frames": "time" if name.lower() in FRAME_TIME_NAMES else "other", "channels": "channel"}
+        kind = defaults.get(binding, "space")
+    return Dim(name, binding, size, scale, origin, unit, kind, axis_type)
+
+
 def needs_axes(p: Physical) -> bool:
     """Whether the description says more than a file without aXES would (names, transforms, units)."""
     if p.has_axes or p.coordinates or p.affine is not None:
@@ -410,12 +430,14 @@ __all__ = [
     "Physical",
     "calibration",
     "categories",
+    "bindings",
     "cf_attrs",
     "changes_values",
     "coordinate",
     "default",
     "describe",
     "linear",
+    "new_dim",
     "physical_values",
     "science",
     "science_of",

@@ -11,44 +11,32 @@ import xarray as xr
 from imij_plugins import physical
 
 CHANNEL_NAMES = ("c", "channel", "channels", "band", "bands")
-FRAME_TIME_NAMES = ("t", "time", "frame")
 
 
-def _bindings(da: xr.DataArray) -> tuple[str, ...]:
-    """Each dim's aXES binding, by position: (frames,) rows, columns (, channels)."""
-    n = da.ndim
-    if n == 2:
-        return ("rows", "columns")
-    if n == 4:
-        return ("frames", "rows", "columns", "channels")
-    if n == 3:
-        last = da.dims[-1]
-        kind = da[last].attrs.get("axis_kind") if last in da.coords else None
-        if kind == "channel" or str(last).lower() in CHANNEL_NAMES:
-            return ("rows", "columns", "channels")
-        return ("frames", "rows", "columns")
-    raise ValueError(f"an IMI file holds (frames,) rows, columns (, channels): {n} dims {da.dims} do not fit")
+def _has_channels(da: xr.DataArray) -> bool:
+    """Whether the last dim holds channels: a 4-d array, or a last dim named or marked (axis_kind) as one."""
+    last = da.dims[-1]
+    kind = da[last].attrs.get("axis_kind") if last in da.coords else None
+    return da.ndim == 4 or (da.ndim == 3 and (kind == "channel" or str(last).lower() in CHANNEL_NAMES))
 
 
 def _dim(da: xr.DataArray, name: str, binding: str) -> physical.Dim:
     """One dim: its transform from evenly spaced numeric coordinates, its unit and kind from their attributes."""
-    size = da.sizes[name]
-    defaults = {"frames": "time" if str(name).lower() in FRAME_TIME_NAMES else "other", "channels": "channel"}
-    kind = defaults.get(binding, "space")
     coord = da.coords.get(name)
     if coord is None or coord.dtype.kind not in "iuf":
-        return physical.Dim(str(name), binding, size, kind=kind)
+        return physical.new_dim(str(name), binding, da.sizes[name])
     attrs = coord.attrs
     scale, origin = physical.linear(coord.values, str(name))
-    if size == 1:
+    if da.sizes[name] == 1:
         scale = float(attrs.get("scale", 1.0))
-    return physical.Dim(str(name), binding, size, scale, origin, str(attrs.get("units", "")),
-                        str(attrs.get("axis_kind", kind)), str(attrs.get("axis_type", "")))
+    kind = attrs.get("axis_kind")
+    return physical.new_dim(str(name), binding, da.sizes[name], scale, origin, str(attrs.get("units", "")),
+                            None if kind is None else str(kind), str(attrs.get("axis_type", "")))
 
 
 def describe(da: xr.DataArray, attrs: Mapping[str, object]) -> physical.Physical:
     """The neutral description of a DataArray whose stored-value CF attributes are ``attrs``."""
-    dims = tuple(_dim(da, name, b) for name, b in zip(da.dims, _bindings(da)))
+    dims = tuple(_dim(da, name, b) for name, b in zip(da.dims, physical.bindings(da.ndim, _has_channels(da))))
     count = dims[-1].size if dims[-1].binding == "channels" else 1
     cf = {k: v for k, v in attrs.items() if k not in ("pixel_is_area", "affine", "affine_axes", "resampling_method")}
     channels = tuple(physical.Channel(str(da.name or "image"), cf) for _ in range(count))
