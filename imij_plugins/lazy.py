@@ -61,8 +61,9 @@ class LazyImage:
         self.dtype = info.dtype
         self.shape = (len(self.frames),) * self.frame_dim + (info.height, info.width) + (info.channels,) * channel_dim
         self.animated = f.kind == "animation"
-        geometry = f.page(0).payload().head.geometry if not self.animated or self.frames[0] == 0 else None
-        self.unit = (geometry.stripe_rows, geometry.group_cols or info.width) if geometry else (info.height, info.width)
+        # an animation's canvas is read whole: its chunks follow DATA's units; a page's its own
+        geometry = f.page(0 if self.animated else self.frames[0]).payload().head.geometry
+        self.unit = (geometry.stripe_rows, geometry.group_cols or info.width)
 
     @property
     def ndim(self) -> int:

@@ -13,7 +13,8 @@ from xarray.core import indexing
 from imij_plugins import physical
 from imij_plugins.container.metadata.science import ChannelCalibration
 from imij_plugins.container.file import is_imi
-from imij_plugins.lazy import LazyImage
+from imij_plugins.lazy import LazyImage, source_of
+from imij_plugins.reader import ImijFile
 
 EXTENSIONS = (".imi",)
 # CF attributes that describe the stored values: a decoded variable keeps them in its encoding
@@ -90,11 +91,10 @@ def _variable(dims: tuple[str, ...], data: ImiBackendArray, attrs: dict[str, obj
 def open_imi(filename_or_obj: object, *, mask_and_scale: bool = True, index: int | None = None,
              drop_variables: Iterable[str] | None = None) -> xr.Dataset:
     """The Dataset of an IMI file: see ``ImiBackendEntrypoint.open_dataset``."""
-    probe = LazyImage(filename_or_obj, index=index)
-    p = physical.describe(probe.file(), index)
-    image = LazyImage(probe.src, index=index, frame_dim=p.dim("frames") is not None,
-                      channel_dim=p.dim("channels") is not None)
-    probe.close()
+    src = source_of(filename_or_obj)
+    with ImijFile(src) as f:
+        p = physical.describe(f, index)
+    image = LazyImage(src, index=index, frame_dim=p.dim("frames") is not None, channel_dim=p.dim("channels") is not None)
     dims = tuple(d.name for d in p.dims)
     chunks = dict(zip(dims, image.chunks))
     geometry = geometry_attrs(p)
@@ -122,7 +122,7 @@ class ImiBackendEntrypoint(BackendEntrypoint):
     """``engine="imi"``: IMI files (``.imi``) as lazy Datasets with aXES coordinates and cALB/cATG CF attributes."""
 
     description = "Open IMI (.imi) images: lazy region reads, aXES coordinates, cALB/cATG as CF attributes"
-    url = "https://github.com/imij/imij-plugins"
+    url = ""  # the project has no published address yet
     open_dataset_parameters = ("filename_or_obj", "drop_variables", "mask_and_scale", "index")
 
     def open_dataset(
