@@ -132,24 +132,27 @@ def describe(f: ImijFile, index: int | None = None) -> Physical:
     dims += [dim("rows", info.height, "y", "space"), dim("columns", info.width, "x", "space")]
     if info.channels > 1 or "channels" in by_binding:
         dims.append(dim("channels", info.channels, "c", "channel"))
-    coordinates: tuple[Coordinate, ...] = ()
+    at: list[tuple[int, int]] = []  # (aXES axis, index) of each axis the image sits at one position of
     if axes and records.coordinates:
-        bound = [(i, a) for i, a in enumerate(axes.axes) if a.binding == sc.BIND_COORDINATE]
-        coordinates = tuple(
-            Coordinate(a.name, index, *((level.scale[i], level.translation[i]) if level else (1.0, 0.0)),
-                       a.unit, KINDS[a.kind], a.type)
-            for (i, a), index in zip(bound, records.coordinates.values)  # 1.5: "in axis order"
-        )
+        bound = [i for i, a in enumerate(axes.axes) if a.binding == sc.BIND_COORDINATE]
+        at += zip(bound, records.coordinates.values)  # 1.5: "one signed index per coordinate-bound axis, in axis order"
+    if index is not None and "frames" in by_binding:
+        at.append((by_binding["frames"][0], index))  # one frame of a frames axis: its position
+    coordinates = tuple(
+        Coordinate(axes.axes[i].name, value, *((level.scale[i], level.translation[i]) if level else (1.0, 0.0)),
+                   axes.axes[i].unit, KINDS[axes.axes[i].kind], axes.axes[i].type)
+        for i, value in at
+    ) if axes else ()
     return Physical(
         tuple(dims), channels, coordinates, area,
         axes.affine if axes else None, tuple(a.name for a in axes.axes) if axes else (),
-        axes.method if axes else None, axes is not None, _other_attrs(f, records),
+        axes.method if axes else None, axes is not None, _other_attrs(f, info.layout, records),
     )
 
 
-def _other_attrs(f: ImijFile, records: sc.ScienceRecords) -> dict[str, object]:
+def _other_attrs(f: ImijFile, layout: str, records: sc.ScienceRecords) -> dict[str, object]:
     """Metadata the dims and channels do not hold: layout, frame kind, sMDT schemas, record reports."""
-    out: dict[str, object] = {"layout": f.image_info(0).layout}
+    out: dict[str, object] = {"layout": layout}
     if f.kind:
         out["frame_kind"] = f.kind
     if records.structured:
@@ -162,12 +165,15 @@ def _other_attrs(f: ImijFile, records: sc.ScienceRecords) -> dict[str, object]:
 
 def _channels(layout: str, count: int, cal: sc.Calibration | None, cats: sc.Categories | None,
               dtype: np.dtype) -> tuple[Channel, ...]:
-    """Each channel's name and CF attributes from cALB and cATG."""
+    """Each channel's name and CF attributes from cALB and cATG (records counting other channels, as a
+    mixed page of another layout may, do not describe it)."""
     letters = CHANNEL_LETTERS.get(layout, tuple(f"c{i}" for i in range(count)))
+    entries = cal.channels if cal and len(cal.channels) == count else (None,) * count
+    categories = cats.channels if cats and len(cats.channels) == count else ((),) * count
     out = []
     for c in range(count):
-        entry = cal.channels[c] if cal else None
-        attrs = cf_attrs(entry, cats.channels[c] if cats else (), dtype)
+        entry = entries[c]
+        attrs = cf_attrs(entry, categories[c], dtype)
         name = entry.quantity if entry is not None and entry.quantity else letters[c]
         out.append(Channel(name, attrs))
     return tuple(out)

@@ -63,3 +63,16 @@ def test_coordinates_take_a_non_integer_position_as_translation():
     assert (c.index, c.translation, c.value, c.unit) == (0, 2.5, 2.5, "m")
     c = physical.coordinate("z", 30.0, {"scale": 10.0, "translation": 0.0})
     assert (c.index, c.value) == (3, 30.0)
+
+
+def test_one_frame_of_a_frames_axis_is_a_coordinate_and_other_pages_ignore_channel_records(tmp_path):
+    path = tmp_path / "pages.imi"
+    axes = sc.Axes((sc.Axis("t", 1, sc.BIND_FRAMES, "s"), sc.Axis("y", 0, sc.BIND_ROWS), sc.Axis("x", 0, sc.BIND_COLUMNS)),
+                   (sc.AxisLevel((30.0, 1.0, 1.0), (5.0, 0.0, 0.0)),))
+    cal = sc.Calibration((sc.ChannelCalibration(quantity="dose"),))
+    pages = [np.zeros((4, 4), np.uint8), np.zeros((4, 4, 3), np.uint8)]
+    imij_plugins.write(path, pages, kind="pages", science={"axes": axes, "calibration": cal})
+    with imij_plugins.open(path) as f:
+        first, second = physical.describe(f, 0), physical.describe(f, 1)
+    assert [(c.name, c.value, c.unit) for c in second.coordinates] == [("t", 35.0, "s")]
+    assert first.channels[0].name == "dose" and [c.name for c in second.channels] == ["R", "G", "B"]

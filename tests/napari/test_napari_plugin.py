@@ -157,3 +157,14 @@ def test_the_writer_keeps_the_calibration_the_reader_gave(plugins, tmp_path):
     npe2.write(str(default), [(np.zeros((4, 5), np.uint8), {"axis_labels": ["axis -2", "axis -1"]}, "image")])
     with imij_plugins.open(default) as f:
         assert "science" not in f.metadata  # napari's default labels and scale need no aXES
+
+
+def test_mixed_pages_are_one_layer_each(plugins, tmp_path):
+    path = tmp_path / "doc.imi"
+    pages = [np.zeros((6, 7), np.uint8), np.full((3, 4, 3), 9, np.uint16)]
+    imij_plugins.write(path, pages, kind="pages")
+    layers = npe2.read([str(path)], stack=False)
+    assert [kwargs["name"] for _, kwargs, _ in layers] == ["doc page 0", "doc page 1"]
+    assert layers[1][1]["rgb"] is True
+    for (data, _, _), page in zip(layers, pages):
+        np.testing.assert_array_equal(np.asarray(data), page)
