@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 from typing import Iterator
 
@@ -21,13 +20,6 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str]:
         pytest.skip("C kernels not built")
     with _backend.use(name):
         yield name
-
-
-def require(module: str) -> object:
-    """Import an optional extra's module for a test, or skip it; CI (IMIJ_REQUIRE_EXTRAS=1) fails instead."""
-    if os.environ.get("IMIJ_REQUIRE_EXTRAS") == "1":
-        return importlib.import_module(module)
-    return pytest.importorskip(module)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

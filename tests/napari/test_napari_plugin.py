@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import require
+from extras import require
 
 import imij_plugins
 from imij_plugins import imijset

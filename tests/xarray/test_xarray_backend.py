@@ -10,7 +10,7 @@ import pickle
 
 import numpy as np
 import pytest
-from conftest import require
+from extras import require
 
 import imij_plugins
 from imij_plugins.container.metadata import science as sc
