@@ -28,6 +28,10 @@ TIFF_SIGNATURES = (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")  # classic an
 NPY_SIGNATURE = b"\x93NUMPY"
 _INCH_PER_UNIT = {2: 1.0, 3: 2.54}  # TIFF ResolutionUnit: 2 inch, 3 centimetre (1 none: no dpi)
 _TIFF_ICC, _TIFF_XMP = 34675, 700
+# IFD0 tags Exif shares with TIFF: ImageDescription is left out (OME-XML and ImageJ use it)
+_TIFF_EXIF_TAGS = (271, 272, 305, 306, 315, 33432)  # Make, Model, Software, DateTime, Artist, Copyright
+_TIFF_ORIENTATION = 274
+_EXIF_PREFIX = b"Exif\x00\x00"
 _TIFF_CMYK = 5  # PhotometricInterpretation SEPARATED
 _TIFF_PHOTOMETRICS = (1, 2, _TIFF_CMYK)  # MinIsBlack, RGB, Separated: the ones IMI layouts mean
 
@@ -155,6 +159,8 @@ def read_tiff(src: Input) -> Decoded:
             icc_profile=_tag_bytes(tags, _TIFF_ICC),
             xmp=_tag_bytes(tags, _TIFF_XMP),
             dpi=_tiff_dpi(tags),
+            exif=_tiff_exif(tags),
+            orientation=int(tags[_TIFF_ORIENTATION].value) if _TIFF_ORIENTATION in tags else 1,
         )
     reader = "tiff:ome" if stack is not None and tif.is_ome else "tiff:imagej" if stack is not None else "tiff"
     return Decoded(frames, "still" if len(frames) == 1 else "pages", reader, metadata=metadata, stack=stack)
@@ -183,6 +189,19 @@ def _tiff_frame(page: object) -> Frame:
 def _tag_bytes(tags: object, code: int) -> bytes | None:
     tag = tags.get(code)  # type: ignore[attr-defined]
     return bytes(tag.value) if tag is not None else None
+
+
+def _tiff_exif(tags: object) -> bytes | None:
+    """The TIFF's descriptive IFD0 tags and Orientation as an Exif block (TIFF header onward), or None."""
+    from PIL import Image
+
+    found = {code: tags[code].value for code in (*_TIFF_EXIF_TAGS, _TIFF_ORIENTATION) if code in tags}  # type: ignore[index, operator]
+    if not any(code in found for code in _TIFF_EXIF_TAGS):
+        return None
+    exif = Image.Exif()
+    for code, value in found.items():
+        exif[code] = int(value) if code == _TIFF_ORIENTATION else value
+    return exif.tobytes().removeprefix(_EXIF_PREFIX)
 
 
 def _tiff_dpi(tags: object) -> tuple[float, float] | None:
