@@ -107,14 +107,11 @@ def section(record: dict[str, object]) -> str:
 
 
 def write_section(path: Path, text: str) -> None:
-    """Replace (or append) this section in ``path``, keeping the others."""
+    """Put this section last in ``path`` (replacing an older run's), keeping the others."""
     old = path.read_text() if path.exists() else "# Benchmark results\n"
-    start = old.find(SECTION)
-    if start < 0:
-        path.write_text(old.rstrip("\n") + "\n\n" + text)
-        return
-    end = old.find("\n## ", start + len(SECTION))
-    path.write_text(old[:start] + text + (old[end + 1 :] if end >= 0 else ""))
+    parts = old.rstrip("\n").split("\n\n## ")
+    kept = [part for part in parts if not ("## " + part).startswith(SECTION)]
+    path.write_text("\n\n## ".join(kept) + "\n\n" + text)
 
 
 def main() -> None:

@@ -9,17 +9,7 @@ import pytest
 import tifffile
 
 import imij_plugins
-from imij_plugins.container.metadata.science import (
-    BIND_CHANNELS,
-    BIND_COLUMNS,
-    BIND_COORDINATE,
-    BIND_FRAMES,
-    BIND_ROWS,
-    KIND_CHANNEL,
-    KIND_SPACE,
-    KIND_TIME,
-    Axis,
-)
+from imij_plugins.container.metadata import science as sci
 from imij_plugins.convert import ConvertOptions, convert_file
 from imij_plugins.convert.stack import udunits
 from imij_plugins.cli import main
@@ -62,11 +52,11 @@ def test_ome_z_stack_with_two_channels(tmp_path):
     records = science(imi)
     assert [(r.tag, r.status) for r in records.reports] == [(b"cALB", "parsed"), (b"aXES", "parsed"), (b"cORD", "parsed")]
     assert records.axes.axes == (  # OME's five dimensions; T of length 1 is a coordinate
-        Axis("t", KIND_TIME, BIND_COORDINATE, "ms"),
-        Axis("z", KIND_SPACE, BIND_FRAMES, "nm"),
-        Axis("c", KIND_CHANNEL, BIND_CHANNELS, ""),
-        Axis("y", KIND_SPACE, BIND_ROWS, "um"),
-        Axis("x", KIND_SPACE, BIND_COLUMNS, "um"),
+        sci.Axis("t", sci.KIND_TIME, sci.BIND_COORDINATE, "ms"),
+        sci.Axis("z", sci.KIND_SPACE, sci.BIND_FRAMES, "nm"),
+        sci.Axis("c", sci.KIND_CHANNEL, sci.BIND_CHANNELS, ""),
+        sci.Axis("y", sci.KIND_SPACE, sci.BIND_ROWS, "um"),
+        sci.Axis("x", sci.KIND_SPACE, sci.BIND_COLUMNS, "um"),
     )
     (level,) = records.axes.levels
     assert level.scale == (2.5, 1.5, 1.0, 0.5, 0.325) and level.translation == (0, 0, 0, 0, 0)
@@ -98,8 +88,8 @@ def test_ome_time_and_z_split_into_one_file_per_time_point(tmp_path):
             assert all(np.array_equal(f.read(z)[..., 0], stack[t, z, 0]) for z in range(3))
         records = science(part)
         assert [(a.name, a.kind, a.binding, a.unit) for a in records.axes.axes] == [
-            ("t", KIND_TIME, BIND_COORDINATE, "ms"), ("z", KIND_SPACE, BIND_FRAMES, "nm"),
-            ("c", KIND_CHANNEL, BIND_CHANNELS, ""), ("y", KIND_SPACE, BIND_ROWS, "um"), ("x", KIND_SPACE, BIND_COLUMNS, "um"),
+            ("t", sci.KIND_TIME, sci.BIND_COORDINATE, "ms"), ("z", sci.KIND_SPACE, sci.BIND_FRAMES, "nm"),
+            ("c", sci.KIND_CHANNEL, sci.BIND_CHANNELS, ""), ("y", sci.KIND_SPACE, sci.BIND_ROWS, "um"), ("x", sci.KIND_SPACE, sci.BIND_COLUMNS, "um"),
         ]
         assert records.axes.levels[0].scale == (2.5, 1.5, 1.0, 0.5, 0.325)
         assert records.coordinates.values == (t,)
@@ -121,8 +111,8 @@ def test_ome_rgb_samples_stay_rgb(tmp_path):
         assert (f.layout, f.n_frames) == ("RGB", 2)
     records = science(imi)
     assert [(a.name, a.binding, a.unit) for a in records.axes.axes] == [
-        ("t", BIND_FRAMES, ""), ("z", BIND_COORDINATE, ""), ("c", BIND_COORDINATE, ""),
-        ("y", BIND_ROWS, ""), ("x", BIND_COLUMNS, "um"), ("s", BIND_CHANNELS, ""),
+        ("t", sci.BIND_FRAMES, ""), ("z", sci.BIND_COORDINATE, ""), ("c", sci.BIND_COORDINATE, ""),
+        ("y", sci.BIND_ROWS, ""), ("x", sci.BIND_COLUMNS, "um"), ("s", sci.BIND_CHANNELS, ""),
     ]
     assert records.axes.levels[0].scale == (1.0, 1.0, 1.0, 1.0, 4.0, 1.0) and records.coordinates.values == (0, 0)
     back = tmp_path / "back.ome.tif"
@@ -138,7 +128,7 @@ def test_more_than_four_channels_become_pages(tmp_path):
     (imi,) = convert(src, tmp_path / "spectral.imi")
     records = science(imi)
     assert [(a.name, a.binding) for a in records.axes.axes] == [
-        ("t", BIND_COORDINATE), ("z", BIND_COORDINATE), ("c", BIND_FRAMES), ("y", BIND_ROWS), ("x", BIND_COLUMNS),
+        ("t", sci.BIND_COORDINATE), ("z", sci.BIND_COORDINATE), ("c", sci.BIND_FRAMES), ("y", sci.BIND_ROWS), ("x", sci.BIND_COLUMNS),
     ]
     assert records.calibration is None and records.axes.levels == ()
     back = tmp_path / "back.ome.tif"
@@ -155,7 +145,7 @@ def test_imagej_hyperstack(tmp_path):
     assert [p.name for p in parts] == ["ij_t0000.imi", "ij_t0001.imi"]
     records = science(parts[1])
     assert [(a.name, a.binding, a.unit) for a in records.axes.axes] == [
-        ("t", BIND_COORDINATE, "s"), ("z", BIND_FRAMES, "um"), ("c", BIND_CHANNELS, ""), ("y", BIND_ROWS, "um"), ("x", BIND_COLUMNS, "um"),
+        ("t", sci.BIND_COORDINATE, "s"), ("z", sci.BIND_FRAMES, "um"), ("c", sci.BIND_CHANNELS, ""), ("y", sci.BIND_ROWS, "um"), ("x", sci.BIND_COLUMNS, "um"),
     ]
     assert records.axes.levels[0].scale == pytest.approx((0.5, 0.75, 1.0, 0.4, 0.2))
     assert records.coordinates.values == (1,) and records.calibration is None
