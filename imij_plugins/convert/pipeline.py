@@ -17,7 +17,7 @@ import numpy as np
 from imij_plugins import EncodeOptions
 from imij_plugins.container.writer import write_atomic
 from imij_plugins.convert.sinks import EXTENSIONS, encode_output, format_of, strip_extension
-from imij_plugins.convert.sources import Decoded, read_source
+from imij_plugins.convert.sources import Decoded, Input, read_source
 from imij_plugins.pixels.dtypes import as_image_array
 
 Status = Literal["converted", "skipped", "failed"]
@@ -81,30 +81,44 @@ def convert_file(src: str | os.PathLike[str], dst: str | os.PathLike[str], optio
     found = existing(dst)
     if found is not None:
         return found
+    bytes_in = 0
     try:
         bytes_in = os.path.getsize(src)
         fmt = options.to or format_of(dst)
         if fmt is None:
             raise ValueError(f"no output format: {dst} has no known extension and no --to was given")
-        encode = options.encode if options.threads is None else options.encode.replace(threads=options.threads)
         outputs = []
-        for path, part in _parts(read_source(src, options.threads), dst, fmt):
-            found = existing(path)
+        for path, data in encoded_outputs(src, dst, fmt, options):
+            found = existing(path) if path != dst else None
             if found is not None:
                 return found
-            data = encode_output(part, fmt, encode)
-            if options.verify:
-                problem = difference(part, read_source(data, options.threads), options.encode.max_error if fmt == "imi" else 0)
-                if problem is not None:
-                    return record("failed", f"verify: {problem}", bytes_in)
             outputs.append((path, data))
         os.makedirs(os.path.dirname(os.path.abspath(dst)), exist_ok=True)
         for path, data in outputs:
             write_atomic(path, data)
+    except VerifyFailed as exc:
+        return record("failed", str(exc), bytes_in)
     except Exception as exc:  # one bad file is a failed record; the batch goes on
         return record("failed", f"{type(exc).__name__}: {exc}")
     parts = tuple(path for path, _ in outputs) if len(outputs) > 1 else ()
     return record("converted", "", bytes_in, sum(len(data) for _, data in outputs), parts)
+
+
+class VerifyFailed(ValueError):
+    """An output that does not decode to its input."""
+
+
+def encoded_outputs(src: Input, dst: str, fmt: str, options: ConvertOptions) -> Iterator[tuple[str, bytes]]:
+    """Each output of ``src`` (a path or a whole file's bytes) as (path beside ``dst``, file bytes),
+    proved by decoding it again unless ``verify`` is off (``VerifyFailed`` when it differs)."""
+    encode = options.encode if options.threads is None else options.encode.replace(threads=options.threads)
+    for path, part in _parts(read_source(src, options.threads), dst, fmt):
+        data = encode_output(part, fmt, encode)
+        if options.verify:
+            problem = difference(part, read_source(data, options.threads), options.encode.max_error if fmt == "imi" else 0)
+            if problem is not None:
+                raise VerifyFailed(f"verify: {problem}")
+        yield path, data
 
 
 def _parts(decoded: Decoded, dst: str, fmt: str) -> Iterator[tuple[str, Decoded]]:
