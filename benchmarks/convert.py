@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -77,6 +78,8 @@ def measure(arrays: dict[str, np.ndarray], workdir: Path, jobs: tuple[int, ...] 
     webp = {name: _webp_bytes(array) for name, array in arrays.items()}
     eight = [name for name, size in webp.items() if size is not None]
     return {
+        "load_average": os.getloadavg()[0],  # other work on the machine moves the rates
+        "cores": os.cpu_count(),
         "files": len(arrays),
         "png_bytes": png_bytes,
         "imi_bytes": sum(imi.values()),
@@ -96,7 +99,9 @@ def section(record: dict[str, object]) -> str:
     return (
         f"{SECTION}\n\n`benchmarks/convert.py`: the {record['files']} corpus images PNG can hold, written as PNG "
         f"({record['png_bytes']:,} bytes), converted by `imij convert DIR -o OUT -j N` (a new process each run: "
-        "start-up, spawn and the verify decode included; default effort).\n\n"
+        "start-up, spawn and the verify decode included; default effort), on "
+        f"{record['cores']} cores with a 1-minute load average of {record['load_average']:.1f} at the end "
+        "(the rates are only comparable between runs on an idle machine).\n\n"
         "| jobs | wall time | files/s | PNG MB/s |\n|---:|---:|---:|---:|\n"
         f"{rows}\n\n"
         f"IMI output {record['imi_bytes']:,} bytes ({record['imi_bytes'] / record['png_bytes']:.3f} of PNG). "  # type: ignore[operator]
