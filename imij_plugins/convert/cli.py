@@ -9,6 +9,7 @@ import sys
 import time
 
 from imij_plugins import EncodeOptions
+from imij_plugins.convert.cluster import run_dask
 from imij_plugins.convert.paths import plan
 from imij_plugins.convert.pipeline import ConvertOptions, Record
 from imij_plugins.convert.report import Progress, summary
@@ -31,6 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--to", choices=FORMATS, help="output format (default: DEST's extension, else imi)")
     p.add_argument("--glob", metavar="PATTERN", help="files to take from folders (default: all), e.g. '*.png'")
     p.add_argument("-j", "--jobs", type=int, default=default_workers(), metavar="N", help="worker processes (default: all cores)")
+    p.add_argument("--dask", metavar="ADDRESS", help="convert on this Dask distributed scheduler instead (extra [dask])")
     p.add_argument("--effort", type=int, default=5, metavar="E", help="IMI effort 1 (fast) .. 9 (smallest), default 5")
     p.add_argument("--codec", choices=["entropy", "quick"], default="entropy", help="IMI codec (default entropy)")
     p.add_argument("--max-error", type=float, default=0, metavar="B", help="IMI near-lossless bound per sample (default 0: exact)")
@@ -45,20 +47,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    """Plan, convert in parallel with progress, report; 1 when a file failed, 2 on bad arguments, 130 on Ctrl-C."""
+    """Plan, convert in parallel (processes or a Dask cluster) with progress, report; 1 when a file
+    failed, 2 on bad arguments or an unreachable cluster, 130 on Ctrl-C."""
     try:
         encode = EncodeOptions(effort=args.effort, codec=args.codec, max_error=args.max_error, checksum=args.checksum)
         jobs, fmt = plan(args.sources, args.output, args.to, args.glob)
-    except ValueError as exc:
+        options = ConvertOptions(fmt, encode, not args.no_verify, args.overwrite, args.skip_existing)
+        results = run_dask(jobs, options, args.dask) if args.dask else run(jobs, options, args.jobs)
+    except (ValueError, ImportError, OSError) as exc:  # bad arguments, no [dask] extra, no scheduler
         print(f"imij convert: {exc}", file=sys.stderr)
         return 2
-    options = ConvertOptions(fmt, encode, not args.no_verify, args.overwrite, args.skip_existing)
     progress = Progress(len(jobs), sys.stdout.isatty() and not (args.quiet or args.json))
     records: list[Record] = []
     start = time.perf_counter()
     interrupted = False
     try:
-        with contextlib.closing(run(jobs, options, args.jobs)) as results:
+        with contextlib.closing(results):
             for record in results:
                 records.append(record)
                 progress.update(record)

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from imij_plugins.convert.sinks import EXTENSIONS, format_of
+from imij_plugins.convert.sinks import EXTENSIONS, format_of, strip_extension
 
 Job = tuple[str, str]  # (input, output)
 
@@ -51,7 +51,7 @@ def _is_file_target(source: str, dest: str) -> bool:
 def _output(path: Path, relative: Path, out_root: Path | None, fmt: str) -> str:
     """Where ``path`` goes: ``relative`` under the output folder, or beside the input, with the format's extension."""
     base = out_root / relative if out_root is not None else path
-    return str(base.with_suffix(EXTENSIONS[fmt]))
+    return strip_extension(str(base)) + EXTENSIONS[fmt]
 
 
 def _check_distinct(jobs: Sequence[Job]) -> None:

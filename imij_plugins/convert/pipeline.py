@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Literal
+from dataclasses import asdict, dataclass, field, replace
+from typing import Iterator, Literal
 
 import numpy as np
 
 from imij_plugins import EncodeOptions
 from imij_plugins.container.writer import write_atomic
-from imij_plugins.convert.sinks import encode_output, format_of
-from imij_plugins.convert.sources import Decoded, read_source
+from imij_plugins.convert.sinks import EXTENSIONS, encode_output, format_of, strip_extension
+from imij_plugins.convert.sources import Decoded, Input, read_source
 from imij_plugins.pixels.dtypes import as_image_array
 
 Status = Literal["converted", "skipped", "failed"]
@@ -26,18 +26,22 @@ Status = Literal["converted", "skipped", "failed"]
 @dataclass(frozen=True)
 class ConvertOptions:
     """How each file converts: output format (None: from the output's extension), IMI coding,
-    the decode-and-compare proof, and what to do with an output that exists already."""
+    the decode-and-compare proof, what to do with an output that exists already, and the
+    threads each IMI read and write may use (None: all cores; the runner gives 1 to each of
+    several worker processes)."""
 
     to: str | None = None
     encode: EncodeOptions = field(default_factory=EncodeOptions)
     verify: bool = True
     overwrite: bool = False
     skip_existing: bool = False
+    threads: int | None = None
 
 
 @dataclass(frozen=True)
 class Record:
-    """What became of one input: status, why (skipped or failed), sizes and time."""
+    """What became of one input: status, why (skipped or failed), sizes and time; ``parts`` lists
+    the files written when a hyperstack became several IMI files (then ``output`` is not written)."""
 
     input: str
     output: str
@@ -46,6 +50,7 @@ class Record:
     bytes_in: int = 0
     bytes_out: int = 0
     seconds: float = 0.0
+    parts: tuple[str, ...] = ()
 
     @property
     def ratio(self) -> float | None:
@@ -58,34 +63,76 @@ class Record:
 
 
 def convert_file(src: str | os.PathLike[str], dst: str | os.PathLike[str], options: ConvertOptions) -> Record:
-    """Convert ``src`` to ``dst``: never over an existing file unless ``overwrite``, the output
+    """Convert ``src`` to ``dst``: never over an existing file unless ``overwrite``, each output
     proved by decoding it again (unless ``verify`` is off) and written through a temporary file."""
     start = time.perf_counter()
     src, dst = os.fspath(src), os.fspath(dst)
 
-    def record(status: Status, reason: str = "", bytes_in: int = 0, bytes_out: int = 0) -> Record:
-        return Record(src, dst, status, reason, bytes_in, bytes_out, time.perf_counter() - start)
+    def record(status: Status, reason: str = "", bytes_in: int = 0, bytes_out: int = 0, parts: tuple[str, ...] = ()) -> Record:
+        return Record(src, dst, status, reason, bytes_in, bytes_out, time.perf_counter() - start, parts)
 
-    if os.path.lexists(dst) and not options.overwrite:
+    def existing(path: str) -> Record | None:
+        if not os.path.lexists(path) or options.overwrite:
+            return None
         if options.skip_existing:
             return record("skipped", "output exists")
         return record("failed", "output exists (pass --overwrite to replace it or --skip-existing to keep it)")
+
+    found = existing(dst)
+    if found is not None:
+        return found
+    bytes_in = 0
     try:
         bytes_in = os.path.getsize(src)
         fmt = options.to or format_of(dst)
         if fmt is None:
             raise ValueError(f"no output format: {dst} has no known extension and no --to was given")
-        decoded = read_source(src)
-        data = encode_output(decoded, fmt, options.encode)
-        if options.verify:
-            problem = difference(decoded, read_source(data), options.encode.max_error if fmt == "imi" else 0)
-            if problem is not None:
-                return record("failed", f"verify: {problem}", bytes_in)
+        outputs = []
+        for path, data in encoded_outputs(src, dst, fmt, options):
+            found = existing(path) if path != dst else None
+            if found is not None:
+                return found
+            outputs.append((path, data))
         os.makedirs(os.path.dirname(os.path.abspath(dst)), exist_ok=True)
-        write_atomic(dst, data)
+        for path, data in outputs:
+            write_atomic(path, data)
+    except VerifyFailed as exc:
+        return record("failed", str(exc), bytes_in)
     except Exception as exc:  # one bad file is a failed record; the batch goes on
         return record("failed", f"{type(exc).__name__}: {exc}")
-    return record("converted", "", bytes_in, len(data))
+    parts = tuple(path for path, _ in outputs) if len(outputs) > 1 else ()
+    return record("converted", "", bytes_in, sum(len(data) for _, data in outputs), parts)
+
+
+class VerifyFailed(ValueError):
+    """An output that does not decode to its input."""
+
+
+def encoded_outputs(src: Input, dst: str, fmt: str, options: ConvertOptions) -> Iterator[tuple[str, bytes]]:
+    """Each output of ``src`` (a path or a whole file's bytes) as (path beside ``dst``, file bytes),
+    proved by decoding it again unless ``verify`` is off (``VerifyFailed`` when it differs)."""
+    encode = options.encode if options.threads is None else options.encode.replace(threads=options.threads)
+    for path, part in _parts(read_source(src, options.threads), dst, fmt):
+        data = encode_output(part, fmt, encode)
+        if options.verify:
+            problem = difference(part, read_source(data, options.threads), options.encode.max_error if fmt == "imi" else 0)
+            if problem is not None:
+                raise VerifyFailed(f"verify: {problem}")
+        yield path, data
+
+
+def _parts(decoded: Decoded, dst: str, fmt: str) -> Iterator[tuple[str, Decoded]]:
+    """(output path, images) for each output: one, or for a hyperstack that varies along several
+    page dimensions one IMI file per index of the outer ones (``dst``'s name plus ``_t0003``...)."""
+    if fmt != "imi" or decoded.stack is None:
+        yield dst, decoded
+        return
+    for suffix, pages, stack in decoded.stack.parts():
+        if not suffix:
+            yield dst, replace(decoded, stack=stack)
+            continue
+        frames = tuple(decoded.frames[i] for i in pages)
+        yield strip_extension(dst) + suffix + EXTENSIONS[fmt], replace(decoded, frames=frames, kind="pages", stack=stack)
 
 
 def difference(expected: Decoded, got: Decoded, bound: float = 0) -> str | None:

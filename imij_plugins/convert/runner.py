@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import replace
 from multiprocessing import get_context
 from typing import Iterator, Sequence
 
@@ -27,13 +28,15 @@ def _ignore_sigint() -> None:
 
 def run(jobs: Sequence[Job], options: ConvertOptions, workers: int) -> Iterator[Record]:
     """Each job's record as it finishes: in order with one worker (in this process), in completion
-    order with several (spawned processes, so it is safe wherever it is called from). Interrupting
-    or closing the iterator cancels the jobs not started and waits for the running ones."""
+    order with several (spawned processes, so it is safe wherever it is called from, each reading
+    and writing IMI on one thread so N processes use N cores). Interrupting or closing the
+    iterator cancels the jobs not started and waits for the running ones."""
     if workers <= 1 or len(jobs) <= 1:
         for src, dst in jobs:
             yield convert_file(src, dst, options)
         return
     pool = ProcessPoolExecutor(min(workers, len(jobs)), mp_context=get_context("spawn"), initializer=_ignore_sigint)
+    options = replace(options, threads=1)
     try:
         futures = [pool.submit(convert_file, src, dst, options) for src, dst in jobs]
         for future in as_completed(futures):

@@ -15,16 +15,18 @@ import numpy as np
 
 import imij_plugins
 from imij_plugins import EncodeOptions, Frame
+from imij_plugins.convert.ome import default_stack, write_ome
 from imij_plugins.convert.sources import Decoded
+from imij_plugins.convert.stack import science
 from imij_plugins.pixels.dtypes import as_image_array, layout_code
 from imij_plugins.registry.samples import LAYOUTS
 
 if TYPE_CHECKING:
     from PIL import Image as PILImage
 
-EXTENSIONS = {"imi": ".imi", "png": ".png", "tiff": ".tif", "npy": ".npy"}
+EXTENSIONS = {"imi": ".imi", "png": ".png", "tiff": ".tif", "ome.tiff": ".ome.tif", "npy": ".npy"}
 FORMATS = tuple(EXTENSIONS)
-_BY_SUFFIX = {**{ext: fmt for fmt, ext in EXTENSIONS.items()}, ".tiff": "tiff"}
+_BY_SUFFIX = {**{ext: fmt for fmt, ext in EXTENSIONS.items()}, ".tiff": "tiff", ".ome.tiff": "ome.tiff"}
 # Pillow modes PNG stores sample for sample (Pillow writes mode I as 16 bits, clipping)
 _PNG_MODES = frozenset({"L", "LA", "RGB", "RGBA", "I;16"})
 # IMI layout -> TIFF (photometric, extrasamples); unassociated alpha, as Pillow and PNG keep it
@@ -38,19 +40,35 @@ _TIFF_LAYOUTS = {
 _CLASSIC_TIFF_BYTES = 1 << 31  # above this many sample bytes, write BigTIFF (32-bit offsets run out)
 
 
+def _extension(path: str | os.PathLike[str]) -> str | None:
+    """The known extension ``path`` ends with (the longest: ``.ome.tif`` before ``.tif``), any case."""
+    name = os.fspath(path).lower()
+    return next((ext for ext in sorted(_BY_SUFFIX, key=len, reverse=True) if name.endswith(ext)), None)
+
+
 def format_of(path: str | os.PathLike[str]) -> str | None:
     """The output format a file name's extension names, or None."""
-    return _BY_SUFFIX.get(os.path.splitext(os.fspath(path))[1].lower())
+    ext = _extension(path)
+    return _BY_SUFFIX[ext] if ext else None
+
+
+def strip_extension(path: str) -> str:
+    """``path`` without its known extension (``a.ome.tif`` -> ``a``), else without its last suffix."""
+    ext = _extension(path)
+    return path[: -len(ext)] if ext else os.path.splitext(path)[0]
 
 
 def encode_output(decoded: Decoded, fmt: str, options: EncodeOptions) -> bytes:
-    """The output file in format ``fmt`` ("imi", "png", "tiff" or "npy"); ``options`` code IMI."""
+    """The output file in format ``fmt`` ("imi", "png", "tiff", "ome.tiff" or "npy"); ``options`` code IMI."""
     return _SINKS[fmt](decoded, options)
 
 
 def _imi(decoded: Decoded, options: EncodeOptions) -> bytes:
-    """IMI through the core: a still image, an animation (durations, loop) or pages, with the metadata."""
+    """IMI through the core: a still image, an animation (durations, loop) or pages, with the
+    metadata and a hyperstack's science records (1.5)."""
     opts = options.replace(**decoded.metadata.options())  # type: ignore[arg-type]
+    if decoded.stack is not None:
+        opts = opts.replace(science=science(decoded.stack))
     if decoded.kind == "still":
         return imij_plugins.encode(decoded.frames[0], opts)
     if decoded.kind == "animation":
@@ -133,6 +151,13 @@ def _tiff(decoded: Decoded, options: EncodeOptions) -> bytes:
     return out.getvalue()
 
 
+def _ome_tiff(decoded: Decoded, options: EncodeOptions) -> bytes:
+    """OME-TIFF through tifffile: the stack's dimensions, physical sizes, units and channel names
+    (pages along ``q`` or, for an animation, ``t`` when the input had none), ICC and XMP."""
+    stack = decoded.stack or default_stack(decoded.frames, decoded.kind)
+    return write_ome(decoded.frames, stack, decoded.metadata.icc_profile, decoded.metadata.xmp)
+
+
 def _npy(decoded: Decoded, options: EncodeOptions) -> bytes:
     """One image as ``.npy``: (H, W) for one channel, else (H, W, C)."""
     if len(decoded.frames) != 1:
@@ -142,4 +167,6 @@ def _npy(decoded: Decoded, options: EncodeOptions) -> bytes:
     return out.getvalue()
 
 
-_SINKS: dict[str, Callable[[Decoded, EncodeOptions], bytes]] = {"imi": _imi, "png": _png, "tiff": _tiff, "npy": _npy}
+_SINKS: dict[str, Callable[[Decoded, EncodeOptions], bytes]] = {
+    "imi": _imi, "png": _png, "tiff": _tiff, "ome.tiff": _ome_tiff, "npy": _npy,
+}

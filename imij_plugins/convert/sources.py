@@ -3,7 +3,8 @@
 The signature bytes pick the reader (IMI, TIFF, ``.npy``; anything else goes to Pillow), so a
 PNG named ``.tif`` still reads. Readers only describe what they find: pixels as
 ``imij_plugins.Frame`` (array, layout, significant bits), how the images relate (one image, an
-animation, pages) and the metadata IMI keeps (ICC, Exif, XMP, dpi, orientation).
+animation, pages), the metadata IMI keeps (ICC, Exif, XMP, dpi, orientation) and, for
+hyperstacks (OME-TIFF, ImageJ, IMI files with an aXES), their dimensions as a ``Stack``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 
 import imij_plugins
 from imij_plugins import Frame
+from imij_plugins.convert.stack import Stack, from_science
 
 Input = Union[str, "os.PathLike[str]", bytes]  # a path, or a whole file's bytes (a sink's output)
 Kind = Literal["still", "animation", "pages"]
@@ -26,6 +28,10 @@ TIFF_SIGNATURES = (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")  # classic an
 NPY_SIGNATURE = b"\x93NUMPY"
 _INCH_PER_UNIT = {2: 1.0, 3: 2.54}  # TIFF ResolutionUnit: 2 inch, 3 centimetre (1 none: no dpi)
 _TIFF_ICC, _TIFF_XMP = 34675, 700
+# IFD0 tags Exif shares with TIFF: ImageDescription is left out (OME-XML and ImageJ use it)
+_TIFF_EXIF_TAGS = (271, 272, 305, 306, 315, 33432)  # Make, Model, Software, DateTime, Artist, Copyright
+_TIFF_ORIENTATION = 274
+_EXIF_PREFIX = b"Exif\x00\x00"
 _TIFF_CMYK = 5  # PhotometricInterpretation SEPARATED
 _TIFF_PHOTOMETRICS = (1, 2, _TIFF_CMYK)  # MinIsBlack, RGB, Separated: the ones IMI layouts mean
 
@@ -50,7 +56,8 @@ class Metadata:
 
 @dataclass(frozen=True)
 class Decoded:
-    """One input file: its images as Frames, how they relate, durations (seconds), loop and metadata."""
+    """One input file: its images as Frames, how they relate, durations (seconds), loop, metadata
+    and, for a hyperstack, its dimensions."""
 
     frames: tuple[Frame, ...]
     kind: Kind
@@ -58,6 +65,7 @@ class Decoded:
     durations: tuple[Fraction, ...] = ()
     loop: int = 0
     metadata: Metadata = field(default_factory=Metadata)
+    stack: Stack | None = None
 
 
 def sniff(head: bytes) -> str:
@@ -71,10 +79,13 @@ def sniff(head: bytes) -> str:
     return "pillow"
 
 
-def read_source(src: Input) -> Decoded:
-    """Decode ``src`` with the reader its signature names; a TIFF that tifffile cannot decode
-    (a compression it lacks a codec for) is tried with Pillow before the first error is raised."""
+def read_source(src: Input, threads: int | None = None) -> Decoded:
+    """Decode ``src`` with the reader its signature names (IMI on ``threads`` threads); a TIFF that
+    tifffile cannot decode (a compression it lacks a codec for) is tried with Pillow before the
+    first error is raised."""
     head = bytes(src[:16]) if isinstance(src, bytes) else _head(src)
+    if sniff(head) == "imi":
+        return read_imi(src, threads)
     first, *fallbacks = _READERS[sniff(head)]
     try:
         return first(src)
@@ -97,9 +108,10 @@ def _stream(src: Input) -> str | os.PathLike[str] | io.BytesIO:
     return io.BytesIO(src) if isinstance(src, bytes) else src
 
 
-def read_imi(src: Input) -> Decoded:
-    """Every frame or page of an IMI file with its own layout and significant bits (``image_info``)."""
-    with imij_plugins.open(src) as f:
+def read_imi(src: Input, threads: int | None = None) -> Decoded:
+    """Every frame or page of an IMI file with its own layout and significant bits (``image_info``),
+    and the stack its science records describe (1.5)."""
+    with imij_plugins.open(src, threads=threads) as f:
         frames = []
         for index in range(f.n_frames):
             info = f.image_info(index)
@@ -115,7 +127,10 @@ def read_imi(src: Input) -> Decoded:
             dpi=meta.get("dpi"),  # type: ignore[arg-type]
             orientation=int(meta["orientation"]),  # type: ignore[call-overload]
         )
-        return Decoded(tuple(frames), kind, "imi", durations, f.loop_count, metadata)
+        records = meta.get("science")
+        channels = frames[0].array.shape[2]
+        stack = from_science(records, f.n_frames, f.height, f.width, channels) if records is not None else None  # type: ignore[arg-type]
+        return Decoded(tuple(frames), kind, "imi", durations, f.loop_count, metadata, stack)
 
 
 def read_npy(src: Input) -> Decoded:
@@ -127,18 +142,28 @@ def read_npy(src: Input) -> Decoded:
 
 
 def read_tiff(src: Input) -> Decoded:
-    """Every page of a TIFF through tifffile (any dtype; strips, tiles or planes), metadata from page 0."""
+    """Every page of a TIFF through tifffile (any dtype; strips, tiles or planes), metadata from
+    page 0; an OME-TIFF or ImageJ hyperstack as its series' images and dimensions."""
     import tifffile
 
+    from imij_plugins.convert.ome import is_hyperstack, read_hyperstack
+
     with tifffile.TiffFile(_stream(src)) as tif:
-        frames = tuple(_tiff_frame(page) for page in tif.pages)
+        stack = None
+        if is_hyperstack(tif):
+            frames, stack = read_hyperstack(tif)
+        else:
+            frames = tuple(_tiff_frame(page) for page in tif.pages)
         tags = tif.pages.first.tags
         metadata = Metadata(
             icc_profile=_tag_bytes(tags, _TIFF_ICC),
             xmp=_tag_bytes(tags, _TIFF_XMP),
             dpi=_tiff_dpi(tags),
+            exif=_tiff_exif(tags),
+            orientation=int(tags[_TIFF_ORIENTATION].value) if _TIFF_ORIENTATION in tags else 1,
         )
-    return Decoded(frames, "still" if len(frames) == 1 else "pages", "tiff", metadata=metadata)
+    reader = "tiff:ome" if stack is not None and tif.is_ome else "tiff:imagej" if stack is not None else "tiff"
+    return Decoded(frames, "still" if len(frames) == 1 else "pages", reader, metadata=metadata, stack=stack)
 
 
 def _tiff_frame(page: object) -> Frame:
@@ -164,6 +189,19 @@ def _tiff_frame(page: object) -> Frame:
 def _tag_bytes(tags: object, code: int) -> bytes | None:
     tag = tags.get(code)  # type: ignore[attr-defined]
     return bytes(tag.value) if tag is not None else None
+
+
+def _tiff_exif(tags: object) -> bytes | None:
+    """The TIFF's descriptive IFD0 tags and Orientation as an Exif block (TIFF header onward), or None."""
+    from PIL import Image
+
+    found = {code: tags[code].value for code in (*_TIFF_EXIF_TAGS, _TIFF_ORIENTATION) if code in tags}  # type: ignore[index, operator]
+    if not any(code in found for code in _TIFF_EXIF_TAGS):
+        return None
+    exif = Image.Exif()
+    for code, value in found.items():
+        exif[code] = int(value) if code == _TIFF_ORIENTATION else value
+    return exif.tobytes().removeprefix(_EXIF_PREFIX)
 
 
 def _tiff_dpi(tags: object) -> tuple[float, float] | None:
@@ -204,8 +242,7 @@ def read_pillow(src: Input) -> Decoded:
 
 
 _METADATA_FIELDS = frozenset(f.name for f in fields(Metadata))
-_READERS: dict[str, tuple[Callable[[Input], Decoded], ...]] = {
-    "imi": (read_imi,),
+_READERS: dict[str, tuple[Callable[[Input], Decoded], ...]] = {  # IMI: read_imi, with threads
     "tiff": (read_tiff, read_pillow),
     "npy": (read_npy,),
     "pillow": (read_pillow,),

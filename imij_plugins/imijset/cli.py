@@ -1,12 +1,15 @@
-"""``imij set ls|add|get|compact|verify ARCHIVE ...``: the archive subcommands, as ``main_set(argv)``."""
+"""``imij set ls|add|extract|get|compact|verify ARCHIVE ...``: the archive subcommands, as ``main_set(argv)``."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import Sequence
 
+from imij_plugins import EncodeOptions
+from imij_plugins.convert.sinks import FORMATS
 from imij_plugins.errors import ImijError
 from imij_plugins.imijset.archive import open as open_archive
 
@@ -24,16 +27,73 @@ def _ls(args: argparse.Namespace) -> int:
     return 0
 
 
+def _inputs(sources: Sequence[str]) -> list[str]:
+    """Files named, and the files of folders named (walked recursively, in name order)."""
+    out: list[str] = []
+    for source in sources:
+        root = Path(source)
+        out += [str(p) for p in sorted(root.rglob("*")) if p.is_file()] if root.is_dir() else [source]
+    return out
+
+
 def _add(args: argparse.Namespace) -> int:
+    """Append files (folders walked): IMI files as they are, other images converted to IMI by
+    ``imij convert``'s verified job (``--raw``: every file's bytes unchanged), committing every
+    ``--batch`` entries; a file that does not convert is reported and the others go on."""
+    from imij_plugins.convert.pipeline import ConvertOptions, encoded_outputs
+    from imij_plugins.convert.sources import sniff
+
+    options = ConvertOptions("imi", EncodeOptions(effort=args.effort))
+    failed = added = 0
     with open_archive(args.archive, "a") as arc:
         last = arc.last_key()
         key = args.key if args.key is not None else (0 if last is None else last + 1)
-        for path in args.files:
+        for path in _inputs(args.files):
             with open(path, "rb") as f:
-                arc.append(key, f.read(), filename=None if args.no_filename else os.path.basename(path))
-            print(f"{key}  {path}")
-            key += 1
-    return 0
+                data = f.read()
+            try:
+                raw = args.raw or sniff(data[:16]) == "imi"
+                blobs = [(path, data)] if raw else list(encoded_outputs(data, path, "imi", options))
+            except Exception as exc:  # one bad file is reported; the batch goes on
+                print(f"{path}: {type(exc).__name__}: {exc}", file=sys.stderr)
+                failed += 1
+                continue
+            for name, blob in blobs:
+                arc.append(key, blob, filename=None if args.no_filename else os.path.basename(name))
+                print(f"{key}  {name}", flush=True)
+                key, added = key + 1, added + 1
+                if added % args.batch == 0:
+                    arc.commit()
+    print(f"added {added}, failed {failed}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _extract(args: argparse.Namespace) -> int:
+    """Write every live entry into DEST by its recorded name (else its key), in ``--to`` or the
+    name's format (IMI blobs as they are when the format is imi), through ``imij convert``'s job."""
+    from imij_plugins.container.writer import write_atomic
+    from imij_plugins.convert.pipeline import ConvertOptions, encoded_outputs
+    from imij_plugins.convert.sinks import EXTENSIONS, format_of, strip_extension
+
+    os.makedirs(args.dest, exist_ok=True)
+    failed = written = 0
+    with open_archive(args.archive) as arc:
+        for key, entry in arc.items():
+            name = entry.filename or str(key)
+            fmt = args.to or format_of(name) or "imi"
+            dst = os.path.join(args.dest, os.path.basename(strip_extension(name)) + EXTENSIONS[fmt])
+            blob = arc.blob(entry)
+            try:
+                outputs = [(dst, blob)] if fmt == "imi" else list(encoded_outputs(blob, dst, fmt, ConvertOptions(fmt)))
+                for path, data in outputs:
+                    write_atomic(path, data)
+                    print(f"{key}  {path}", flush=True)
+                    written += 1
+            except Exception as exc:  # one entry that does not convert is reported; the others go on
+                print(f"{key}: {type(exc).__name__}: {exc}", file=sys.stderr)
+                failed += 1
+    print(f"extracted {written}, failed {failed}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def _get(args: argparse.Namespace) -> int:
@@ -72,12 +132,20 @@ def build_parser(prog: str = "imij set") -> argparse.ArgumentParser:
     p.add_argument("archive")
     p.add_argument("-l", "--long", action="store_true", help="also CICP, image count, generation, attributes")
     p.set_defaults(run=_ls)
-    p = sub.add_parser("add", help="append files as one batch (one commit)")
+    p = sub.add_parser("add", help="append files and folders, images converted to IMI, in batches")
     p.add_argument("archive")
     p.add_argument("files", nargs="+")
     p.add_argument("--key", type=int, help="key of the first file (default: one past the largest key)")
     p.add_argument("--no-filename", action="store_true", help="do not record the files' base names")
+    p.add_argument("--raw", action="store_true", help="store every file's bytes unchanged (no conversion)")
+    p.add_argument("--batch", type=int, default=1000, metavar="N", help="commit every N entries (default 1000)")
+    p.add_argument("--effort", type=int, default=5, metavar="E", help="IMI effort of converted images (default 5)")
     p.set_defaults(run=_add)
+    p = sub.add_parser("extract", help="write every entry into a folder, converted by its name or --to")
+    p.add_argument("archive")
+    p.add_argument("dest")
+    p.add_argument("--to", choices=FORMATS, help="output format (default: the entry name's, else imi)")
+    p.set_defaults(run=_extract)
     p = sub.add_parser("get", help="write one entry's blob")
     p.add_argument("archive")
     p.add_argument("key", type=int)

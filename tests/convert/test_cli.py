@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from extras import require
 
 import imij_plugins
 from imij_plugins.cli import main
@@ -98,3 +99,20 @@ def test_ctrl_c_leaves_no_partial_file(tmp_path):
     assert 0 < len(written) < 60
     for path in written:  # every file there is a whole, proved output
         assert path.suffix == ".imi" and imij_plugins.read(path).shape == (256, 256, 3)
+
+
+def test_dask_cluster_writes_the_same_files_as_two_jobs(mixed, tmp_path):
+    distributed = require("distributed")
+    assert main(["convert", str(mixed), "-o", str(tmp_path / "jobs"), "-j", "2", "-q"]) == 0
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        assert main(["convert", str(mixed), "-o", str(tmp_path / "dask"), "--dask", cluster.scheduler_address, "--json"]) == 0
+    assert outputs(tmp_path / "dask") == MIXED_OUTPUTS
+    for name in MIXED_OUTPUTS:
+        assert (tmp_path / "jobs" / name).read_bytes() == (tmp_path / "dask" / name).read_bytes()
+
+
+def test_dask_without_the_extra_names_it(mixed, tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed raises ImportError
+    assert main(["convert", str(mixed), "-o", str(tmp_path / "o"), "--dask", "tcp://127.0.0.1:1"]) == 2
+    assert "imij-plugins[dask]" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

@@ -145,6 +145,20 @@ def test_tiff_metadata_survives_imi_and_back(tmp_path):
         assert tags[282].value == (72, 1) and tags[283].value == (96, 1)
 
 
+def test_tiff_descriptive_tags_and_orientation_become_exif(tmp_path):
+    src = tmp_path / "camera.tif"
+    exif = Image.Exif()
+    exif[0x010F], exif[0x0110], exif[0x0112] = "imij", "model 7", 6  # Make, Model, Orientation
+    Image.fromarray(noise((5, 4, 3))).save(src, tiffinfo=exif, dpi=(200, 200))
+    imi = to_imi(src)
+    with imij_plugins.open(imi) as f:
+        assert f.metadata["orientation"] == 6 and f.metadata["dpi"] == pytest.approx((200, 200))
+    with Image.open(back_out(imi, "png")) as out:
+        tags = out.getexif()
+        assert (tags[0x010F], tags[0x0110], tags[0x0112]) == ("imij", "model 7", 6)
+        assert out.info["dpi"] == pytest.approx((200, 200), rel=1e-3)
+
+
 def test_reader_is_chosen_by_content(tmp_path):
     src = tmp_path / "really_a_png.tif"
     array = noise((5, 5, 3))

@@ -18,9 +18,9 @@ def test_add_ls_get_verify_compact(tmp_path: Path, capsys: pytest.CaptureFixture
     b = tmp_path / "b.bin"
     b.write_bytes(b"opaque")
     arc = tmp_path / "x.imijset"
-    assert main_set(["add", str(arc), str(a), str(b)]) == 0
-    assert main_set(["add", str(arc), str(b), "--no-filename"]) == 0
-    assert main_set(["add", str(arc), str(b), "--key", "10"]) == 0
+    assert main_set(["add", str(arc), str(a), str(b), "--raw"]) == 0
+    assert main_set(["add", str(arc), str(b), "--no-filename", "--raw"]) == 0
+    assert main_set(["add", str(arc), str(b), "--key", "10", "--raw"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].startswith("0  ") and "2  " in out
     assert main_set(["ls", str(arc)]) == 0
@@ -61,3 +61,30 @@ def test_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main_set(["ls", str(tmp_path / "missing.imijset")]) == 1
     with pytest.raises(SystemExit):
         main_set(["frobnicate"])
+
+
+def test_add_converts_images_in_batches_and_extract_writes_them_back(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from PIL import Image
+
+    src = tmp_path / "in"
+    (src / "sub").mkdir(parents=True)
+    rng = np.random.default_rng(5)
+    images = {f"p{i}.png": rng.integers(0, 256, (5 + i, 7, 3), dtype=np.uint8) for i in range(3)}
+    for name, array in images.items():
+        Image.fromarray(array).save(src / "sub" / name)
+    (src / "notes.txt").write_text("not an image")
+    arc = tmp_path / "x.imijset"
+    assert main_set(["add", str(arc), str(src), "--batch", "2"]) == 1  # notes.txt fails, the rest are added
+    captured = capsys.readouterr()
+    assert "notes.txt: UnidentifiedImageError" in captured.err and "added 3, failed 1" in captured.err
+    with imijset.open(arc) as a:
+        assert a.generation == 2  # a commit after two entries, one at close
+        assert [a.entry(k).filename for k in a.keys()] == ["p0.png", "p1.png", "p2.png"]
+        assert all(np.array_equal(a.read(k), images[a.entry(k).filename]) for k in a.keys())
+    out = tmp_path / "out"
+    assert main_set(["extract", str(arc), str(out)]) == 0  # back to PNG by the recorded names
+    for name, array in images.items():
+        assert np.array_equal(np.asarray(Image.open(out / name)), array)
+    assert main_set(["extract", str(arc), str(tmp_path / "npy"), "--to", "npy"]) == 0
+    assert np.array_equal(np.load(tmp_path / "npy" / "p1.npy"), images["p1.png"])
+    assert "extracted 3, failed 0" in capsys.readouterr().err
