@@ -31,6 +31,7 @@ _TIFF_ICC, _TIFF_XMP = 34675, 700
 # IFD0 tags Exif shares with TIFF: ImageDescription is left out (OME-XML and ImageJ use it)
 _TIFF_EXIF_TAGS = (271, 272, 305, 306, 315, 33432)  # Make, Model, Software, DateTime, Artist, Copyright
 _TIFF_ORIENTATION = 274
+_TIFF_SUB_IFDS = (0x8769, 0x8825)  # the Exif and GPS IFD pointers: their IFDs go into the Exif block whole
 _EXIF_PREFIX = b"Exif\x00\x00"
 _TIFF_CMYK = 5  # PhotometricInterpretation SEPARATED
 _TIFF_PHOTOMETRICS = (1, 2, _TIFF_CMYK)  # MinIsBlack, RGB, Separated: the ones IMI layouts mean
@@ -159,7 +160,7 @@ def read_tiff(src: Input) -> Decoded:
             icc_profile=_tag_bytes(tags, _TIFF_ICC),
             xmp=_tag_bytes(tags, _TIFF_XMP),
             dpi=_tiff_dpi(tags),
-            exif=_tiff_exif(tags),
+            exif=_tiff_exif(tags, src),
             orientation=int(tags[_TIFF_ORIENTATION].value) if _TIFF_ORIENTATION in tags else 1,
         )
     reader = "tiff:ome" if stack is not None and tif.is_ome else "tiff:imagej" if stack is not None else "tiff"
@@ -191,16 +192,23 @@ def _tag_bytes(tags: object, code: int) -> bytes | None:
     return bytes(tag.value) if tag is not None else None
 
 
-def _tiff_exif(tags: object) -> bytes | None:
-    """The TIFF's descriptive IFD0 tags and Orientation as an Exif block (TIFF header onward), or None."""
+def _tiff_exif(tags: object, src: Input) -> bytes | None:
+    """The TIFF's descriptive IFD0 tags, Orientation, and its Exif and GPS IFDs (read by Pillow,
+    which keeps each value's type) as an Exif block (TIFF header onward), or None."""
     from PIL import Image
 
     found = {code: tags[code].value for code in (*_TIFF_EXIF_TAGS, _TIFF_ORIENTATION) if code in tags}  # type: ignore[index, operator]
-    if not any(code in found for code in _TIFF_EXIF_TAGS):
+    sub_ifds = [code for code in _TIFF_SUB_IFDS if code in tags]  # type: ignore[operator]
+    if not sub_ifds and not any(code in found for code in _TIFF_EXIF_TAGS):
         return None
     exif = Image.Exif()
     for code, value in found.items():
         exif[code] = int(value) if code == _TIFF_ORIENTATION else value
+    if sub_ifds:
+        with Image.open(_stream(src)) as im:
+            source = im.getexif()
+            for code in sub_ifds:
+                exif.get_ifd(code).update(source.get_ifd(code))
     return exif.tobytes().removeprefix(_EXIF_PREFIX)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import struct
 from fractions import Fraction
 from pathlib import Path
 
@@ -157,6 +158,44 @@ def test_tiff_descriptive_tags_and_orientation_become_exif(tmp_path):
         tags = out.getexif()
         assert (tags[0x010F], tags[0x0110], tags[0x0112]) == ("imij", "model 7", 6)
         assert out.info["dpi"] == pytest.approx((200, 200), rel=1e-3)
+
+
+def tiff_with_exif_ifd(pixels: bytes, width: int, height: int) -> bytes:
+    """A little-endian 8-bit gray TIFF, built by hand (neither Pillow nor tifffile writes an Exif
+    IFD into a TIFF), whose IFD0 has Make and points (tag 34665) at an Exif IFD holding
+    ExposureTime 1/250 (RATIONAL) and DateTimeOriginal (ASCII)."""
+    date, make = b"2024:01:02 03:04:05\x00", b"imij\x00"
+    n0, n1 = 10, 2
+    exif_ifd = 8 + 2 + 12 * n0 + 4
+    rational_at = exif_ifd + 2 + 12 * n1 + 4
+    date_at = rational_at + 8
+    make_at = date_at + len(date)
+    strip_at = make_at + len(make)
+
+    def entry(tag: int, typ: int, count: int, value: int) -> bytes:
+        packed = struct.pack("<HH", value, 0) if typ == 3 else struct.pack("<I", value)  # SHORT, else LONG/offset
+        return struct.pack("<HHI", tag, typ, count) + packed
+
+    ifd0 = [entry(256, 3, 1, width), entry(257, 3, 1, height), entry(258, 3, 1, 8), entry(259, 3, 1, 1),
+            entry(262, 3, 1, 1), entry(271, 2, len(make), make_at), entry(273, 4, 1, strip_at),
+            entry(278, 3, 1, height), entry(279, 4, 1, len(pixels)), entry(34665, 4, 1, exif_ifd)]
+    ifd1 = [entry(33434, 5, 1, rational_at), entry(36867, 2, len(date), date_at)]
+    return (b"II*\x00" + struct.pack("<IH", 8, n0) + b"".join(ifd0) + struct.pack("<IH", 0, n1) + b"".join(ifd1)
+            + struct.pack("<III", 0, 1, 250) + date + make + pixels)
+
+
+def test_tiff_exif_ifd_becomes_exif(tmp_path):
+    src = tmp_path / "camera.tif"
+    array = noise((3, 4))
+    src.write_bytes(tiff_with_exif_ifd(array.tobytes(), 4, 3))
+    imi = to_imi(src)
+    assert same_bits(imij_plugins.read(imi), array)
+    exif = Image.Exif()
+    exif.load(b"Exif\x00\x00" + imij_plugins.open(imi).metadata["exif"])
+    assert exif[0x010F] == "imij"
+    assert exif.get_ifd(0x8769) == {33434: Fraction(1, 250), 36867: "2024:01:02 03:04:05"}
+    with Image.open(back_out(imi, "png")) as out:
+        assert out.getexif().get_ifd(0x8769)[36867] == "2024:01:02 03:04:05"
 
 
 def test_reader_is_chosen_by_content(tmp_path):
