@@ -56,7 +56,7 @@ def encode_chunk(chunk: np.ndarray, options: imij_plugins.EncodeOptions, channel
 def decode_chunk(data: bytes | memoryview, shape: Sequence[int] | None = None, dtype: np.dtype | None = None) -> np.ndarray:
     """The chunk in an IMI file: ``shape`` and ``dtype`` when given (``Corrupt`` when the file
     holds something else), else pages as (N, H, W[, C]) and one image as (H, W[, C]), C 1 dropped."""
-    with imij_plugins.open(data, threads=1) as f:  # the store runs chunks in parallel
+    with imij_plugins.open(data) as f:  # units on the shared pool, even when the store runs chunks in threads too
         images = [f.read(i) for i in range(f.n_frames)]
     if len({(a.shape, a.dtype) for a in images}) != 1:
         raise Corrupt("the chunk's pages differ in shape or sample type")

@@ -23,7 +23,7 @@ class Imi(Codec):
     codec_id = "imi"
 
     def __init__(self, effort: int = 5, max_error: float = 0, codec: str = "entropy", channels: bool | None = None) -> None:
-        self._encode_options = imij_plugins.EncodeOptions(effort=effort, max_error=max_error, codec=codec, threads=1)  # type: ignore[arg-type]
+        self._encode_options = imij_plugins.EncodeOptions(effort=effort, max_error=max_error, codec=codec)  # type: ignore[arg-type]
         if channels is not None and not isinstance(channels, bool):
             raise ValueError(f"channels must be True, False or None, not {channels!r}")
         self.effort = effort

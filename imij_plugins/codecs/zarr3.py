@@ -41,13 +41,14 @@ class ImiCodec(ArrayBytesCodec):
     channels: bool | None
 
     def __init__(self, *, effort: int = 5, max_error: float = 0, codec: str = "entropy", channels: bool | None = None) -> None:
-        imij_plugins.EncodeOptions(effort=effort, max_error=max_error, codec=codec)  # type: ignore[arg-type]  # ValueError naming a bad one
+        options = imij_plugins.EncodeOptions(effort=effort, max_error=max_error, codec=codec)  # type: ignore[arg-type]  # ValueError naming a bad one
         if channels is not None and not isinstance(channels, bool):
             raise ValueError(f"channels must be True, False or None, not {channels!r}")
         object.__setattr__(self, "effort", effort)
         object.__setattr__(self, "max_error", max_error)
         object.__setattr__(self, "codec", codec)
         object.__setattr__(self, "channels", channels)
+        object.__setattr__(self, "_encode_options", options)  # not a field: checked once, not stored
 
     @classmethod
     def from_dict(cls, data: dict[str, JSON]) -> Self:
@@ -72,10 +73,6 @@ class ImiCodec(ArrayBytesCodec):
         channels = auto_channels(shape) if self.channels is None else self.channels
         check_chunk(chunk_shape, dtype.to_native_dtype(), channels)
 
-    @property
-    def _options(self) -> imij_plugins.EncodeOptions:
-        return imij_plugins.EncodeOptions(effort=self.effort, max_error=self.max_error, codec=self.codec, threads=1)  # type: ignore[arg-type]
-
     def _decode_sync(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> NDBuffer:
         data = memoryview(np.ascontiguousarray(chunk_bytes.as_numpy_array()))
         array = decode_chunk(data, chunk_spec.shape, chunk_spec.dtype.to_native_dtype())
@@ -85,7 +82,7 @@ class ImiCodec(ArrayBytesCodec):
         return await asyncio.to_thread(self._decode_sync, chunk_bytes, chunk_spec)
 
     def _encode_sync(self, chunk_array: NDBuffer, chunk_spec: ArraySpec) -> Buffer | None:
-        data = encode_chunk(chunk_array.as_numpy_array(), self._options, self.channels)
+        data = encode_chunk(chunk_array.as_numpy_array(), self._encode_options, self.channels)
         return chunk_spec.prototype.buffer.from_bytes(data)
 
     async def _encode_single(self, chunk_array: NDBuffer, chunk_spec: ArraySpec) -> Buffer | None:
