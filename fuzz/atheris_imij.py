@@ -25,11 +25,11 @@ import atheris
 with atheris.instrument_imports(include=["imij_plugins"]):
     import imij_plugins
     import imij_plugins.imijset as imijset
+    from imij_plugins.container.file import SIGNATURE
     from imij_plugins.errors import ImijError
     from imij_plugins.reader import Limits
 
 import imageio.v3 as iio
-from imageio.core.request import InitializationError
 from PIL import Image
 
 LIMITS = Limits(max_image_bytes=64 << 20)  # a declared size above it is TooLarge, never an allocation
@@ -62,11 +62,10 @@ def _pillow(data: bytes) -> None:
 
 
 def _imageio(data: bytes) -> None:
-    try:
-        iio.improps(data, plugin="IMI")
-        iio.imread(data, plugin="IMI", index=0)
-    except InitializationError:
-        pass  # the plugin's documented refusal of bytes without the IMI signature
+    if not data.startswith(SIGNATURE):
+        return  # the plugin refuses them (InitializationError, which imopen turns into OSError)
+    iio.improps(data, plugin="IMI")
+    iio.imread(data, plugin="IMI", index=0)
 
 
 def _archive(data: bytes) -> None:
