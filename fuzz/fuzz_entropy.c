@@ -16,8 +16,8 @@
 enum { SCRATCH_BYTES = 1 << 14, CARRIED_ROWS = 2 };
 
 typedef struct {
-    uint32_t bits, kind, near, palette, palette_ok, reference, store, decor;
-    uint32_t nslots, depth[8], lanes, width, height, channels;
+    unit_shape u;
+    uint32_t near, palette, palette_ok, reference, store, decor, channels;
     uint8_t cross[9];
     uint32_t delta[8];
 } params;
@@ -25,40 +25,28 @@ typedef struct {
 /* The prefix, or 0 when it describes a plan decoder.prepare rejects. */
 static int read_params(input *in, params *p)
 {
-    static const uint32_t BITS[4] = {8, 16, 32, 64};
-    uint8_t f = take_u8(in), kind = take_u8(in), ns = take_u8(in);
+    uint8_t f = take_u8(in);
     memset(p, 0, sizeof *p);
-    p->bits = BITS[f & 3];
-    p->kind = kind % 3;
-    if (p->bits == 8 && p->kind == KIND_F) /* no 8-bit floats */
-        p->kind = KIND_U;
+    take_shape(in, f, &p->u);
     p->near = f >> 2 & 1;
     p->palette = f >> 3 & 1;
     p->reference = f >> 4 & 1;
     p->store = f >> 5 & 1;
-    p->nslots = 1 + ns % (p->bits == 64 ? 8 : 4);
-    uint32_t word = p->bits == 64 ? 32 : p->bits, all16 = 1;
-    for (int s = 0; s < 8; s++) {
-        p->depth[s] = take_u8(in) % (word + 1); /* Lsb and Offset maps may have 0 bits (2.1) */
-        all16 &= s >= (int)p->nslots || p->depth[s] <= 16;
-    }
-    p->decor = (f >> 6 & 1) && p->nslots >= 3 && p->depth[0] == p->depth[1] && p->depth[1] == p->depth[2];
-    p->lanes = 1 + take_u8(in) % 16;
-    p->width = 1 + take_u16(in) % 512;
-    p->height = 1 + take_u16(in) % 256;
+    uint32_t all16 = 1, *depth = p->u.depth, bits = p->u.bits, kind = p->u.kind;
+    for (uint32_t s = 0; s < p->u.nslots; s++)
+        all16 &= depth[s] <= 16;
+    p->decor = (f >> 6 & 1) && p->u.nslots >= 3 && depth[0] == depth[1] && depth[1] == depth[2];
     uint8_t cross = take_u8(in);
-    for (uint32_t s = 0; s < p->nslots; s++)
+    for (uint32_t s = 0; s < p->u.nslots; s++)
         p->cross[s] = s >= 1 && (cross >> s & 1); /* 3.3 / R1: never the first slot */
-    p->channels = p->nslots + take_u8(in) % (5 - (p->nslots > 4 ? 4 : p->nslots)); /* Const channels */
-    if (p->channels > 4)
-        p->channels = p->nslots;
+    p->channels = take_channels(in, p->u.nslots);
     uint32_t any = 0;
-    for (int s = 0; s < 8; s++) {
-        uint32_t d = take_u32(in), limit = p->depth[s] ? (1u << (p->depth[s] - 1)) - 1 : 0; /* 2.6: delta <= 2^(n-1) - 1 */
-        p->delta[s] = p->near && s < (int)p->nslots ? (limit ? d % (limit + 1) : 0) : 0;
+    for (uint32_t s = 0; s < 8; s++) {
+        uint32_t d = take_u32(in), limit = depth[s] ? (1u << (depth[s] - 1)) - 1 : 0; /* 2.6: delta <= 2^(n-1) - 1 */
+        p->delta[s] = p->near && s < p->u.nslots ? (limit ? d % (limit + 1) : 0) : 0;
         any |= p->delta[s];
     }
-    if (p->near && (!any || p->bits == 64 || p->kind == KIND_F || (p->kind == KIND_I && p->bits != 32)))
+    if (p->near && (!any || bits == 64 || kind == KIND_F || (kind == KIND_I && bits != 32)))
         return 0; /* near.py: NEAR_SAMPLES, some bound above 0 */
     p->palette_ok = p->palette && all16;
     return 1;
@@ -67,12 +55,12 @@ static int read_params(input *in, params *p)
 /* models.py _read_models_c then kernel.py SlotModels: 0 when the stream is rejected. */
 static int make_models(const input *models, const params *p, imij_slot_model *structs, uint64_t **entries)
 {
-    uint32_t count = p->nslots + (p->palette ? 1 : 0), depths[9];
+    uint32_t count = p->u.nslots + (p->palette ? 1 : 0), depths[9];
     uint8_t cross[9] = {0};
     uint16_t schemes[9 * 512];
     for (uint32_t i = 0; i < count; i++) {
-        depths[i] = i < p->nslots ? p->depth[i] : 8; /* the palette index model: depth 8, no cross */
-        cross[i] = i < p->nslots ? p->cross[i] : 0;
+        depths[i] = i < p->u.nslots ? p->u.depth[i] : 8; /* the palette index model: depth 8, no cross */
+        cross[i] = i < p->u.nslots ? p->cross[i] : 0;
         memcpy(schemes + 512 * i, SCHEMES[depths[i]], sizeof SCHEMES[0]);
     }
     imij_model_head heads[9];
@@ -85,11 +73,11 @@ static int make_models(const input *models, const params *p, imij_slot_model *st
     free(buf);
     if (ok) {
         /* SlotModels: the palette model only where palette stripes may occur */
-        uint32_t used = p->nslots + (p->palette_ok ? 1 : 0), params7[9 * 7], tables = 0;
+        uint32_t used = p->u.nslots + (p->palette_ok ? 1 : 0), params7[9 * 7], tables = 0;
         uint8_t ctx_maps[9 * 16];
         for (uint32_t i = 0; i < used; i++) {
             const imij_model_head *h = heads + i;
-            uint32_t row[7] = {depths[i], h->k, h->m, h->cross, h->ctx_shift, i < p->nslots ? p->delta[i] : 0,
+            uint32_t row[7] = {depths[i], h->k, h->m, h->cross, h->ctx_shift, i < p->u.nslots ? p->delta[i] : 0,
                                h->ntables};
             memcpy(params7 + 7 * i, row, sizeof row);
             memcpy(ctx_maps + 16 * i, h->ctx_map, 16);
@@ -116,26 +104,26 @@ static uint32_t block_rows(uint32_t planes, size_t row, uint32_t height, uint32_
 
 static void decode(input *in, const params *p, imij_unit *unit)
 {
-    uint32_t seed = take_u32(in) | 1u, luts_needed = p->store && p->bits <= 32 && !p->reference;
+    uint32_t seed = take_u32(in) | 1u, luts_needed = p->store && p->u.bits <= 32 && !p->reference;
     imij_sample_store store;
     uint32_t *luts = NULL;
     uint32_t pad = 0;
     if (luts_needed) {
         luts = malloc(8 * 4096 * sizeof *luts);
-        make_store(&store, in, p->bits, p->kind, p->nslots, p->depth, p->channels, luts);
+        make_store(&store, in, p->u.bits, p->u.kind, p->u.nslots, p->u.depth, p->channels, luts);
         pad = take_u8(in) % 3;
     }
-    uint8_t *body = malloc(in->n ? in->n : 1), *pred_ids = malloc(p->height);
+    uint8_t *body = malloc(in->n ? in->n : 1), *pred_ids = malloc(p->u.height);
     memcpy(body, in->p, in->n);
     imij_entropy_state state;
-    size_t row = lane_row(p->width, p->lanes);
-    uint32_t nplanes = p->nslots;
-    if (!imij_entropy_begin(body, in->n, unit, p->reference, &state, pred_ids, p->height)) {
-        uint32_t rows = block_rows(nplanes, row, p->height, luts_needed ? 4 : 8);
+    size_t row = lane_row(p->u.width, p->u.lanes);
+    uint32_t nplanes = p->u.nslots;
+    if (!imij_entropy_begin(body, in->n, unit, p->reference, &state, pred_ids, p->u.height)) {
+        uint32_t rows = block_rows(nplanes, row, p->u.height, luts_needed ? 4 : 8);
         size_t planes_len = (size_t)nplanes * (rows + CARRIED_ROWS) * row;
         uint32_t *planes = calloc(planes_len, sizeof *planes);
         if (luts_needed) {
-            aim_store(&store, p->width, p->height, p->channels, pad);
+            aim_store(&store, p->u.width, p->u.height, p->channels, pad);
             imij_entropy_store(&state, rows, planes, planes_len, &store);
             free(store.out);
         } else {
@@ -145,12 +133,12 @@ static void decode(input *in, const params *p, imij_unit *unit)
                 refs_len = planes_len;
                 refs = calloc(refs_len, sizeof *refs);
             }
-            for (uint32_t r0 = 0; r0 < p->height; r0 += rows) {
-                uint32_t n = p->height - r0 < rows ? p->height - r0 : rows;
+            for (uint32_t r0 = 0; r0 < p->u.height; r0 += rows) {
+                uint32_t n = p->u.height - r0 < rows ? p->u.height - r0 : rows;
                 if (refs) { /* _load_reference: row 1 the row above, rows 2.. the block's, each < 2^n */
                     for (uint32_t s = 0; s < nplanes; s++) {
                         uint32_t *plane = refs + (size_t)s * (rows + CARRIED_ROWS) * row;
-                        uint32_t mask = p->depth[s] == 32 ? 0xffffffffu : (1u << p->depth[s]) - 1;
+                        uint32_t mask = p->u.depth[s] == 32 ? 0xffffffffu : (1u << p->u.depth[s]) - 1;
                         if (r0)
                             memcpy(plane + row, plane + (rows + 1) * row, row * sizeof *plane);
                         for (size_t i = 0; i < (size_t)n * row; i++)
@@ -179,8 +167,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     imij_slot_model structs[9];
     uint64_t *entries = NULL;
     if (make_models(&models, &p, structs, &entries)) {
-        imij_unit unit = {p.width, p.height, p.lanes, p.nslots, p.decor, p.bits <= 32 && !p.near, structs,
-                          p.palette_ok ? structs + p.nslots : NULL};
+        imij_unit unit = {p.u.width, p.u.height, p.u.lanes, p.u.nslots, p.decor, p.u.bits <= 32 && !p.near, structs,
+                          p.palette_ok ? structs + p.u.nslots : NULL};
         decode(&in, &p, &unit);
     }
     free(entries);

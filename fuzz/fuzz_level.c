@@ -11,30 +11,18 @@
 #include "harness.h"
 
 typedef struct {
-    uint32_t bits, kind, store, features, nslots, depth[8], lanes, width, height, channels;
+    unit_shape u;
+    uint32_t store, features, channels;
 } params;
 
 static void read_params(input *in, params *p)
 {
-    static const uint32_t BITS[4] = {8, 16, 32, 64};
-    uint8_t f = take_u8(in), kind = take_u8(in), ns = take_u8(in);
+    uint8_t f = take_u8(in);
     memset(p, 0, sizeof *p);
-    p->bits = BITS[f & 3];
-    p->kind = kind % 3;
-    if (p->bits == 8 && p->kind == KIND_F)
-        p->kind = KIND_U;
+    take_shape(in, f, &p->u);
     p->store = f >> 2 & 1;
     p->features = f >> 3 & 3;
-    p->nslots = 1 + ns % (p->bits == 64 ? 8 : 4);
-    uint32_t word = p->bits == 64 ? 32 : p->bits;
-    for (int s = 0; s < 8; s++)
-        p->depth[s] = take_u8(in) % (word + 1); /* Lsb and Offset maps may have 0 bits (2.1) */
-    p->lanes = 1 + take_u8(in) % 16;
-    p->width = 1 + take_u16(in) % 512;
-    p->height = 1 + take_u16(in) % 256;
-    p->channels = p->nslots + take_u8(in) % (5 - (p->nslots > 4 ? 4 : p->nslots));
-    if (p->channels > 4)
-        p->channels = p->nslots;
+    p->channels = take_channels(in, p->u.nslots);
 }
 
 /* wire/bits.py BitReader over one record: LSB-first, past the end an error. */
@@ -103,13 +91,13 @@ static int read_template(const input *rec, const params *p, imij_template_tables
         }
     }
     if (read_bits(&b, 1)) {
-        for (uint32_t s = 0; s < p->nslots; s++)
-            if (p->depth[s] > 16)
+        for (uint32_t s = 0; s < p->u.nslots; s++)
+            if (p->u.depth[s] > 16)
                 return 0; /* 2.14: shared entries with a slot above 16 bits */
         t->nshared = read_bits(&b, 8) + 1;
         for (uint32_t e = 0; e < t->nshared; e++)
-            for (uint32_t s = 0; s < p->nslots; s++) {
-                uint32_t v = read_bits(&b, p->depth[s]);
+            for (uint32_t s = 0; s < p->u.nslots; s++) {
+                uint32_t v = read_bits(&b, p->u.depth[s]);
                 if (s < 8)
                     t->shared[e][s] = (uint16_t)v;
             }
@@ -128,19 +116,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int has25 = r25.n && (p.features & 1), has35 = r35.n && (p.features & 2);
     if ((has25 && !read_bilevel(&r25, &bt)) || (has35 && !read_template(&r35, &p, &tt)))
         return 0; /* decoder.prepare rejects the payload before any unit */
-    uint32_t widest = p.bits;
-    for (uint32_t s = 0; s < p.nslots; s++)
-        widest = p.depth[s] > widest ? p.depth[s] : widest;
-    imij_level_unit unit = {p.width, p.height, p.lanes, p.nslots, {0}, 0, p.features,
+    uint32_t widest = p.u.bits;
+    for (uint32_t s = 0; s < p.u.nslots; s++)
+        widest = p.u.depth[s] > widest ? p.u.depth[s] : widest;
+    imij_level_unit unit = {p.u.width, p.u.height, p.u.lanes, p.u.nslots, {0}, 0, p.features,
                             has25 ? &bt : NULL, has35 ? &tt : NULL};
-    memcpy(unit.depth, p.depth, sizeof unit.depth);
-    size_t index_len = 3 * ((size_t)p.width + 4) + 16; /* levels.py ring_bytes */
+    memcpy(unit.depth, p.u.depth, sizeof unit.depth);
+    size_t index_len = 3 * ((size_t)p.u.width + 4) + 16; /* levels.py ring_bytes */
     uint8_t *index = malloc(index_len);
-    if (p.store && p.bits <= 32) {
+    if (p.store && p.u.bits <= 32) {
         imij_sample_store store;
         uint32_t *luts = malloc(8 * 4096 * sizeof *luts);
-        make_store(&store, &in, p.bits, p.kind, p.nslots, p.depth, p.channels, luts);
-        aim_store(&store, p.width, p.height, p.channels, take_u8(&in) % 3);
+        make_store(&store, &in, p.u.bits, p.u.kind, p.u.nslots, p.u.depth, p.channels, luts);
+        aim_store(&store, p.u.width, p.u.height, p.channels, take_u8(&in) % 3);
         uint8_t *body = malloc(in.n ? in.n : 1);
         memcpy(body, in.p, in.n);
         imij_level_unit_store(body, in.n, &unit, &store, index, index_len);
@@ -149,7 +137,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(luts);
     } else {
         unit.out_bytes = widest <= 8 ? 1 : widest <= 16 ? 2 : 4; /* levels.py _plane_dtype */
-        size_t out_len = (size_t)p.nslots * p.width * p.height * unit.out_bytes;
+        size_t out_len = (size_t)p.u.nslots * p.u.width * p.u.height * unit.out_bytes;
         uint8_t *out = malloc(out_len), *body = malloc(in.n ? in.n : 1);
         memcpy(body, in.p, in.n);
         imij_level_unit_decode(body, in.n, &unit, out, out_len, index, index_len);

@@ -69,6 +69,35 @@ static size_t lane_row(uint32_t width, uint32_t lanes)
 /* Sample kinds of the header's sample type (2.1's order maps). */
 enum { KIND_U = 0, KIND_I = 1, KIND_F = 2 };
 
+/* What both unit harnesses read after their flags byte: the header's sample type, the slots
+ * (1..=4, 1..=8 with 64-bit samples: a hi and a lo word per channel) and their depths (0..=the
+ * sample's word: Lsb and Offset maps may have 0 bits, 2.1), lanes 1..=16 (2) and the unit. */
+typedef struct {
+    uint32_t bits, kind, nslots, depth[8], lanes, width, height;
+} unit_shape;
+
+static void take_shape(input *in, uint8_t flags, unit_shape *u)
+{
+    static const uint32_t BITS[4] = {8, 16, 32, 64};
+    uint8_t kind = take_u8(in), ns = take_u8(in);
+    u->bits = BITS[flags & 3];
+    u->kind = kind % 3 == KIND_F && u->bits == 8 ? KIND_U : kind % 3; /* no 8-bit floats */
+    u->nslots = 1 + ns % (u->bits == 64 ? 8 : 4);
+    uint32_t word = u->bits == 64 ? 32 : u->bits;
+    for (int s = 0; s < 8; s++)
+        u->depth[s] = take_u8(in) % (word + 1);
+    u->lanes = 1 + take_u8(in) % 16;
+    u->width = 1 + take_u16(in) % 512;
+    u->height = 1 + take_u16(in) % 256;
+}
+
+/* Const channels beside the slots: at most 4 channels below 64-bit samples. */
+static uint32_t take_channels(input *in, uint32_t nslots)
+{
+    uint32_t channels = nslots + take_u8(in) % (5 - (nslots > 4 ? 4 : nslots));
+    return channels > 4 ? nslots : channels;
+}
+
 /* kernel.py _store_struct of a plan with `nslots` slots of `depth` coded bits on `bits`-bit
  * samples (8, 16 or 32) of `kind`, `channels` channels (the others Const): per slot a Lsb, Shift,
  * Offset (32-bit words) or, up to LUT_BITS (12) coded bits, a table of its 2^depth words; `luts`
