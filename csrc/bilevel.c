@@ -337,7 +337,7 @@ static int decode_binary(lvl_rans *rs, const uint16_t *prob16, uint8_t *P, size_
             }
 #endif
             for (uint32_t l = 0; l < la; l++) {
-                size_t c = (size_t)ln->start[l] + x;
+                ptrdiff_t c = (ptrdiff_t)ln->start[l] + x; /* signed: c - 2 and c - 1 reach the zero padding */
                 uint32_t cx, t;
                 if (x == 0)
                     cx = (uint32_t)up2[c - 1] | (uint32_t)up2[c] << 1 | (uint32_t)up2[c + 1] << 2 |
@@ -508,7 +508,7 @@ static AVX2_FN int template_candidates_simd(lvl_rans *rs, const lvl_tail *tl, co
 #endif
 
 /* 2.14: the ten template pixels of lane column c (x >= 2: W and t_8 in the current row). */
-static inline void template_of(const uint8_t *row, const uint8_t *up, const uint8_t *up2, size_t c, uint32_t *t)
+static inline void template_of(const uint8_t *row, const uint8_t *up, const uint8_t *up2, ptrdiff_t c, uint32_t *t)
 {
     t[0] = up2[c - 1], t[1] = up2[c], t[2] = up2[c + 1], t[3] = up[c - 2], t[4] = up[c - 1], t[5] = up[c];
     t[6] = up[c + 1], t[7] = up[c + 2], t[8] = row[c - 2], t[9] = row[c - 1];
@@ -558,7 +558,7 @@ static int decode_template(lvl_rans *rs, const imij_template_tables *tt, uint32_
                     goto escape;
                 }
                 for (uint32_t l = 0; l < la; l++) {
-                    size_t c = (size_t)offs[l] + x;
+                    ptrdiff_t c = (ptrdiff_t)offs[l] + x; /* signed: c - 2 and c - 1 reach the zero padding */
                     row[c] = (uint8_t)w2[l];
                     if (reload >> l & 1) {
                         template_of(row, up, up2, c, tk[l]);
@@ -568,7 +568,7 @@ static int decode_template(lvl_rans *rs, const imij_template_tables *tt, uint32_
             } else
 #endif
             for (uint32_t l = 0; l < la; l++) {
-                size_t c = (size_t)ln->start[l] + x;
+                ptrdiff_t c = (ptrdiff_t)ln->start[l] + x; /* signed: c - 2 and c - 1 reach the zero padding */
                 uint32_t t0 = up2[c - 1], t1 = up2[c], t2 = up2[c + 1], t3 = up[c - 2], t4 = up[c - 1], t5 = up[c],
                          t6 = up[c + 1], t7 = up[c + 2];
                 uint32_t t8 = x >= 2 ? row[c - 2] : up[c - 2]; /* left of the lane's first column: one row up */
@@ -780,7 +780,7 @@ static void pad_plane(const uint8_t *plane, uint32_t width, uint32_t height, uin
 
 /* 2.10: the ten template pixels of column c at lane column x (left of the lane's first column
  * the current row reads one row up). */
-static inline void template_at(const uint8_t *row, const uint8_t *up, const uint8_t *up2, size_t c, uint32_t x,
+static inline void template_at(const uint8_t *row, const uint8_t *up, const uint8_t *up2, ptrdiff_t c, uint32_t x,
                                uint32_t *t)
 {
     t[0] = up2[c - 1], t[1] = up2[c], t[2] = up2[c + 1], t[3] = up[c - 2], t[4] = up[c - 1];
@@ -795,7 +795,7 @@ static int bilevel_step(const uint8_t *row, const uint8_t *up, const uint8_t *up
 {
     uint32_t la = taking(ln, x), t[10];
     for (uint32_t l = 0; l < la; l++) {
-        size_t c = (size_t)ln->start[l] + x;
+        ptrdiff_t c = (ptrdiff_t)ln->start[l] + x; /* signed: c - 2 and c - 1 reach the zero padding */
         template_at(row, up, up2, c, x, t);
         uint32_t cx = 0;
         for (int k = 0; k < 10; k++)
@@ -815,7 +815,7 @@ static int template_step(const uint8_t *row, const uint8_t *up, const uint8_t *u
     uint32_t tk[16][10], value[16], open[16], nopen = 0, la = taking(ln, x);
     int count = 0;
     for (uint32_t l = 0; l < la; l++) { /* 1. phase 0 */
-        size_t c = (size_t)ln->start[l] + x;
+        ptrdiff_t c = (ptrdiff_t)ln->start[l] + x; /* signed: c - 2 and c - 1 reach the zero padding */
         uint32_t *t = tk[l];
         template_at(row, up, up2, c, x, t);
         uint32_t W = t[9], cx = (uint32_t)(W == 0) << 9, v = row[c];

@@ -1562,7 +1562,11 @@ static void stream_init(stream_ctx *sc, const void *u, const void *u0, uint32_t 
         for (uint32_t t = 0; t < 256; t++)
             sc->packed[c][t] = model->freq[c][t] ? ((uint32_t)model->freq[c][t] << 10) | model->cum[c][t] : 0;
     for (uint32_t v = 0; v < 1024; v++) {
-        uint32_t t, nb, e;
+        uint32_t t = 255, nb = 0, e;
+        if (n < 32 && v >> n) { /* no such value: with n < m, join_token would shift by msb - m < 0 */
+            sc->lut[v] = (uint16_t)t;
+            continue;
+        }
         join_token(v, k, m, &t, &nb, &e);
         sc->lut[v] = (uint16_t)((t > 255 ? 255 : t) | nb << 8);
     }

@@ -748,22 +748,24 @@ static inline uint32_t predict(uint32_t id, const uint32_t *v, const uint32_t *r
             return ref[at];
         return x > 0 ? v[at - L] : 0;
     }
-    uint32_t n = v[at - R];
+    /* the rows above through their own pointers: at - R wraps below zero for at < R */
+    const uint32_t *up = v - R, *ref_up = ref ? ref - R : NULL;
+    uint32_t n = up[at];
     uint32_t w = x > 0 ? v[at - L] : n;
-    uint32_t nw = x > 0 ? v[at - R - L] : n;
-    uint32_t ne = x + 1 < lane_w ? v[at - R + L] : n;
+    uint32_t nw = x > 0 ? up[at - L] : n;
+    uint32_t ne = x + 1 < lane_w ? up[at + L] : n;
     if (id <= 6)
         return intra_predict(id, w, n, nw, ne, mask);
     switch (id) {
     case 7:
         return ref[at];
     case 8: { /* (W + R - RW): RW with W's edge rules; at x = 0 RW = RN */
-        uint32_t rn = ref[at - R];
+        uint32_t rn = ref_up[at];
         uint32_t rw = x > 0 ? ref[at - L] : rn;
         return (w + ref[at] - rw) & mask;
     }
     default: { /* 9: (N + R - RN) */
-        return (n + ref[at] - ref[at - R]) & mask;
+        return (n + ref[at] - ref_up[at]) & mask;
     }
     }
 }

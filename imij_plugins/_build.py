@@ -5,6 +5,7 @@ live in one place (each kernel family may keep its own header). ``optional=True`
 the package then runs on its pure-Python reference kernels.
 """
 
+import os
 import pathlib
 import sysconfig
 
@@ -15,6 +16,13 @@ _CSRC = _ROOT / "csrc"
 
 
 _HEADERS = sorted(_CSRC.glob("*.h"))
+
+# IMIJ_SANITIZE=1: kernels under AddressSanitizer and UndefinedBehaviorSanitizer, built with clang
+# (fuzz/run-tests-sanitized.sh; run with the sanitizer runtime preloaded, fuzz/README.md)
+_SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer", "-g"]
+SANITIZE = os.environ.get("IMIJ_SANITIZE") == "1"
+if SANITIZE:
+    os.environ.setdefault("CC", "clang")
 
 
 def _cdef() -> str:
@@ -30,7 +38,8 @@ ffibuilder.set_source(
     sources=sorted(str(p.relative_to(_ROOT)) for p in _CSRC.glob("*.c")),
     include_dirs=[str(_CSRC.relative_to(_ROOT))],
     depends=sorted(str(p.relative_to(_ROOT)) for p in [*_HEADERS, *_CSRC.glob("*.inc")]),  # rebuild when they change
-    extra_compile_args=["-O3", "-std=c99"],
+    extra_compile_args=["-O1" if SANITIZE else "-O3", "-std=c99", *(_SANITIZE if SANITIZE else [])],
+    extra_link_args=_SANITIZE if SANITIZE else [],
     optional=True,
     py_limited_api=not sysconfig.get_config_var("Py_GIL_DISABLED"),
 )

@@ -1,0 +1,33 @@
+"""Inputs behind the fuzzing campaign's findings (fuzz/README.md), read through the public API.
+
+Both findings were undefined pointer arithmetic that UBSan reports on every such file (a row
+above or a padding column reached through an index that wrapped below zero): each file decodes
+to its known pixels, and under the sanitized build (fuzz/run-tests-sanitized.sh) without a report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+import imij_plugins
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "regressions"
+
+# file -> the sha256 prefix of each frame's decoded bytes
+EXPECTED = {
+    # csrc/entropy.c predict: N, NW, NE and RN read at at - R (near-lossless rows, predictors 8/9)
+    "near_lossless_rows.imi": ["ff73fb97edcc04cd"],
+    "inter_predictors.imi": ["ace5a80db58425be", "ba9b0c9761c6a84a", "52a2f6d06f2a8dcc"],
+    # csrc/bilevel.c template phase 0: the left padding at column c - 1, c - 2 of a size_t c = 0
+    "template_left_edge.imi": ["d49ee05227a85927"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_regression_file_decodes_to_its_pixels(name: str) -> None:
+    with imij_plugins.open(DATA / name) as f:
+        digests = [hashlib.sha256(f.read(i).tobytes()).hexdigest()[:16] for i in range(f.n_frames)]
+    assert digests == EXPECTED[name]
