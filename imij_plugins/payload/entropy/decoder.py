@@ -1,7 +1,8 @@
 """The entropy-coded lossless payload's decoder interface (2, 2.1-2.7, 3, 4).
 
 ``prepare`` validates the head's maps, slots, models and records once per payload, before any
-unit decodes; ``EntropyPayload.decode_unit`` decodes one unit record's body. Units are
+unit decodes (once per distinct head: like payloads share the settled plan and its C tables);
+``EntropyPayload.decode_unit`` decodes one unit record's body. Units are
 independent (2.3): decode_unit keeps no state between calls and may run on many threads.
 """
 
