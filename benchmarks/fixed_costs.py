@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import os
 import pstats
 import re
 import statistics
@@ -113,7 +114,8 @@ def instructions(case: Case, reads: int) -> float:
             cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__,
                    "--reads-only", str(n), "--sizes", str(case.size), "--layouts", case.layout,
                    "--samples", case.sample, "--codecs", case.codec]
-            subprocess.run(cmd, check=True, capture_output=True)
+            env = {**os.environ, "PYTHONHASHSEED": "0"}  # the same hashing, so the same work, each run
+            subprocess.run(cmd, check=True, capture_output=True, env=env)
             totals.append(parse_callgrind_total(out.read_text()))
     return (totals[1] - totals[0]) / reads
 
