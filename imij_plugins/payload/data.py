@@ -113,9 +113,10 @@ class DataPayload:
         reached = len(self.units)
         todo = list(range(reached)) if indices is None else [i for i in indices if i < reached]
         workers = threads if threads is not None else default_threads()
-        work = out.size + BYTE_WORK * sum(self.units[i].end - self.units[i].body_start for i in todo)
-        if work < PARALLEL_WORK:
-            workers = 1
+        if workers > 1 and len(todo) > 1:  # one unit runs inline (parallel_map): no estimate needed
+            work = out.size + BYTE_WORK * sum(self.units[i].end - self.units[i].body_start for i in todo)
+            if work < PARALLEL_WORK:
+                workers = 1
         parallel_map(lambda j: self._decode_unit(todo[j], out, origin, reference, failures), len(todo), workers)
 
     def _decode_unit(

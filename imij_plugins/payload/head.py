@@ -60,7 +60,10 @@ class LosslessHead:
         return bool(self.present & PRESENT_BIT_SMART)
 
     def record(self, rid: int) -> Record | None:
-        return next((r for r in self.records if r.id == rid), None)
+        for r in self.records:
+            if r.id == rid:
+                return r
+        return None
 
     @property
     def ordinals(self) -> bool:

@@ -31,7 +31,13 @@ class Cursor:
         return value
 
     def varint(self, field: str = "varint") -> int:
-        value, self.pos = read_varint(self.buf, self.pos, self.end, f"{self.what}: {field}")
+        pos = self.pos
+        if pos < self.end:
+            byte = self.buf[pos]
+            if byte < 0x80:  # one byte (read_varint's fast path, without building its message)
+                self.pos = pos + 1
+                return byte
+        value, self.pos = read_varint(self.buf, pos, self.end, f"{self.what}: {field}")
         return value
 
     def varints(self, count: int, field: str = "varint") -> list[int]:
@@ -48,7 +54,11 @@ class Cursor:
         return view
 
     def uint_le(self, width: int, field: str = "integer") -> int:
-        return int.from_bytes(self.take(width, field), "little")
+        pos = self.pos
+        if width < 0 or width > self.end - pos:
+            raise Corrupt(f"{self.what}: {field} runs past the end")
+        self.pos = pos + width
+        return int.from_bytes(self.buf[pos : pos + width], "little")  # a few bytes: no view
 
     def sub(self, n: int, what: str) -> "Cursor":
         """A cursor over the next ``n`` bytes, which this cursor skips."""

@@ -11,6 +11,10 @@ MAX_VARINT = (1 << 64) - 1
 
 def read_varint(buf: bytes | bytearray | memoryview, pos: int, end: int, what: str = "varint") -> tuple[int, int]:
     """Read one varint from ``buf[pos:end]``; return ``(value, position after it)``."""
+    if pos < end:
+        byte = buf[pos]
+        if byte < 0x80:  # one byte: always minimal and in range (most fields)
+            return byte, pos + 1
     value = 0
     shift = 0
     start = pos

@@ -1,14 +1,14 @@
 """The entropy-coded lossless payload's decoder interface (2, 2.1-2.7, 3, 4).
 
 ``prepare`` validates the head's maps, slots, models and records once per payload, before any
-unit decodes; ``EntropyPayload.decode_unit`` decodes one unit record's body. Units are
+unit decodes (once per distinct head: like payloads share the settled plan and its C tables);
+``EntropyPayload.decode_unit`` decodes one unit record's body. Units are
 independent (2.3): decode_unit keeps no state between calls and may run on many threads.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cached_property
+import threading
 
 import numpy as np
 
@@ -43,13 +43,33 @@ IMPLEMENTED_FEATURES: frozenset[int] = frozenset(
 )
 
 
-@dataclass(frozen=True)
+PLAN_CACHE = 16  # settled plans kept for reads of like payloads (a plan's C tables: up to ~0.5 MiB)
+
+
+class Settled:
+    """A payload's settled plan and its C kernel structs, made on first use by the C backend;
+    shared by every payload whose head settles the same way (read only once made)."""
+
+    __slots__ = ("plan", "_c_models")
+
+    def __init__(self, plan: UnitPlan):
+        self.plan = plan
+        self._c_models: CModels | None = None
+
+    @property
+    def c_models(self) -> CModels:
+        if self._c_models is None:
+            self._c_models = CModels(self.plan)
+        return self._c_models
+
+
 class EntropyPayload:
     """A validated entropy-coded payload head: decode its units with ``decode_unit``."""
 
-    header: Header
-    head: LosslessHead
-    plan: UnitPlan
+    __slots__ = ("header", "head", "plan", "_settled")
+
+    def __init__(self, header: Header, head: LosslessHead, settled: Settled):
+        self.header, self.head, self.plan, self._settled = header, head, settled.plan, settled
 
     @property
     def dtype(self) -> np.dtype:
@@ -70,18 +90,46 @@ class EntropyPayload:
             raise ValueError(f"unit of {width} x {height} pixels")
         if _backend.active() != "c":
             return decode_stripe(self.plan, body, width, height, reference, out)
-        return decode_unit_c(self.plan, self.c_models, body, width, height, reference, out)
+        return decode_unit_c(self.plan, self._settled.c_models, body, width, height, reference, out)
 
-    @cached_property
+    @property
     def c_models(self) -> CModels:
         """The plan's models as the C kernel's structs, built on first use."""
-        return CModels(self.plan)
+        return self._settled.c_models
+
+
+_plans: dict[tuple, Settled] = {}
+_plans_lock = threading.Lock()
 
 
 def prepare(header: Header, head: LosslessHead) -> EntropyPayload:
-    """Validate a lossless, non-quick head (2, 2.1, 2.2, 2.6, 3.3) and settle the unit plan."""
+    """Validate a lossless, non-quick head (2, 2.1, 2.2, 2.6, 3.3) and settle the unit plan.
+
+    The plan depends only on the header's sample type, layout and features and on the head's
+    lanes, maps, models and records 19, 25, 35, so a head that settled before (the same bytes
+    in those) reuses its plan and C tables: reading many like files pays the checks once.
+    """
     if head.quick:
         raise ValueError("prepare() is for entropy-coded payloads; this head has quick-pixel units")
+    key = (header.sample, header.channels, header.features, head.lanes, head.present & PRESENT_PALETTE,
+           tuple(head.maps), head.models, *(_payload_of(head, rid) for rid in (REC_NEAR, REC_BILEVEL, REC_TEMPLATE)))
+    settled = _plans.get(key)
+    if settled is None:
+        settled = Settled(_settle(header, head))
+        with _plans_lock:
+            if len(_plans) >= PLAN_CACHE:
+                del _plans[next(iter(_plans))]  # the oldest
+            _plans[key] = settled
+    return EntropyPayload(header, head, settled)
+
+
+def _payload_of(head: LosslessHead, rid: int) -> bytes | None:
+    rec = head.record(rid)
+    return None if rec is None else rec.payload
+
+
+def _settle(header: Header, head: LosslessHead) -> UnitPlan:
+    """Every check of maps, slots, models and records (2.1, 2.2, 2.6, 2.10, 2.14, 3.3): the unit plan."""
     chans = check_maps(header, head.maps)  # 2.1
     slots = build_slots(header, chans)  # 2.2
     palette = bool(head.present & PRESENT_PALETTE)
@@ -95,7 +143,7 @@ def prepare(header: Header, head: LosslessHead) -> EntropyPayload:
     bilevel_table = read_bilevel_record(bilevel_rec.payload) if bilevel_rec is not None else None
     template_rec = head.record(REC_TEMPLATE)  # 2.14 (gated by head.py)
     template_tables = read_template_record(template_rec.payload, [s.depth for s in slots]) if template_rec is not None else None
-    plan = UnitPlan(
+    return UnitPlan(
         lanes=head.lanes,
         chans=tuple(chans),
         slots=tuple(slots),
@@ -114,7 +162,6 @@ def prepare(header: Header, head: LosslessHead) -> EntropyPayload:
         bilevel_table=bilevel_table,
         template_tables=template_tables,
     )
-    return EntropyPayload(header, head, plan)
 
 
 def decode_entropy_payload(buf: bytes | bytearray | memoryview, header: Header,

@@ -148,6 +148,12 @@ class Interleaved:
         into.reshape(n, self.lane_w, self.active).transpose(0, 2, 1)[...] = padded.reshape(n, self.active, self.lane_w)
 
 
+@lru_cache(maxsize=256)
+def interleaved(width: int, lanes: int) -> Interleaved:
+    """``Interleaved(width, lanes)``, made once per unit geometry (read only): a unit's fixed cost."""
+    return Interleaved(width, lanes)
+
+
 def decode_unit_c(plan: UnitPlan, models: CModels, body: bytes | memoryview, width: int, height: int,
                   reference: np.ndarray | None, out: np.ndarray | None) -> np.ndarray:
     """``stripe.decode_stripe`` on the C kernel, in row blocks; returns ``out`` (or a new array).
@@ -166,7 +172,7 @@ def decode_unit_c(plan: UnitPlan, models: CModels, body: bytes | memoryview, wid
     regular = models.regular  # held here: the state's unit points into it until the decode ends
     state = _begin(plan, regular, body, width, height, reference, pred_ids)
     nplanes = max(len(plan.slots), 1)  # a palette stripe's index plane needs one
-    lanes = Interleaved(width, plan.lanes)
+    lanes = interleaved(width, plan.lanes)
     rows = block_rows(nplanes, lanes.row, height, MIN_STORED_ROWS if stored else MIN_BLOCK_ROWS)
     planes = np.zeros((nplanes, rows + CARRIED_ROWS, lanes.row), dtype=np.uint32)
     planes_c = ffi.from_buffer("uint32_t[]", planes, require_writable=True)
@@ -198,8 +204,9 @@ def _store_into(models: CModels, out: np.ndarray):
     out_len is ``out``'s own extent, from its first byte to the end of its last sample."""
     st = _backend.ffi.new("imij_sample_store *", models.store_struct[0])
     st.out = _backend.ffi.cast("uint8_t *", out.ctypes.data)
-    st.out_len = out.itemsize + sum((n - 1) * step for n, step in zip(out.shape, out.strides)) if out.size else 0
-    st.row_stride, st.pixel_stride, st.esize = out.strides[0], out.strides[1], out.itemsize
+    (h, w, c), (rs, ps, cs), esize = out.shape, out.strides, out.itemsize
+    st.out_len = esize + (h - 1) * rs + (w - 1) * ps + (c - 1) * cs if out.size else 0
+    st.row_stride, st.pixel_stride, st.esize = rs, ps, esize
     return st
 
 
