@@ -1,8 +1,8 @@
 """``LazyImage``: an IMI file's frames or pages as one array whose reads decode only the units they overlap.
 
 The adapters (xarray, napari) index it from dask threads and pickle it to dask workers: the file
-opens on first use in each process, reads of one file share it, and an animation's canvas (which
-the reader composes in place) is read under a lock.
+opens on first use in each process and reads of one file share it (``ImijFile`` reads are
+thread-safe).
 """
 
 from __future__ import annotations
@@ -118,14 +118,7 @@ class LazyImage:
         """Frame ``index``'s samples at ``rows`` x ``cols``: a region read of their bounding box."""
         y0, x0 = int(rows.min()), int(cols.min())
         region = (x0, y0, int(cols.max()) + 1 - x0, int(rows.max()) + 1 - y0)
-        f = self.file()
-        if self.animated and index:
-            with self._lock:  # the reader composes an animation's canvas in place
-                box = f.read(index, region=region)
-        else:
-            with self._lock:  # parse the payload head once, then units decode without the lock
-                f.page(index).payload()
-            box = f.read(index, region=region)
+        box = self.file().read(index, region=region)
         if len(rows) == box.shape[0] and len(cols) == box.shape[1] and (np.diff(rows) == 1).all() and (np.diff(cols) == 1).all():
             return box
         return box[np.ix_(rows - y0, cols - x0)]

@@ -7,6 +7,7 @@ import functools
 import gc
 import mmap
 import os
+import threading
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import BinaryIO, Iterator, Union
@@ -140,6 +141,7 @@ class ImijFile:
     never raises Corrupt for the pixels but zeroes every unit (2.3) that is missing, does not
     decode or sits under a mismatching cSUM piece, and ``failures(index)`` says what was lost
     (empty: the read was complete). Checksums never report "verified" for an incomplete read.
+    Reads may run on many threads at once (an animation's frames compose one at a time).
     """
 
     def __init__(
@@ -191,6 +193,7 @@ class ImijFile:
             raise Corrupt("a nested frame or page carries frames of its own")  # 1.3
         self._frames = self._read_frames()
         self._canvas: tuple[int, np.ndarray] | None = None  # the last composed animation canvas
+        self._canvas_lock = threading.Lock()  # _compose updates the cached canvas in place: one thread at a time
         self.bitmap_digests = self._read_bitmap_digests()
         self._verified: set[int] = set()
 
@@ -538,12 +541,13 @@ class ImijFile:
         threads = threads if threads is not None else self.threads
         anim = self.container.animation
         if index and anim is not None and anim.kind == KIND_ANIMATION:  # kind 4 items are whole images
-            canvas = self._compose(index, threads)
-            if region is None:
-                self._verify_bitmap(index, canvas, self.header)
-                return canvas.copy()
-            x, y, w, h = self._check_region(region, self.width, self.height)
-            return canvas[y : y + h, x : x + w].copy()
+            with self._canvas_lock:  # the copy too: the next composition reuses this canvas
+                canvas = self._compose(index, threads)
+                if region is None:
+                    self._verify_bitmap(index, canvas, self.header)
+                    return canvas.copy()
+                x, y, w, h = self._check_region(region, self.width, self.height)
+                return canvas[y : y + h, x : x + w].copy()
         page = self.page(index)
         reference = self._sequence_reference(index, threads) if index else None
         image = page._read_data(region, threads, reference)
