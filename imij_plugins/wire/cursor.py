@@ -45,19 +45,21 @@ class Cursor:
         values, self.pos = read_varints(self.buf, self.pos, self.end, count, f"{self.what}: {field}")
         return values
 
+    def _skip(self, n: int, field: str) -> int:
+        """Move past the next ``n`` bytes (Corrupt when fewer are left); their start."""
+        pos = self.pos
+        if n < 0 or n > self.end - pos:
+            raise Corrupt(f"{self.what}: {field} runs past the end")
+        self.pos = pos + n
+        return pos
+
     def take(self, n: int, field: str = "bytes") -> memoryview:
         """The next ``n`` bytes as a memoryview (no copy)."""
-        if n < 0 or n > self.end - self.pos:
-            raise Corrupt(f"{self.what}: {field} runs past the end")
-        view = memoryview(self.buf)[self.pos : self.pos + n]
-        self.pos += n
-        return view
+        pos = self._skip(n, field)
+        return memoryview(self.buf)[pos : pos + n]
 
     def uint_le(self, width: int, field: str = "integer") -> int:
-        pos = self.pos
-        if width < 0 or width > self.end - pos:
-            raise Corrupt(f"{self.what}: {field} runs past the end")
-        self.pos = pos + width
+        pos = self._skip(width, field)
         return int.from_bytes(self.buf[pos : pos + width], "little")  # a few bytes: no view
 
     def sub(self, n: int, what: str) -> "Cursor":
