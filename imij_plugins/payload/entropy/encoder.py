@@ -285,11 +285,11 @@ def _analyze(plan: _Plan, index: int, totals: "_Totals", buffers: "UnitBuffers")
     if pal is None:  # no palette stripe to weigh: the counts go straight into the sums
         totals.count(plan, u, index)
         return _Analysis(None, mode, preds, [], plan.depths == [1])
-    stats = _slot_stats(plan, u, plan.cross_slots, plan.shifts)
-    del u
-    result = _Analysis(None, mode, preds, stats, plan.depths == [1])
     entries, index_plane = pal
-    slot_bits = sum(estimate_bits(v[False]) for v in stats)
+    # one slot's plain counts at a time: u stays in this thread's buffer, and the sums take its
+    # counts below only if the palette stripe loses (no unit-sized set of 16 x 640 arrays held)
+    slot_bits = sum(estimate_bits(_slot_stats(plan, u[s:s + 1], (), [plan.shifts[s]])[0][False])
+                    for s in range(u.shape[0]))
     # bilevel / template candidates (their chooser is costly): few tuples, or content
     # the predictors barely help (text, drawings), not photos of few levels
     counts = histogram(index_plane, 8).astype(np.float64)  # (bincount would widen the plane first)
@@ -304,8 +304,8 @@ def _analyze(plan: _Plan, index: int, totals: "_Totals", buffers: "UnitBuffers")
         entry_bits = 8 * len(entries) * sum(1 if d <= 8 else 2 for d in plan.depths) + 8
         if estimate_bits(pstats[0][False]) + entry_bits < slot_bits:
             return totals.take(_Analysis(entries, 0, ppreds, pstats, few))
-    result.few = result.few or few
-    return totals.take(result)
+    totals.count(plan, u, index)
+    return _Analysis(None, mode, preds, [], plan.depths == [1] or few)
 
 
 def _dense(entries: list[tuple[int, ...]]) -> bool:
