@@ -1757,39 +1757,35 @@ int64_t imij_enc_partition(const int64_t *th, const int64_t *log2fix, uint8_t *c
 }
 
 /* One class's bucket counts as token counts th (and their extra bits), *width raised past every
- * token counted: -1 for a negative count. */
-static int add_tokens(const int64_t *counts, const int64_t *tok, const int64_t *nbits, int64_t *th, int64_t *extra,
-                      uint32_t *width)
+ * token counted. */
+static void add_tokens(const uint32_t *counts, const int64_t *tok, const int64_t *nbits, int64_t *th, int64_t *extra,
+                       uint32_t *width)
 {
     for (uint32_t b = 0; b < IMIJ_ENC_BUCKETS; b++)
         if (counts[b]) {
-            if (counts[b] < 0)
-                return -1;
             th[tok[b]] += counts[b];
-            *extra += counts[b] * nbits[b];
+            *extra += (int64_t)counts[b] * nbits[b];
             *width = (uint32_t)tok[b] >= *width ? (uint32_t)tok[b] + 1 : *width;
         }
-    return 0;
 }
 
 /* Class c's token counts into th[256] (zeroed here) and its extra bits into *extra: its value
  * tokens, then its run tokens or, without runs, every covered position as value token 0.
- * Returns the width past its last counted token (th is zero from there), or -1. */
-static int class_tokens(const int64_t *vh, const int64_t *rh, const int64_t *zr, const int64_t *tokens, uint32_t runs,
-                        uint32_t c, int64_t *th, int64_t *extra)
+ * Returns the width past its last counted token (th is zero from there). */
+static uint32_t class_tokens(const uint32_t *vh, const uint32_t *rh, const uint32_t *zr, const int64_t *tokens,
+                             uint32_t runs, uint32_t c, int64_t *th, int64_t *extra)
 {
     const int64_t *vt = tokens, *vn = tokens + IMIJ_ENC_BUCKETS, *rt = tokens + 2 * IMIJ_ENC_BUCKETS,
                   *rn = tokens + 3 * IMIJ_ENC_BUCKETS;
     uint32_t width = 0;
     memset(th, 0, 256 * sizeof *th);
-    if (add_tokens(vh + (size_t)c * IMIJ_ENC_BUCKETS, vt, vn, th, extra, &width))
-        return -1;
-    if (runs)
-        return add_tokens(rh + (size_t)c * IMIJ_ENC_BUCKETS, rt, rn, th, extra, &width) ? -1 : (int)width;
-    if (zr[c] < 0)
-        return -1;
+    add_tokens(vh + (size_t)c * IMIJ_ENC_BUCKETS, vt, vn, th, extra, &width);
+    if (runs) {
+        add_tokens(rh + (size_t)c * IMIJ_ENC_BUCKETS, rt, rn, th, extra, &width);
+        return width;
+    }
     th[0] += zr[c];
-    return zr[c] && !width ? 1 : (int)width;
+    return zr[c] && !width ? 1 : width;
 }
 
 static int tokens_ok(const int64_t *tokens)
@@ -1802,30 +1798,27 @@ static int tokens_ok(const int64_t *tokens)
     return 1;
 }
 
-int64_t imij_enc_token_cost(const int64_t *vh, const int64_t *rh, const int64_t *zr, const int64_t *tokens,
+int64_t imij_enc_token_cost(const uint32_t *vh, const uint32_t *rh, const uint32_t *zr, const int64_t *tokens,
                             uint32_t runs, const int64_t *log2fix)
 {
     if (!tokens_ok(tokens))
         return IMIJ_ENC_E_ARGS;
     int64_t total = 0, extra = 0, th[256];
     for (uint32_t c = 0; c < 16; c++) {
-        int width = class_tokens(vh, rh, zr, tokens, runs, c, th, &extra);
-        if (width < 0)
-            return IMIJ_ENC_E_ARGS;
-        total += row_cost(th, (uint32_t)width, log2fix); /* the same cost: no count past width */
+        uint32_t width = class_tokens(vh, rh, zr, tokens, runs, c, th, &extra);
+        total += row_cost(th, width, log2fix); /* the same cost: no count past width */
     }
     return total + (extra << COST_FIX);
 }
 
-int imij_enc_token_counts(const int64_t *vh, const int64_t *rh, const int64_t *zr, const int64_t *tokens,
+int imij_enc_token_counts(const uint32_t *vh, const uint32_t *rh, const uint32_t *zr, const int64_t *tokens,
                           uint32_t runs, int64_t *th)
 {
     if (!tokens_ok(tokens))
         return IMIJ_ENC_E_ARGS;
     int64_t extra = 0;
     for (uint32_t c = 0; c < 16; c++)
-        if (class_tokens(vh, rh, zr, tokens, runs, c, th + (size_t)c * 256, &extra) < 0)
-            return IMIJ_ENC_E_ARGS;
+        class_tokens(vh, rh, zr, tokens, runs, c, th + (size_t)c * 256, &extra);
     return 0;
 }
 

@@ -122,12 +122,12 @@ int imij_enc_row_costs(const int64_t *h, uint32_t rows, uint32_t width, const in
  * extra bits, run token and run extra bits (tokens: 4 x 640, tokens below 256). With runs the
  * run tokens are counted, else every covered position as value token 0. The 16 classes' row
  * costs plus the extra bits * 2^16; IMIJ_ENC_E_ARGS for bad arguments. */
-int64_t imij_enc_token_cost(const int64_t *vh, const int64_t *rh, const int64_t *zr, const int64_t *tokens,
+int64_t imij_enc_token_cost(const uint32_t *vh, const uint32_t *rh, const uint32_t *zr, const int64_t *tokens,
                             uint32_t runs, const int64_t *log2fix);
 
 /* 3.2: the (16, 256) token counts th of a slot's statistics under one scheme's per-bucket tokens
  * (as imij_enc_token_cost counts them). Returns 0, or IMIJ_ENC_E_ARGS for bad arguments. */
-int imij_enc_token_counts(const int64_t *vh, const int64_t *rh, const int64_t *zr, const int64_t *tokens,
+int imij_enc_token_counts(const uint32_t *vh, const uint32_t *rh, const uint32_t *zr, const int64_t *tokens,
                           uint32_t runs, int64_t *th);
 
 /* 5: the exact split of the used classes of th (16 x 256 token counts) into at most

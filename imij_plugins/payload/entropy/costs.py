@@ -532,10 +532,10 @@ def _near_ref(planes, depths, deltas, lanes, decor, pred_mask, mode_mask, preds,
 
 
 def stats(u: np.ndarray, u0: np.ndarray | None, lanes: int, ctx_shift: int, run_min: int):
-    """encode.h imij_enc_stats on one slot plane: (vh (16, 640), zr (16,), rh (16, 640)) int64
+    """encode.h imij_enc_stats on one slot plane: (vh (16, 640), zr (16,), rh (16, 640)) uint32
     without the cross context, and with u0 given a second triple with it (else None)."""
-    plain = new_counts(np.int64)
-    cross = new_counts(np.int64) if u0 is not None else None
+    plain = new_counts()
+    cross = new_counts() if u0 is not None else None
     add_stats(plain, cross, u, u0, lanes, ctx_shift, run_min)
     return plain, cross
 
@@ -667,19 +667,33 @@ def row_costs(h: np.ndarray) -> np.ndarray:
     return bits + np.where(tot > 0, (11 + 6 * nz.sum(axis=1) + 2 * last1) << COST_FIX, 0)
 
 
+def counts32(a: np.ndarray) -> np.ndarray:
+    """Statistics as the chooser's kernels read them: contiguous uint32 (no copy when they are);
+    ValueError for counts outside 0 .. 2^32 - 1."""
+    if a.dtype != U32:
+        if a.size and (a.min() < 0 or a.max() >= 1 << 32):
+            raise ValueError("statistics counts outside 0 .. 2^32 - 1")
+        a = a.astype(U32)
+    return np.ascontiguousarray(a)
+
+
 def token_cost(vh: np.ndarray, rh: np.ndarray, zr: np.ndarray, tokens: np.ndarray, runs: bool) -> int:
-    """encode.h imij_enc_token_cost: a slot's statistics (int64 vh, rh (16, 640), zr (16,)) under
-    one scheme's per-bucket tokens (4, 640: value token, its extra bits, run token, its extra
-    bits): the 16 classes' row_costs plus the extra bits, * 2^16."""
+    """encode.h imij_enc_token_cost: a slot's statistics (counts32 vh, rh (16, 640), zr (16,))
+    under one scheme's per-bucket tokens (4, 640: value token, its extra bits, run token, its
+    extra bits): the 16 classes' row_costs plus the extra bits, * 2^16."""
+    vh, rh, zr = counts32(vh), counts32(rh), counts32(zr)
     if _c():
         ffi, lib = _backend.ffi, _backend.lib
-        cost = lib.imij_enc_token_cost(_ptr(ffi, "int64_t[]", vh), _ptr(ffi, "int64_t[]", rh), _ptr(ffi, "int64_t[]", zr),
-                                       _ptr(ffi, "int64_t[]", tokens), int(runs), _ptr(ffi, "int64_t[]", LOG2_FIX))
+        cost = lib.imij_enc_token_cost(_ptr(ffi, "uint32_t[]", vh), _ptr(ffi, "uint32_t[]", rh),
+                                       _ptr(ffi, "uint32_t[]", zr), _ptr(ffi, "int64_t[]", tokens), int(runs),
+                                       _ptr(ffi, "int64_t[]", LOG2_FIX))
         if cost < 0:
             raise ENCODER.error(cost, "imij_enc_token_cost")
         return int(cost)
     th = token_counts(vh, rh, zr, tokens, runs)
-    extra = int((tokens[1] * vh.sum(axis=0)).sum()) + (int((tokens[3] * rh.sum(axis=0)).sum()) if runs else 0)
+    extra = int((tokens[1] * vh.sum(axis=0, dtype=np.int64)).sum())
+    if runs:
+        extra += int((tokens[3] * rh.sum(axis=0, dtype=np.int64)).sum())
     return int(row_costs(th).sum()) + (extra << COST_FIX)
 
 
@@ -753,10 +767,11 @@ def token_counts(vh: np.ndarray, rh: np.ndarray, zr: np.ndarray, tokens: np.ndar
     class at a time (float sums of integers below 2^53: exact; no whole-array float copies);
     encode.h imij_enc_token_counts on the C backend."""
     th = np.zeros((CLASSES, 256), dtype=np.int64)
+    vh, rh, zr = counts32(vh), counts32(rh), counts32(zr)
     if _c():
         ffi, lib = _backend.ffi, _backend.lib
-        code = lib.imij_enc_token_counts(_ptr(ffi, "int64_t[]", vh), _ptr(ffi, "int64_t[]", rh),
-                                         _ptr(ffi, "int64_t[]", zr), _ptr(ffi, "int64_t[]", tokens), int(runs),
+        code = lib.imij_enc_token_counts(_ptr(ffi, "uint32_t[]", vh), _ptr(ffi, "uint32_t[]", rh),
+                                         _ptr(ffi, "uint32_t[]", zr), _ptr(ffi, "int64_t[]", tokens), int(runs),
                                          _ptr(ffi, "int64_t[]", th, True))
         if code:
             raise ENCODER.error(code, "imij_enc_token_counts")
@@ -767,7 +782,7 @@ def token_counts(vh: np.ndarray, rh: np.ndarray, zr: np.ndarray, tokens: np.ndar
             row += np.bincount(tokens[2], weights=rh[c], minlength=256)
         th[c] = row
     if not runs:
-        th[:, 0] += zr
+        th[:, 0] += zr.astype(np.int64)
     return th
 
 
@@ -906,6 +921,6 @@ def _stream_caps(positions: int, esize: int) -> tuple[int, int]:
     return 4096 + esize * positions + positions // 8, 128 + 6 * positions
 
 
-__all__ = ["BUCKETS", "CLASSES", "EncModel", "M", "add_stats", "best_precisions", "bucket_of", "choose", "costs", "lookup8", "near",
+__all__ = ["BUCKETS", "CLASSES", "EncModel", "M", "add_stats", "best_precisions", "bucket_of", "choose", "counts32", "costs", "lookup8", "near",
            "new_counts", "palette", "residuals", "row_costs", "stats", "stream", "token_cost", "token_counts",
            "value_dtype", "word_summary"]

@@ -56,7 +56,8 @@ from imij_plugins.payload.entropy.maps import (
     decorrelation_allowed,
     reduce,
 )
-from imij_plugins.payload.entropy.modeling import ModelPlan, SlotStats, choose_model, effort_of, estimate_bits, model_bits
+from imij_plugins.payload.entropy.modeling import (SMALL_SLOT, ModelPlan, SlotStats, choose_model, effort_of, estimate_bits,
+                                                   model_bits)
 from imij_plugins.payload.entropy.models import PALETTE_DEPTH, TableCode, table_code
 from imij_plugins.payload.entropy.tokens import Scheme
 from imij_plugins.payload.entropy.near import NEAR_SAMPLES, encode_bounds
@@ -435,7 +436,10 @@ def _plan(img: np.ndarray, layout, effort: int, max_error: float, stripe_rows, g
         bounds = [cdeltas[c] for c in range(C)]  # 2.6: per container channel (<= 32-bit samples)
     decor = decorrelation_allowed(header, slots)
     rgb = header.channels in (3, 4)
-    cross_slots = tuple(s.index for s in slots if rgb and s.index in (1, 2) and s.cross_allowed) if eff.cross else ()
+    # choose_model never weighs the cross context of a slot of fewer than SMALL_SLOT positions below
+    # effort 7: such images do not count it (its sums would be 80 KiB per slot, held for nothing)
+    weighs = eff.cross and (W * H >= SMALL_SLOT or effort_of(effort).km_all)
+    cross_slots = tuple(s.index for s in slots if rgb and s.index in (1, 2) and s.cross_allowed) if weighs else ()
     shifts = [max(0, d - 16) for d in depths]
     palette_ok = eff.palette and all(d <= PALETTE_MAX_DEPTH for d in depths)
     refs = None
@@ -567,7 +571,7 @@ def _levels(plan: _Plan, analyses: list[_Analysis], bodies: list[bytes], threads
 class _Totals:
     """The units' statistics summed in place as each analysis finishes (3.3: the models see only
     sums), in uint32 below 2^32 positions; integer sums do not depend on the order threads
-    finish in. Each sum becomes an int64 SlotStats only when its model is chosen.
+    finish in. The models read the sums as they are (uint32).
 
     Each thread counts into its own sums on images of OWN_SUMS_POSITIONS or more (a shared sum's
     cache lines move between cores: encodes of 0.3-1 megapixel took 3-12% longer at 2 threads with
@@ -644,14 +648,22 @@ class _Totals:
 
     @staticmethod
     def stats(total: dict[bool, K.Counts]) -> dict[bool, SlotStats]:
-        """One sum's variants as the models read them (int64)."""
-        return {cross: SlotStats(*(a.astype(np.int64) for a in counts)) for cross, counts in total.items()}
+        """One sum's variants as the models read them: the uint32 sums themselves (no copy);
+        int64 sums (2^32 positions or more) halved until they fit, a nonzero count kept >= 1."""
+        return {cross: SlotStats(*(counts if counts[0].dtype == np.uint32 else _fit32(counts)))
+                for cross, counts in total.items()}
+
+
+def _fit32(counts: K.Counts) -> K.Counts:
+    """int64 sums as uint32 with one right shift for all three arrays (their ratios kept)."""
+    shift = max(0, max(int(a.max()) for a in counts).bit_length() - 32)
+    return tuple(np.where(a > 0, np.maximum(a >> shift, 1), 0).astype(np.uint32) for a in counts)  # type: ignore[return-value]
 
 
 def _empty_stats() -> SlotStats:
-    vh = np.zeros((K.CLASSES, K.BUCKETS), dtype=np.int64)
+    vh, zr, rh = K.new_counts()
     vh[0, 0] = 1
-    return SlotStats(vh, np.zeros(K.CLASSES, dtype=np.int64), np.zeros((K.CLASSES, K.BUCKETS), dtype=np.int64))
+    return SlotStats(vh, zr, rh)
 
 
 def _assemble(plan: _Plan, models: bytes, bodies: list[bytes], palette: bool, bounds: list[int] | None,

@@ -34,16 +34,13 @@ class SlotStats:
     zr: np.ndarray  # (16,) positions covered by run tokens
     rh: np.ndarray  # (16, 640) run tokens
 
-    def __add__(self, other: "SlotStats") -> "SlotStats":
-        return SlotStats(self.vh + other.vh, self.zr + other.zr, self.rh + other.rh)
-
     @cached_property
     def vcol(self) -> np.ndarray:
-        return self.vh.sum(axis=0)
+        return self.vh.sum(axis=0, dtype=np.int64)
 
     @cached_property
     def rcol(self) -> np.ndarray:
-        return self.rh.sum(axis=0)
+        return self.rh.sum(axis=0, dtype=np.int64)
 
 
 @dataclass(frozen=True)
