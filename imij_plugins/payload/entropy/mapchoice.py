@@ -42,8 +42,8 @@ U64 = np.uint64
 TABLE_MAX_ENTRIES = 1 << 14  # 5: value tables of up to 2^14 entries
 SAMPLE = 4096  # values a 32-bit candidate is first tried on
 SMALL_CHANNEL = 1 << 18  # words up to which a channel's map tests run on its distinct values at once
-EXACT_CHUNK = 1 << 13  # words per step of a map's exactness test
-CHUNK_SAMPLES = 1 << 14  # coded values made through 64-bit words per step (bounds the transient)
+EXACT_CHUNK = 1 << 11  # words per step of a map's exactness test: about 13 64-bit temporaries each, 208 KiB
+CHUNK_SAMPLES = 1 << 12  # coded values made through 64-bit words per step (32 KiB per temporary)
 
 
 @dataclass
