@@ -991,16 +991,33 @@ static __attribute__((noinline)) void count_run(const uint8_t *cls, const uint8_
             xzpart[(c + j) & 3][xcls[j]]++;
 }
 
-int imij_enc_stats(const void *u, const void *u0, uint32_t esize, uint32_t width, uint32_t height, uint32_t lanes,
-                   uint32_t ctx_shift, uint32_t run_min, uint32_t *rows, size_t rows_len, uint32_t *vh, uint32_t *zr,
-                   uint32_t *rh, uint32_t *xvh, uint32_t *xzr, uint32_t *xrh)
+/* The largest of count esize-byte values. */
+static uint32_t plane_max(const void *u, size_t count, uint32_t esize)
 {
-    if (!width || !height || lanes < 1 || lanes > 16 || ctx_shift > 31 || !esize_ok(esize))
+    uint32_t m = 0;
+    for (size_t i = 0; i < count; i++) {
+        uint32_t v = ld(u, i, esize);
+        m = v > m ? v : m;
+    }
+    return m;
+}
+
+int imij_enc_stats(const void *u, const void *u0, uint32_t esize, uint32_t width, uint32_t height, uint32_t lanes,
+                   uint32_t ctx_shift, uint32_t run_min, uint32_t buckets, uint32_t *rows, size_t rows_len,
+                   uint32_t *vh, uint32_t *zr, uint32_t *rh, uint32_t *xvh, uint32_t *xzr, uint32_t *xrh)
+{
+    if (!width || !height || lanes < 1 || lanes > 16 || ctx_shift > 31 || !esize_ok(esize) || !buckets ||
+        buckets > IMIJ_ENC_BUCKETS)
         return IMIJ_ENC_E_ARGS;
     if (!holds(rows_len, 3, width, 1))
         return IMIJ_ENC_E_SIZE;
     uint32_t lw = (width + lanes - 1) / lanes;
     size_t plane = (size_t)width * height;
+    /* every bucket counted lies below buckets: the largest value's, the longest run's (a run
+     * stays in its lane: at most lw * height positions, and RUN_CAP) */
+    size_t longest = (size_t)lw * height < RUN_CAP ? (size_t)lw * height : RUN_CAP;
+    if (bucket(plane_max(u, plane, esize)) >= buckets || (run_min && bucket((uint32_t)longest - 1) >= buckets))
+        return IMIJ_ENC_E_ARGS;
     int fast = ctx_shift == 0 && below16(u, plane, esize) && below16(u0, plane, esize);
     uint8_t cls[SEG], xcls[SEG];
     uint32_t tmp[SEG];
@@ -1041,10 +1058,10 @@ int imij_enc_stats(const void *u, const void *u0, uint32_t esize, uint32_t width
                     uint32_t zeros = zeros_ahead(u, esize, width, height, c0, lane_w, r, xx, RUN_CAP);
                     if (zeros >= run_min) {
                         uint32_t b = bucket(zeros - 1);
-                        rh[k * IMIJ_ENC_BUCKETS + b]++;
+                        rh[k * buckets + b]++;
                         zr[k]++;
                         if (u0r) {
-                            xrh[xk * IMIJ_ENC_BUCKETS + b]++;
+                            xrh[xk * buckets + b]++;
                             xzr[xk]++;
                         }
                         skip[l] = zeros - 1;
@@ -1052,9 +1069,9 @@ int imij_enc_stats(const void *u, const void *u0, uint32_t esize, uint32_t width
                     }
                 }
                 uint32_t b = v < 256 ? v : bucket(v);
-                vh[k * IMIJ_ENC_BUCKETS + b]++;
+                vh[k * buckets + b]++;
                 if (u0r)
-                    xvh[xk * IMIJ_ENC_BUCKETS + b]++;
+                    xvh[xk * buckets + b]++;
             }
         }
     }
@@ -1758,10 +1775,10 @@ int64_t imij_enc_partition(const int64_t *th, const int64_t *log2fix, uint8_t *c
 
 /* One class's bucket counts as token counts th (and their extra bits), *width raised past every
  * token counted. */
-static void add_tokens(const uint32_t *counts, const int64_t *tok, const int64_t *nbits, int64_t *th, int64_t *extra,
-                       uint32_t *width)
+static void add_tokens(const uint32_t *counts, const int64_t *tok, const int64_t *nbits, uint32_t buckets, int64_t *th,
+                       int64_t *extra, uint32_t *width)
 {
-    for (uint32_t b = 0; b < IMIJ_ENC_BUCKETS; b++)
+    for (uint32_t b = 0; b < buckets; b++)
         if (counts[b]) {
             th[tok[b]] += counts[b];
             *extra += (int64_t)counts[b] * nbits[b];
@@ -1773,52 +1790,52 @@ static void add_tokens(const uint32_t *counts, const int64_t *tok, const int64_t
  * tokens, then its run tokens or, without runs, every covered position as value token 0.
  * Returns the width past its last counted token (th is zero from there). */
 static uint32_t class_tokens(const uint32_t *vh, const uint32_t *rh, const uint32_t *zr, const int64_t *tokens,
-                             uint32_t runs, uint32_t c, int64_t *th, int64_t *extra)
+                             uint32_t buckets, uint32_t runs, uint32_t c, int64_t *th, int64_t *extra)
 {
-    const int64_t *vt = tokens, *vn = tokens + IMIJ_ENC_BUCKETS, *rt = tokens + 2 * IMIJ_ENC_BUCKETS,
-                  *rn = tokens + 3 * IMIJ_ENC_BUCKETS;
+    const int64_t *vt = tokens, *vn = tokens + buckets, *rt = tokens + 2 * buckets, *rn = tokens + 3 * buckets;
     uint32_t width = 0;
     memset(th, 0, 256 * sizeof *th);
-    add_tokens(vh + (size_t)c * IMIJ_ENC_BUCKETS, vt, vn, th, extra, &width);
+    add_tokens(vh + (size_t)c * buckets, vt, vn, buckets, th, extra, &width);
     if (runs) {
-        add_tokens(rh + (size_t)c * IMIJ_ENC_BUCKETS, rt, rn, th, extra, &width);
+        add_tokens(rh + (size_t)c * buckets, rt, rn, buckets, th, extra, &width);
         return width;
     }
     th[0] += zr[c];
     return zr[c] && !width ? 1 : width;
 }
 
-static int tokens_ok(const int64_t *tokens)
+static int tokens_ok(const int64_t *tokens, uint32_t buckets)
 {
-    const int64_t *vt = tokens, *vn = tokens + IMIJ_ENC_BUCKETS, *rt = tokens + 2 * IMIJ_ENC_BUCKETS,
-                  *rn = tokens + 3 * IMIJ_ENC_BUCKETS;
-    for (uint32_t b = 0; b < IMIJ_ENC_BUCKETS; b++)
+    if (!buckets || buckets > IMIJ_ENC_BUCKETS)
+        return 0;
+    const int64_t *vt = tokens, *vn = tokens + buckets, *rt = tokens + 2 * buckets, *rn = tokens + 3 * buckets;
+    for (uint32_t b = 0; b < buckets; b++)
         if (vt[b] < 0 || vt[b] > 255 || rt[b] < 0 || rt[b] > 255 || vn[b] < 0 || rn[b] < 0)
             return 0;
     return 1;
 }
 
 int64_t imij_enc_token_cost(const uint32_t *vh, const uint32_t *rh, const uint32_t *zr, const int64_t *tokens,
-                            uint32_t runs, const int64_t *log2fix)
+                            uint32_t buckets, uint32_t runs, const int64_t *log2fix)
 {
-    if (!tokens_ok(tokens))
+    if (!tokens_ok(tokens, buckets))
         return IMIJ_ENC_E_ARGS;
     int64_t total = 0, extra = 0, th[256];
     for (uint32_t c = 0; c < 16; c++) {
-        uint32_t width = class_tokens(vh, rh, zr, tokens, runs, c, th, &extra);
+        uint32_t width = class_tokens(vh, rh, zr, tokens, buckets, runs, c, th, &extra);
         total += row_cost(th, width, log2fix); /* the same cost: no count past width */
     }
     return total + (extra << COST_FIX);
 }
 
 int imij_enc_token_counts(const uint32_t *vh, const uint32_t *rh, const uint32_t *zr, const int64_t *tokens,
-                          uint32_t runs, int64_t *th)
+                          uint32_t buckets, uint32_t runs, int64_t *th)
 {
-    if (!tokens_ok(tokens))
+    if (!tokens_ok(tokens, buckets))
         return IMIJ_ENC_E_ARGS;
     int64_t extra = 0;
     for (uint32_t c = 0; c < 16; c++)
-        class_tokens(vh, rh, zr, tokens, runs, c, th + (size_t)c * 256, &extra);
+        class_tokens(vh, rh, zr, tokens, buckets, runs, c, th + (size_t)c * 256, &extra);
     return 0;
 }
 

@@ -78,15 +78,17 @@ int imij_enc_near(const uint32_t *planes, uint32_t nslots, uint32_t width, uint3
 /* Statistics of one slot's stream as rANS would code it (3.1, 3.2): positions in decode order,
  * class = min(bit_length(sum), 15) of the T'd neighbours, zero runs of at least run_min
  * positions of a lane (lane order, across rows; 0 = no runs) as run tokens of at most 2^15
- * positions. vh[class * 640 + bucket(u)] counts value tokens, rh[class * 640 + bucket(len - 1)]
- * run tokens (at the class of their first position), and zr[class] every position a run token
- * covers, at its own class. When u0 != NULL, xvh / xzr / xrh receive the same counts with the
- * cross context's class (slot 0's T(u0) added to the sum). u and u0 are esize bytes per value.
- * rows: scratch of rows_len >= 3 * width uint32. Counts are added to. Returns 0, IMIJ_ENC_E_ARGS
- * or IMIJ_ENC_E_SIZE. */
+ * positions. vh[class * buckets + bucket(u)] counts value tokens, rh[class * buckets +
+ * bucket(len - 1)] run tokens (at the class of their first position), and zr[class] every
+ * position a run token covers, at its own class. When u0 != NULL, xvh / xzr / xrh receive the
+ * same counts with the cross context's class (slot 0's T(u0) added to the sum). u and u0 are
+ * esize bytes per value. buckets (1 .. 640): the arrays' row length, above the bucket of the
+ * largest value and of the longest run a lane allows (else IMIJ_ENC_E_ARGS). rows: scratch of
+ * rows_len >= 3 * width uint32. Counts are added to. Returns 0, IMIJ_ENC_E_ARGS or
+ * IMIJ_ENC_E_SIZE. */
 int imij_enc_stats(const void *u, const void *u0, uint32_t esize, uint32_t width, uint32_t height,
-                   uint32_t lanes, uint32_t ctx_shift, uint32_t run_min, uint32_t *rows, size_t rows_len,
-                   uint32_t *vh, uint32_t *zr, uint32_t *rh, uint32_t *xvh, uint32_t *xzr,
+                   uint32_t lanes, uint32_t ctx_shift, uint32_t run_min, uint32_t buckets, uint32_t *rows,
+                   size_t rows_len, uint32_t *vh, uint32_t *zr, uint32_t *rh, uint32_t *xvh, uint32_t *xzr,
                    uint32_t *xrh);
 
 /* Palette detection (2.5): at most 256 distinct slot tuples among npix positions. Writes the
@@ -117,18 +119,18 @@ int imij_enc_word_summary(const void *words, uint32_t esize, size_t pixels, uint
  * for bad arguments (a negative count, width > 256). */
 int imij_enc_row_costs(const int64_t *h, uint32_t rows, uint32_t width, const int64_t *log2fix, int64_t *out);
 
-/* The cost of one slot's statistics (vh, rh: 16 x 640 value and run token counts per class and
- * bucket; zr: 16 positions covered by runs) under one scheme: per bucket its value token, value
- * extra bits, run token and run extra bits (tokens: 4 x 640, tokens below 256). With runs the
- * run tokens are counted, else every covered position as value token 0. The 16 classes' row
- * costs plus the extra bits * 2^16; IMIJ_ENC_E_ARGS for bad arguments. */
+/* The cost of one slot's statistics (vh, rh: 16 x buckets value and run token counts per class
+ * and bucket, buckets 1 .. 640; zr: 16 positions covered by runs) under one scheme: per bucket
+ * its value token, value extra bits, run token and run extra bits (tokens: 4 x buckets, tokens
+ * below 256). With runs the run tokens are counted, else every covered position as value token
+ * 0. The 16 classes' row costs plus the extra bits * 2^16; IMIJ_ENC_E_ARGS for bad arguments. */
 int64_t imij_enc_token_cost(const uint32_t *vh, const uint32_t *rh, const uint32_t *zr, const int64_t *tokens,
-                            uint32_t runs, const int64_t *log2fix);
+                            uint32_t buckets, uint32_t runs, const int64_t *log2fix);
 
 /* 3.2: the (16, 256) token counts th of a slot's statistics under one scheme's per-bucket tokens
  * (as imij_enc_token_cost counts them). Returns 0, or IMIJ_ENC_E_ARGS for bad arguments. */
 int imij_enc_token_counts(const uint32_t *vh, const uint32_t *rh, const uint32_t *zr, const int64_t *tokens,
-                          uint32_t runs, int64_t *th);
+                          uint32_t buckets, uint32_t runs, int64_t *th);
 
 /* 5: the exact split of the used classes of th (16 x 256 token counts) into at most
  * 4 runs of neighbouring classes with the fewest estimated bits (row_cost's; the first on ties):

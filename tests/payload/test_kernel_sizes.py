@@ -280,7 +280,7 @@ ENCODER: dict[str, tuple[Callable[[Buffers], tuple], dict[str, tuple[type, int]]
         {"preds": (np.uint8, H), "u": (np.uint32, S * H * W), "recon": (np.uint32, S * H * W),
          "rows3": (np.uint32, 3 * S * W + (H + 3) // 4)}),
     "imij_enc_stats": (
-        lambda b: (_ptr(_planes()), _backend.ffi.NULL, 1, W, H, 2, 0, 0, *b["rows"],
+        lambda b: (_ptr(_planes()), _backend.ffi.NULL, 1, W, H, 2, 0, 0, 640, *b["rows"],
                    *[_ptr(np.zeros(n, np.uint32), "uint32_t[]") for n in (16 * 640, 16, 16 * 640) * 2]),
         {"rows": (np.uint32, 3 * W)}),
     "imij_enc_palette": (

@@ -531,29 +531,41 @@ def _near_ref(planes, depths, deltas, lanes, decor, pred_mask, mode_mask, preds,
 # --- statistics ----------------------------------------------------------------------------------
 
 
-def stats(u: np.ndarray, u0: np.ndarray | None, lanes: int, ctx_shift: int, run_min: int):
-    """encode.h imij_enc_stats on one slot plane: (vh (16, 640), zr (16,), rh (16, 640)) uint32
-    without the cross context, and with u0 given a second triple with it (else None)."""
-    plain = new_counts()
-    cross = new_counts() if u0 is not None else None
+def stats(u: np.ndarray, u0: np.ndarray | None, lanes: int, ctx_shift: int, run_min: int, buckets: int = BUCKETS):
+    """encode.h imij_enc_stats on one slot plane: (vh (16, buckets), zr (16,), rh (16, buckets))
+    uint32 without the cross context, and with u0 given a second triple with it (else None)."""
+    plain = new_counts(buckets=buckets)
+    cross = new_counts(buckets=buckets) if u0 is not None else None
     add_stats(plain, cross, u, u0, lanes, ctx_shift, run_min)
     return plain, cross
 
 
-Counts = tuple[np.ndarray, np.ndarray, np.ndarray]  # vh (16, 640), zr (16,), rh (16, 640)
+Counts = tuple[np.ndarray, np.ndarray, np.ndarray]  # vh (16, buckets), zr (16,), rh (16, buckets)
 
 
-def new_counts(dtype=U32) -> Counts:
-    """Zeroed statistics arrays (vh, zr, rh) in ``dtype`` (uint32: the kernel adds to them in place)."""
-    return (np.zeros((CLASSES, BUCKETS), dtype=dtype), np.zeros(CLASSES, dtype=dtype),
-            np.zeros((CLASSES, BUCKETS), dtype=dtype))
+def new_counts(dtype=U32, buckets: int = BUCKETS) -> Counts:
+    """Zeroed statistics arrays (vh, zr, rh) in ``dtype`` (uint32: the kernel adds to them in
+    place), rows of ``buckets`` (stat_buckets': the first that a slot's values and runs reach)."""
+    return (np.zeros((CLASSES, buckets), dtype=dtype), np.zeros(CLASSES, dtype=dtype),
+            np.zeros((CLASSES, buckets), dtype=dtype))
+
+
+def stat_buckets(depth: int, run_positions: int) -> int:
+    """Buckets a slot's statistics reach: those of values below 2^depth (depth <= 32) and of runs
+    of at most min(2^15, run_positions) positions (3.2), so that its arrays hold no column that
+    can only stay zero (16 x 640 uint32 is 40 KiB; a small image's counts fill a fraction)."""
+    top = int(bucket_of(np.array((1 << min(depth, 32)) - 1)))
+    run = int(bucket_of(np.array(min(RUN_CAP, run_positions) - 1))) if run_positions > 1 else 0
+    return max(top, run) + 1
 
 
 def add_stats(plain: Counts, cross: Counts | None, u: np.ndarray, u0: np.ndarray | None, lanes: int, ctx_shift: int,
               run_min: int) -> None:
     """encode.h imij_enc_stats: add one slot plane's counts to ``plain`` and, with u0 given, the
-    cross context's to ``cross``; the kernel adds in place to uint32 arrays."""
+    cross context's to ``cross``; the kernel adds in place to uint32 arrays. ValueError when a
+    value or a run falls past the arrays' buckets."""
     h, w = u.shape
+    buckets = plain[0].shape[1]
     if cross is None:
         u0 = None
     if _c() and all(a.dtype == U32 and a.flags.c_contiguous for a in plain + (cross or ())):
@@ -562,18 +574,18 @@ def add_stats(plain: Counts, cross: Counts | None, u: np.ndarray, u0: np.ndarray
         rows = np.empty(3 * w, dtype=U32)
         ptrs = [_ptr(ffi, "uint32_t[]", a, True) for a in plain + (cross if cross is not None else plain)]
         p0 = ffi.from_buffer(u00) if u00 is not None else ffi.NULL
-        code = lib.imij_enc_stats(ffi.from_buffer(uu), p0, uu.itemsize, w, h, lanes, ctx_shift, run_min,
+        code = lib.imij_enc_stats(ffi.from_buffer(uu), p0, uu.itemsize, w, h, lanes, ctx_shift, run_min, buckets,
                                   _ptr(ffi, "uint32_t[]", rows, True), rows.size, *ptrs)
         if code:
             raise ENCODER.error(code, "imij_enc_stats")
         return
     if _c():  # wider accumulators: count in uint32, then add
-        tmp = new_counts()
-        xtmp = new_counts() if cross is not None else None
+        tmp = new_counts(buckets=buckets)
+        xtmp = new_counts(buckets=buckets) if cross is not None else None
         add_stats(tmp, xtmp, u, u0, lanes, ctx_shift, run_min)
     else:
-        tmp = _stats_ref(u, None, lanes, ctx_shift, run_min)
-        xtmp = _stats_ref(u, u0, lanes, ctx_shift, run_min) if u0 is not None else None
+        tmp = _stats_ref(u, None, lanes, ctx_shift, run_min, buckets)
+        xtmp = _stats_ref(u, u0, lanes, ctx_shift, run_min, buckets) if u0 is not None else None
     for acc, add in ((plain, tmp), (cross, xtmp)):
         if acc is not None and add is not None:
             for a, b in zip(acc, add):
@@ -598,7 +610,17 @@ def _classes_ref(u: np.ndarray, u0: np.ndarray | None, lanes: int, shift: int) -
     return np.minimum(bit_length(s), 15)
 
 
-def _stats_ref(u, u0, lanes, shift, run_min):
+def _stats_ref(u, u0, lanes, shift, run_min, buckets):
+    vh, zr, rh = _stats_full_ref(u, u0, lanes, shift, run_min)
+    h, w = u.shape
+    longest = min(RUN_CAP, -(-w // lanes) * h)
+    top = int(bucket_of(np.array(u.max() if u.size else 0)))
+    if top >= buckets or (run_min and int(bucket_of(np.array(longest - 1))) >= buckets):
+        raise ValueError(f"statistics of {buckets} buckets cannot hold these residuals")
+    return vh[:, :buckets].copy(), zr, rh[:, :buckets].copy()
+
+
+def _stats_full_ref(u, u0, lanes, shift, run_min):
     h, w = u.shape
     cls = _classes_ref(u, u0, lanes, shift)
     vh = np.zeros((CLASSES, BUCKETS), dtype=np.int64)
@@ -677,16 +699,22 @@ def counts32(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a)
 
 
+def _tokens_for(tokens: np.ndarray, vh: np.ndarray) -> np.ndarray:
+    """A scheme's (4, 640) per-bucket tokens cut to the statistics' buckets, contiguous."""
+    return np.ascontiguousarray(tokens[:, : vh.shape[1]])
+
+
 def token_cost(vh: np.ndarray, rh: np.ndarray, zr: np.ndarray, tokens: np.ndarray, runs: bool) -> int:
-    """encode.h imij_enc_token_cost: a slot's statistics (counts32 vh, rh (16, 640), zr (16,))
+    """encode.h imij_enc_token_cost: a slot's statistics (counts32 vh, rh (16, buckets), zr (16,))
     under one scheme's per-bucket tokens (4, 640: value token, its extra bits, run token, its
-    extra bits): the 16 classes' row_costs plus the extra bits, * 2^16."""
+    extra bits; the first buckets read): the 16 classes' row_costs plus the extra bits, * 2^16."""
     vh, rh, zr = counts32(vh), counts32(rh), counts32(zr)
+    tokens = _tokens_for(tokens, vh)
     if _c():
         ffi, lib = _backend.ffi, _backend.lib
         cost = lib.imij_enc_token_cost(_ptr(ffi, "uint32_t[]", vh), _ptr(ffi, "uint32_t[]", rh),
-                                       _ptr(ffi, "uint32_t[]", zr), _ptr(ffi, "int64_t[]", tokens), int(runs),
-                                       _ptr(ffi, "int64_t[]", LOG2_FIX))
+                                       _ptr(ffi, "uint32_t[]", zr), _ptr(ffi, "int64_t[]", tokens), vh.shape[1],
+                                       int(runs), _ptr(ffi, "int64_t[]", LOG2_FIX))
         if cost < 0:
             raise ENCODER.error(cost, "imij_enc_token_cost")
         return int(cost)
@@ -768,11 +796,12 @@ def token_counts(vh: np.ndarray, rh: np.ndarray, zr: np.ndarray, tokens: np.ndar
     encode.h imij_enc_token_counts on the C backend."""
     th = np.zeros((CLASSES, 256), dtype=np.int64)
     vh, rh, zr = counts32(vh), counts32(rh), counts32(zr)
+    tokens = _tokens_for(tokens, vh)
     if _c():
         ffi, lib = _backend.ffi, _backend.lib
         code = lib.imij_enc_token_counts(_ptr(ffi, "uint32_t[]", vh), _ptr(ffi, "uint32_t[]", rh),
-                                         _ptr(ffi, "uint32_t[]", zr), _ptr(ffi, "int64_t[]", tokens), int(runs),
-                                         _ptr(ffi, "int64_t[]", th, True))
+                                         _ptr(ffi, "uint32_t[]", zr), _ptr(ffi, "int64_t[]", tokens), vh.shape[1],
+                                         int(runs), _ptr(ffi, "int64_t[]", th, True))
         if code:
             raise ENCODER.error(code, "imij_enc_token_counts")
         return th
@@ -922,5 +951,5 @@ def _stream_caps(positions: int, esize: int) -> tuple[int, int]:
 
 
 __all__ = ["BUCKETS", "CLASSES", "EncModel", "M", "add_stats", "best_precisions", "bucket_of", "choose", "counts32", "costs", "lookup8", "near",
-           "new_counts", "palette", "residuals", "row_costs", "stats", "stream", "token_cost", "token_counts",
+           "new_counts", "palette", "residuals", "row_costs", "stat_buckets", "stats", "stream", "token_cost", "token_counts",
            "value_dtype", "word_summary"]

@@ -31,7 +31,6 @@ import math
 import os
 import threading
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -170,6 +169,10 @@ class _Plan:
     def near(self) -> bool:
         return any(self.deltas)
 
+    def buckets(self, depth: int) -> int:
+        """costs.stat_buckets of a depth-bit slot of this plan (a run stays in its unit)."""
+        return K.stat_buckets(depth, self.geo.stripe_rows * (self.geo.group_cols or self.geo.width))
+
     def ref_planes(self, index: int) -> np.ndarray | None:
         """The reference under unit ``index`` (None outside inter frames)."""
         if self.refs is None:
@@ -223,7 +226,6 @@ class _Analysis:
     palette: list[tuple[int, ...]] | None
     mode: int
     preds: list[int]
-    stats: list[dict[bool, SlotStats]]  # per slot (or [index plane]) and cross variant, until summed
     few: bool = False  # at most 256 slot tuples (or one 1-bit slot): a bilevel / template candidate
 
 
@@ -245,16 +247,11 @@ def _search(plan: _Plan, planes: np.ndarray, depths: list[int], decor: bool,
     return mode, preds
 
 
-def _slot_stats(plan: _Plan, u: np.ndarray, cross_slots: Sequence[int], shifts: list[int]) -> list[dict[bool, SlotStats]]:
-    """3.1 / 3.2: every slot's counts (uint32, the kernel's), plain and with the cross context."""
-    out = []
-    for s in range(u.shape[0]):
-        variants = {False: SlotStats(*K.new_counts())}
-        if s in cross_slots:
-            variants[True] = SlotStats(*K.new_counts())
-        _count(plan, u, s, variants, shifts[s])
-        out.append(variants)
-    return out
+def _slot_stats(plan: _Plan, u: np.ndarray, depth: int, shift: int) -> SlotStats:
+    """3.1 / 3.2: the counts (uint32, the kernel's) of the one depth-bit slot of u, plain."""
+    stats = SlotStats(*K.new_counts(buckets=plan.buckets(depth)))
+    _count(plan, u, 0, {False: stats}, shift)
+    return stats
 
 
 def _count(plan: _Plan, u: np.ndarray, s: int, variants: dict[bool, SlotStats], shift: int) -> None:
@@ -285,11 +282,11 @@ def _analyze(plan: _Plan, index: int, totals: "_Totals", buffers: "UnitBuffers")
     del planes  # the residuals are all the counts need: one copy of the unit per thread at a time
     if pal is None:  # no palette stripe to weigh: the counts go straight into the sums
         totals.count(plan, u, index)
-        return _Analysis(None, mode, preds, [], plan.depths == [1])
+        return _Analysis(None, mode, preds, plan.depths == [1])
     entries, index_plane = pal
     # one slot's plain counts at a time: u stays in this thread's buffer, and the sums take its
     # counts below only if the palette stripe loses (no unit-sized set of 16 x 640 arrays held)
-    slot_bits = sum(estimate_bits(_slot_stats(plan, u[s:s + 1], (), [plan.shifts[s]])[0][False])
+    slot_bits = sum(estimate_bits(_slot_stats(plan, u[s:s + 1], plan.depths[s], plan.shifts[s]))
                     for s in range(u.shape[0]))
     # bilevel / template candidates (their chooser is costly): few tuples, or content
     # the predictors barely help (text, drawings), not photos of few levels
@@ -301,12 +298,13 @@ def _analyze(plan: _Plan, index: int, totals: "_Totals", buffers: "UnitBuffers")
         ip = index_plane[None]
         _, ppreds = _search(plan, ip, [PALETTE_DEPTH], False)
         pu = K.residuals(ip, [PALETTE_DEPTH], plan.lanes, ppreds, 0)
-        pstats = _slot_stats(plan, pu, (), [0])
+        pstats = _slot_stats(plan, pu, PALETTE_DEPTH, 0)
         entry_bits = 8 * len(entries) * sum(1 if d <= 8 else 2 for d in plan.depths) + 8
-        if estimate_bits(pstats[0][False]) + entry_bits < slot_bits:
-            return totals.take(_Analysis(entries, 0, ppreds, pstats, few))
+        if estimate_bits(pstats) + entry_bits < slot_bits:
+            totals.take_palette(pstats)
+            return _Analysis(entries, 0, ppreds, few)
     totals.count(plan, u, index)
-    return _Analysis(None, mode, preds, [], plan.depths == [1] or few)
+    return _Analysis(None, mode, preds, plan.depths == [1] or few)
 
 
 def _dense(entries: list[tuple[int, ...]]) -> bool:
@@ -610,7 +608,7 @@ class _Totals:
     def _count(self, plan: _Plan, u: np.ndarray, s: int, total: dict[bool, K.Counts]) -> None:
         for cross in (False, True) if s in plan.cross_slots else (False,):
             if cross not in total:
-                total[cross] = K.new_counts(self.dtype)
+                total[cross] = K.new_counts(self.dtype, plan.buckets(plan.depths[s]))
         _count(plan, u, s, {c: SlotStats(*counts) for c, counts in total.items()}, plan.shifts[s])
 
     def merge(self) -> None:
@@ -627,22 +625,15 @@ class _Totals:
                 variants.clear()
         self._threads.clear()
 
-    def take(self, a: _Analysis) -> _Analysis:
-        """Add an analysis' own statistics (units that weighed a palette stripe) to the sums."""
-        if a.palette is None:
-            for lock, total, variants in zip(self._slot_locks, self.slots, a.stats):
-                with lock:
-                    self._add(total, variants)
-        else:
-            with self._lock:
-                self._add(self.palette, {False: a.stats[0][False]})
-        a.stats = []
-        return a
+    def take_palette(self, st: SlotStats) -> None:
+        """Add a palette stripe's index plane counts to the palette's sums."""
+        with self._lock:
+            self._add(self.palette, {False: st})
 
     def _add(self, total: dict[bool, K.Counts], variants: dict[bool, SlotStats]) -> None:
         for cross, st in variants.items():
             if cross not in total:
-                total[cross] = K.new_counts(self.dtype)
+                total[cross] = K.new_counts(self.dtype, st.vh.shape[1])
             for acc, add in zip(total[cross], (st.vh, st.zr, st.rh)):
                 np.add(acc, add, out=acc, casting="unsafe")
 
@@ -661,7 +652,7 @@ def _fit32(counts: K.Counts) -> K.Counts:
 
 
 def _empty_stats() -> SlotStats:
-    vh, zr, rh = K.new_counts()
+    vh, zr, rh = K.new_counts(buckets=1)
     vh[0, 0] = 1
     return SlotStats(vh, zr, rh)
 

@@ -30,9 +30,9 @@ SMALL_SLOT = 1 << 16  # positions below which choose_model searches less
 class SlotStats:
     """Summed statistics of one slot (or the palette index plane) under one context variant."""
 
-    vh: np.ndarray  # (16, 640) value tokens
+    vh: np.ndarray  # (16, buckets) value tokens (costs.stat_buckets: up to 640)
     zr: np.ndarray  # (16,) positions covered by run tokens
-    rh: np.ndarray  # (16, 640) run tokens
+    rh: np.ndarray  # (16, buckets) run tokens
 
     @cached_property
     def vcol(self) -> np.ndarray:
@@ -275,7 +275,7 @@ def _km_candidates(st: SlotStats, n: int, full: bool) -> list[tuple[int, int]]:
     # around the bit length of the mean value
     counts = st.vcol
     tot = counts.sum()
-    mean = float((counts * _REPR_A).sum() / tot) if tot else 0.0
+    mean = float((counts * _REPR_A[: counts.size]).sum() / tot) if tot else 0.0
     k0 = max(0, min(n, int(mean).bit_length() + 1))
     near = [(k, m) for k, m in cands if abs(k - k0) <= 1 and m <= 2]
     return near or cands
@@ -322,7 +322,8 @@ def estimate_bits(st: SlotStats) -> float:
     tot = (st.vh.sum(axis=1) + st.rh.sum(axis=1)).astype(np.float64)
     used = np.concatenate([st.vh[st.vh != 0], st.rh[st.rh != 0]]).astype(np.float64)  # in C order
     ent = float((tot * np.log2(np.maximum(tot, 1))).sum() - (used * np.log2(used)).sum())
-    return ent + float(int(st.vcol @ _EXTRA_BITS) + int(st.rcol @ _EXTRA_BITS))
+    extra = _EXTRA_BITS[: st.vcol.size]
+    return ent + float(int(st.vcol @ extra) + int(st.rcol @ extra))
 
 
 # extra bits of a value in each bucket beyond the bucket's 4 leading bits (0 below 256)

@@ -694,3 +694,52 @@ def test_bilevel_and_template_stripes_where_they_pay():
     out, _ = _decode(grays, near)
     _check_bound(grays, out, 3)
 
+
+
+def test_stat_buckets_cover_every_value_and_run():
+    """costs.stat_buckets: the first bucket past a depth's largest value and a unit's longest run."""
+    assert K.stat_buckets(8, 1) == 256
+    assert K.stat_buckets(9, 1) == 272  # 511: msb 8, 16 buckets above 256
+    assert K.stat_buckets(17, 4096) == 400
+    assert K.stat_buckets(8, 64 * 64) == 320  # runs of up to 4096 positions: bucket(4095) = 319
+    assert K.stat_buckets(32, 1) == K.BUCKETS
+    assert K.stat_buckets(8, 1 << 20) == 368  # runs stop at 2^15 positions: bucket(32767) = 367
+
+
+@NEEDS_C
+@pytest.mark.parametrize("seed", range(3))
+def test_trimmed_statistics_are_the_full_ones_cut(seed):
+    """Statistics of stat_buckets' width are the 640-bucket ones' first columns, on both
+    backends, and the models chosen from either are the same."""
+    rng = np.random.default_rng(300 + seed)
+    depth = int(rng.choice([5, 8, 9, 12]))
+    u = rng.integers(0, 1 << depth, (40, 70)).astype(np.uint16)
+    u[rng.random(u.shape) < 0.4] = 0
+    u[5:9] = 0
+    u0 = rng.integers(0, 1 << depth, u.shape).astype(np.uint16)
+    width = K.stat_buckets(depth, u.size)
+    full, _ = both(K.stats, u, u0, 4, 0, 4)
+    cut = both(K.stats, u, u0, 4, 0, 4, width)
+    for (plain, cross), (fp, fc) in zip(cut, (full, full)):
+        for a, f in zip(plain + cross, fp + fc):
+            assert np.array_equal(a, f[:, :width] if f.ndim == 2 else f)
+            assert f.ndim == 1 or not f[:, width:].any()
+    eff = effort_of(9)
+    m1 = choose_model({False: SlotStats(*cut[0][0]), True: SlotStats(*cut[0][1])}, depth, 0, eff)
+    m2 = choose_model({False: SlotStats(*full[0]), True: SlotStats(*full[1])}, depth, 0, eff)
+    assert m1 == m2
+
+
+def test_statistics_refuse_values_past_their_buckets():
+    """A value or a run past the arrays' buckets is an error on both backends, never a write
+    past them."""
+    u = np.zeros((4, 8), dtype=np.uint16)
+    u[0, 0] = 300  # bucket 258
+    for backend in _backend.available():
+        with _backend.use(backend):
+            with pytest.raises(ValueError):
+                K.stats(u, None, 1, 0, 0, 258)
+            K.stats(u, None, 1, 0, 0, 259)
+            with pytest.raises(ValueError):  # runs of up to 32 positions: bucket(31) = 31
+                K.stats(np.zeros((4, 8), np.uint8), None, 1, 0, 4, 31)
+            K.stats(np.zeros((4, 8), np.uint8), None, 1, 0, 4, 32)
