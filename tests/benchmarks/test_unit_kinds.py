@@ -1,0 +1,44 @@
+"""benchmarks/unit_kinds.py: the bytes per unit kind add up to the payload, and each kind is
+named from its stripe layout byte (2.4, 2.5, 2.10, 2.14)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from imij_plugins.payload.entropy.encoder import encode_tuned
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "unit_kinds.py"
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("imij_bench_unit_kinds", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_kinds_from_the_layout_byte():
+    kind_of = _module().kind_of
+    assert [kind_of(b) for b in (0, 3, 0x80, 0x81, 0x82, 0x83, 0x84)] == [
+        "regular", "regular", "palette", "bilevel", "bilevel", "template", "template"]
+
+
+def test_bytes_per_kind_add_up_to_the_payload():
+    bench = _module()
+    rng = np.random.default_rng(4)
+    noise = rng.integers(0, 256, (40, 60, 3), dtype=np.uint8)  # regular stripes only
+    flat = np.zeros((40, 60, 3), np.uint8)
+    flat[10:30, 5:50] = (200, 30, 90)  # two tuples: a level or palette stripe
+    for image in (noise, flat):
+        sizes, counts = bench.payload_bytes(image, 5)
+        assert sum(sizes.values()) == len(encode_tuned(image, effort=5).payload)
+        assert sum(counts.values()) >= 1
+    sizes, counts = bench.payload_bytes(noise, 5)
+    assert set(counts) == {"regular"}
+    sizes, counts = bench.payload_bytes(flat, 5)
+    assert "regular" not in counts
