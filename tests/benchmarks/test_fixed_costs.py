@@ -3,24 +3,15 @@ reads back, the stage breakdown names its stages; no timing is asserted."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from bench_scripts import load_script
 
 import imij_plugins
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "fixed_costs.py"
-
 
 def _module():
-    spec = importlib.util.spec_from_file_location("imij_bench_fixed_costs", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
-    spec.loader.exec_module(module)
-    return module
+    return load_script("fixed_costs")
 
 
 def test_every_case_reads_back_and_the_table_has_a_row_each(capsys):

@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+from bench_scripts import BENCH, load_script
 
 
 def _corpus_module():
-    name = "imij_bench_corpus"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, BENCH / "corpus.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses look their module up while the file runs
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    return load_script("corpus")
 
 
 def _tiny_corpus(folder: Path) -> None:

@@ -3,19 +3,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "thumbnail.py"
+from bench_scripts import load_script
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("imij_bench_thumbnail", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("thumbnail")
 
 
 def test_thumbnail_is_served_from_a_preview_and_the_section_is_written(tmp_path):

@@ -3,23 +3,14 @@ named from its stripe layout byte (2.4, 2.5, 2.10, 2.14)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
+from bench_scripts import load_script
 
 from imij_plugins.payload.entropy.encoder import encode_tuned
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "unit_kinds.py"
-
 
 def _module():
-    spec = importlib.util.spec_from_file_location("imij_bench_unit_kinds", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("unit_kinds")
 
 
 def test_kinds_from_the_layout_byte():

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "imijset_vs_sqlite.py"
+from bench_scripts import load_script
 
 
 def test_benchmark_script_runs(tmp_path: Path) -> None:
-    spec = importlib.util.spec_from_file_location("imijset_vs_sqlite", SCRIPT)
-    assert spec and spec.loader
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_script("imijset_vs_sqlite")
     result = bench.run(n=3000, size=200, batch=1000, lookups=500, directory=str(tmp_path), cache_bytes=1 << 20)
     for side in ("imijset", "sqlite"):
         assert result[side]["appends_per_s"] > 0 and result[side]["lookup_us"] > 0
