@@ -59,16 +59,25 @@ QP_INLINE unsigned qp_fold(uint64_t v, int wb)
     return s;
 }
 
-/* 2.13: "Its index is (3*fold(r)+5*fold(g)+7*fold(b)+11*fold(a)) mod 64". */
-QP_INLINE unsigned qp_hash(uint64_t r, uint64_t g, uint64_t b, uint64_t a, int wb)
+/* 2.13: "Its index is (3*fold(r)+5*fold(g)+7*fold(b)+11*fold(a)) mod 64", split so that the
+ * decoder keeps 11*fold(a) while a is unchanged (mod 64 is taken by the caller). */
+QP_INLINE unsigned qp_hash_rgb(uint64_t r, uint64_t g, uint64_t b, int wb)
 {
-    return (3u * qp_fold(r, wb) + 5u * qp_fold(g, wb) + 7u * qp_fold(b, wb) + 11u * qp_fold(a, wb)) & 63u;
+    return 3u * qp_fold(r, wb) + 5u * qp_fold(g, wb) + 7u * qp_fold(b, wb);
 }
 
-/* x + d modulo 2^D, for a small signed d (two's complement wrap of the uint64_t, then mask). */
-QP_INLINE uint64_t qp_add(uint64_t x, int d, uint64_t mask)
+QP_INLINE unsigned qp_hash(uint64_t r, uint64_t g, uint64_t b, uint64_t a, int wb)
 {
-    return (x + (uint64_t)(int64_t)d) & mask;
+    return (qp_hash_rgb(r, g, b, wb) + 11u * qp_fold(a, wb)) & 63u;
+}
+
+/* x + d - bias with d, bias small and non-negative, modulo 2^64 and NOT reduced to D bits:
+ * every reader of a word looks at its low D bits only (qp_store writes D/8 bytes, qp_fold sums
+ * those bytes, and 2^D is a multiple of 64 for the hash), so the mask is applied only where
+ * words are compared (qp_unequal). */
+QP_INLINE uint64_t qp_add(uint64_t x, unsigned d, unsigned bias)
+{
+    return x + (uint64_t)d - (uint64_t)bias;
 }
 
 /* Output layout: 1 channel x; 2: x, a; 3: r, g, b; 4: r, g, b, a. */
@@ -104,6 +113,13 @@ static int qp_args_ok(int channels, int word_bytes)
 
 /* ---- decoder ------------------------------------------------------------------------------- */
 
+/* 2.13: "For 1/2-channel images the three color components MUST be equal at every output
+ * pixel" (compared modulo 2^D: the words are kept unreduced, see qp_add). */
+QP_INLINE int qp_unequal(uint64_t r, uint64_t g, uint64_t b, uint64_t mask, int ch)
+{
+    return ch < 3 && (((r ^ g) | (g ^ b)) & mask) != 0;
+}
+
 QP_INLINE int qp_decode_impl(const uint8_t *src, size_t src_len, uint8_t *dst, size_t npixels,
                              const int ch, const int wb)
 {
@@ -115,96 +131,103 @@ QP_INLINE int qp_decode_impl(const uint8_t *src, size_t src_len, uint8_t *dst, s
      * initially all zero." A missing fourth component is still tracked (hidden state). */
     uint64_t cache[64][4];
     uint64_t r = 0, g = 0, b = 0, a = mask;
-    size_t pos = 0, done = 0;
-    uint8_t *out = dst;
+    unsigned ha = 11u * qp_fold(a, wb); /* a's part of the hash, kept while a is unchanged */
+    const uint8_t *p = src, *const end = src + src_len;
+    uint8_t *out = dst, *const out_end = dst + npixels * pxb; /* npixels * pxb: checked by caller */
 
     memset(cache, 0, sizeof cache);
 
-    while (done < npixels) {
-        size_t count = 1;
-        unsigned tag;
+    while (out != out_end) {
+        unsigned tag, h;
 
-        if (pos >= src_len)
+        if (p == end)
             return IMIJ_QUICK_E_TRUNCATED;
-        tag = src[pos++];
+        tag = *p++;
 
-        /* 2.13: "Read the next byte, testing literal values before the top-two-bit families". */
-        if (tag >= 0xFEu) {
-            size_t need = colour_bytes + (tag == 0xFFu ? (size_t)wb : 0u);
-            if (src_len - pos < need)
+        /* 2.13: "Read the next byte, testing literal values before the top-two-bit families":
+         * FE/FF are tested first inside the 11 family, the only one they belong to. */
+        switch (tag >> 6) {
+        case 0: /* 2.13 00xxxxxx: "Replace the tuple with cache entry xxxxxx." */
+            r = cache[tag][0];
+            g = cache[tag][1];
+            b = cache[tag][2];
+            a = cache[tag][3];
+            ha = 11u * qp_fold(a, wb);
+            break;
+        case 1: /* 2.13 01rrggbb: "Add each two-bit field minus 2 to r,g,b; preserve a." */
+            r = qp_add(r, (tag >> 4) & 3u, 2);
+            g = qp_add(g, (tag >> 2) & 3u, 2);
+            b = qp_add(b, tag & 3u, 2);
+            if (qp_unequal(r, g, b, mask, ch))
+                return IMIJ_QUICK_E_UNEQUAL;
+            break;
+        case 2: { /* 2.13 10gggggg rrrrbbbb: dg=gggggg-32; add dg+rrrr-8, dg, dg+bbbb-8 */
+            unsigned t2, dg = tag & 63u; /* dg + 32 */
+            if (p == end)
                 return IMIJ_QUICK_E_TRUNCATED;
-            if (ch >= 3) {
-                r = qp_load(src + pos, wb);
-                g = qp_load(src + pos + wb, wb);
-                b = qp_load(src + pos + 2 * wb, wb);
-            } else {
-                /* 2.13: "color literals set all three color tuple components to the same word" */
-                r = g = b = qp_load(src + pos, wb);
-            }
-            pos += colour_bytes;
-            if (tag == 0xFFu) { /* 2.13 FF: "As FE, followed by one word for a." */
-                a = qp_load(src + pos, wb);
-                pos += (size_t)wb;
-            }
-        } else {
-            switch (tag >> 6) {
-            case 0: /* 2.13 00xxxxxx: "Replace the tuple with cache entry xxxxxx." */
-                r = cache[tag][0];
-                g = cache[tag][1];
-                b = cache[tag][2];
-                a = cache[tag][3];
-                break;
-            case 1: /* 2.13 01rrggbb: "Add each two-bit field minus 2 to r,g,b; preserve a." */
-                r = qp_add(r, (int)((tag >> 4) & 3u) - 2, mask);
-                g = qp_add(g, (int)((tag >> 2) & 3u) - 2, mask);
-                b = qp_add(b, (int)(tag & 3u) - 2, mask);
-                if (ch < 3 && (r != g || g != b))
-                    return IMIJ_QUICK_E_UNEQUAL;
-                break;
-            case 2: { /* 2.13 10gggggg rrrrbbbb: dg=gggggg-32; add dg+rrrr-8, dg, dg+bbbb-8 */
-                unsigned t2;
-                int dg;
-                if (pos >= src_len)
+            t2 = *p++;
+            r = qp_add(r, dg + (t2 >> 4), 40);
+            g = qp_add(g, dg, 32);
+            b = qp_add(b, dg + (t2 & 15u), 40);
+            if (qp_unequal(r, g, b, mask, ch))
+                return IMIJ_QUICK_E_UNEQUAL;
+            break;
+        }
+        default:
+            if (tag >= 0xFEu) {
+                size_t need = colour_bytes + (tag == 0xFFu ? (size_t)wb : 0u);
+                if ((size_t)(end - p) < need)
                     return IMIJ_QUICK_E_TRUNCATED;
-                t2 = src[pos++];
-                dg = (int)(tag & 63u) - 32;
-                r = qp_add(r, dg + (int)(t2 >> 4) - 8, mask);
-                g = qp_add(g, dg, mask);
-                b = qp_add(b, dg + (int)(t2 & 15u) - 8, mask);
-                if (ch < 3 && (r != g || g != b))
-                    return IMIJ_QUICK_E_UNEQUAL;
+                if (ch >= 3) {
+                    r = qp_load(p, wb);
+                    g = qp_load(p + wb, wb);
+                    b = qp_load(p + 2 * wb, wb);
+                } else {
+                    /* 2.13: "color literals set all three color tuple components to the same word" */
+                    r = g = b = qp_load(p, wb);
+                }
+                p += colour_bytes;
+                if (tag == 0xFFu) { /* 2.13 FF: "As FE, followed by one word for a." */
+                    a = qp_load(p, wb);
+                    ha = 11u * qp_fold(a, wb);
+                    p += wb;
+                }
                 break;
             }
-            default: /* 2.13 11xxxxxx: "Output the previous tuple xxxxxx+1 times (1-62)." */
-                count = (size_t)(tag & 63u) + 1u;
+            {
+                /* 2.13 11xxxxxx: "Output the previous tuple xxxxxx+1 times (1-62)." */
+                size_t count = (size_t)(tag & 63u) + 1u;
                 /* 2.13: runs "MUST NOT exceed its pixel count" */
-                if (count > npixels - done)
+                if (count * pxb > (size_t)(out_end - out))
                     return IMIJ_QUICK_E_RUN;
-                break;
+                /* The pixels of a run share one tuple, so one cache insertion stands for all. */
+                h = (qp_hash_rgb(r, g, b, wb) + ha) & 63u;
+                cache[h][0] = r;
+                cache[h][1] = g;
+                cache[h][2] = b;
+                cache[h][3] = a;
+                qp_put(out, r, g, b, a, ch, wb);
+                for (size_t k = 1; k < count; k++)
+                    memcpy(out + k * pxb, out, pxb);
+                out += count * pxb;
+                continue;
             }
         }
-        /* (INDEX, RUN and FE/FF cannot break the 1/2-channel equality: FE/FF set three equal
-         * words and every cache tuple is zero or an earlier, checked output pixel.) */
+        /* (INDEX and FE/FF cannot break the 1/2-channel equality: FE/FF set three equal words
+         * and every cache tuple is zero or an earlier, checked output pixel.) */
 
-        /* 2.13: "After every output pixel, insert its complete tuple into the cache." The
-         * pixels of a run share one tuple, so one insertion stands for all of them. */
-        {
-            unsigned h = qp_hash(r, g, b, a, wb);
-            cache[h][0] = r;
-            cache[h][1] = g;
-            cache[h][2] = b;
-            cache[h][3] = a;
-        }
-
+        /* 2.13: "After every output pixel, insert its complete tuple into the cache." */
+        h = (qp_hash_rgb(r, g, b, wb) + ha) & 63u;
+        cache[h][0] = r;
+        cache[h][1] = g;
+        cache[h][2] = b;
+        cache[h][3] = a;
         qp_put(out, r, g, b, a, ch, wb);
-        for (size_t k = 1; k < count; k++)
-            memcpy(out + k * pxb, out, pxb);
-        out += count * pxb;
-        done += count;
+        out += pxb;
     }
 
     /* 2.13 packets: "exactly that many pixels and no trailing bytes". */
-    if (pos != src_len)
+    if (p != end)
         return IMIJ_QUICK_E_TRAILING;
     return IMIJ_QUICK_OK;
 }

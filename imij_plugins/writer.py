@@ -61,7 +61,7 @@ def _code_image(
     if opts.codec == "entropy":
         return _code_entropy(image, channels_code, opts.effort, opts.max_error, opts.stripe_rows, group_cols,
                              opts.threads, unit_table, ordinals, reference)
-    geometry = choose_geometry(width, height, opts.stripe_rows, group_cols)
+    geometry = choose_geometry(width, height, opts.stripe_rows, group_cols, quick=True)
     encoded = encode_quick_payload(
         image, geometry, bit_smart=opts.effort >= 4, threads=opts.threads, unit_table=unit_table, ordinals=ordinals
     )
