@@ -497,8 +497,9 @@ static inline AVX512_FN int64_t simd16_steps(const imij_slot_model *m, uint32_t 
 }
 #endif
 
-/* 3.1: rows [r0, r0 + rows) of one slot's stream, resumed from `ss` and saved back to it: lanes
- * decode in (step, phase, lane) order into u, the block's rows (contiguous, lane-interleaved). `up0` holds the
+/* 3.1: rows [r0, r0 + rows) of one slot's stream, steps xb .. xe - 1 of each, resumed from `ss` and
+ * saved back to it: lanes decode in (step, phase, lane) order into u, the block's rows (contiguous,
+ * lane-interleaved). `up0` holds the
  * residuals of row r0 - 1 (read when r0 > 0), `u0` slot 0's residuals of the block's rows (the
  * cross context). A zero run's counter carries over row and block ends (3.1: "continuing across
  * rows"). `narrow` (a constant at each call) says ctx_shift is 0 and this slot's residuals are
@@ -507,7 +508,7 @@ static inline AVX512_FN int64_t simd16_steps(const imij_slot_model *m, uint32_t 
 static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *body, const imij_slot_model *m,
                                         uint32_t width, uint32_t height, uint32_t lanes, uint32_t r0,
                                         uint32_t rows, uint32_t *u, const uint32_t *up0, const uint32_t *u0,
-                                        const int narrow, const int cross, const int simd)
+                                        uint32_t xb, uint32_t xe, const int narrow, const int cross, const int simd)
 {
     lane_geo g = geometry(width, lanes);
     const uint32_t lw = g.lw, active = g.active, last_w = g.last_w;
@@ -522,7 +523,7 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
     for (uint32_t c = 0; c < 33; c++)
         table_of[c] = m->ent + (size_t)m->ctx_map[c > 15 ? 15 : c] * M_SLOTS;
 #if IMIJ_ENT_AVX2
-    uint32_t w_prev[16];
+    uint32_t w_prev[16] = {0};
     int w_valid = 0; /* w_prev holds the previous step's values (it was a complete SIMD step) */
     size_t tail_at = slen > 64 ? slen - 64 : 0; /* the stream's last 64 bytes, then zeros */
     uint8_t tail[128] = {0};
@@ -536,10 +537,12 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
         uint32_t *row = u + (size_t)i * g.row;
         const uint32_t *up = i ? row - g.row : up0;
         const uint32_t *c0 = cross ? u0 + (size_t)i * g.row : row;
-        for (uint32_t x = 0; x < lw; x++) {
+        for (uint32_t x = xb; x < xe; x++) {
             uint32_t nl = x < last_w ? active : active - 1; /* lanes with a position at x */
+            uint32_t x_end = x < last_w ? last_w : lw; /* the steps of nl lanes, within the window */
+            x_end = x_end < xe ? x_end : xe;
             if (run[0]) { /* 3.1: while every lane of the step is inside a zero run, steps read nothing */
-                uint32_t span = all_runs(run, nl, (x < last_w ? last_w : lw) - x);
+                uint32_t span = all_runs(run, nl, x_end - x);
                 if (span) {
                     zero_steps(row + (size_t)x * active, active, nl, span, run);
                     x += span - 1;
@@ -558,7 +561,7 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
 #if IMIJ_ENT_AVX512
                 if (simd == 2) { /* steps in registers until one needs the caller */
                     int half = 0;
-                    int64_t done = simd16_steps(m, st, run, nl, row, up, c0, x, x < last_w ? last_w : lw, w_prev,
+                    int64_t done = simd16_steps(m, st, run, nl, row, up, c0, x, x_end, w_prev,
                                                 w_valid, s, slen, &wpos, tail, tail_at, sym_of, &half, r, height, &g,
                                                 narrow, cross);
                     if (done < 0)
@@ -663,21 +666,24 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
     return 0;
 }
 
-/* The arguments of decode_rows_as after its three constant flags. */
-#define ROWS_ARGS ss, body, m, width, height, lanes, r0, rows, u, up0, u0
+/* The arguments of decode_rows_as before its three constant flags. */
+#define ROWS_ARGS ss, body, m, width, height, lanes, r0, rows, u, up0, u0, xb, xe
+
+/* decode_rows_as's `narrow`: ctx_shift 0 and residuals of n <= 16 bits (< 2^16). */
+static inline int narrow_model(const imij_slot_model *m) { return m->ctx_shift == 0 && m->depth <= 16; }
 
 /* The four specializations of decode_rows_as on one path (SIMD or not). */
 #define DECODE_ROWS_AS(SIMD)                                                                       \
     do {                                                                                           \
-        int narrow_ = m->ctx_shift == 0 && m->depth <= 16; /* residuals of n <= 16 bits: < 2^16 */ \
-        if (narrow_)                                                                               \
+        if (narrow_model(m))                                                                       \
             return m->cross ? decode_rows_as(ROWS_ARGS, 1, 1, SIMD) : decode_rows_as(ROWS_ARGS, 1, 0, SIMD); \
         return m->cross ? decode_rows_as(ROWS_ARGS, 0, 1, SIMD) : decode_rows_as(ROWS_ARGS, 0, 0, SIMD);     \
     } while (0)
 
 #define ROWS_PARAMS                                                                                \
     imij_stream_state *ss, const uint8_t *body, const imij_slot_model *m, uint32_t width, uint32_t height, \
-        uint32_t lanes, uint32_t r0, uint32_t rows, uint32_t *u, const uint32_t *up0, const uint32_t *u0
+        uint32_t lanes, uint32_t r0, uint32_t rows, uint32_t *u, const uint32_t *up0, const uint32_t *u0,       \
+        uint32_t xb, uint32_t xe
 
 static int decode_rows_scalar(ROWS_PARAMS) { DECODE_ROWS_AS(0); }
 
@@ -735,6 +741,193 @@ static int decode_rows(ROWS_PARAMS)
 #endif
     return decode_rows_scalar(ROWS_ARGS);
 }
+
+#if IMIJ_ENT_AVX512
+/* ---- 3.1 for several slots at once: their streams interleaved step by step ----
+ *
+ * A step's work on one stream is a chain (state -> table entry -> state, and value -> context ->
+ * entry), so one stream alone leaves the core waiting on its gathers. Slots 1.. of a block are
+ * independent of each other (their cross context reads slot 0's residuals, decoded first), and so
+ * are all slots when none has a cross context; decode_group runs such slots side by side, a step
+ * of every slot before the next step: each stream reads the same words into the same states,
+ * values and runs as when the slots go one by one. */
+
+#define GROUP_MAX 4 /* slots decoded side by side */
+
+/* One stream of a group: its place, model (with or without the cross context), stream bytes, block
+ * rows, the row above the block, and its last 64 bytes zero-padded from tail_at (as decode_rows_as
+ * keeps them). */
+typedef struct {
+    imij_stream_state *ss;
+    const imij_slot_model *m;
+    int cross;
+    const uint8_t *s;
+    uint32_t *u;
+    const uint32_t *up0;
+    size_t tail_at;
+    uint8_t tail[128];
+} group_stream;
+
+/* simd16_steps for the K streams of `gs` at once: steps x .. x_end - 1 of block row i (stripe row
+ * r), every stream's step before the next step; `c0` is slot 0's block row i. A stream with every
+ * lane inside a zero run takes the step without reading; while every stream's are, the steps are
+ * passed over at once. Stops before a step where some stream's token is one the scalar path
+ * finishes (no stream has taken that step). Returns the steps taken, or IMIJ_ENT_E_WORDS. */
+static ALWAYS_INLINE AVX512_FN int64_t simd16_group(group_stream *gs, const int K, uint32_t i, uint32_t nl,
+                                                    const uint32_t *c0, uint32_t x, uint32_t x_end, uint32_t r,
+                                                    uint32_t height, const lane_geo *g, const int narrow)
+{
+    const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi32(1);
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_add_epi32(even, one);
+    const size_t active = g->active;
+    const __mmask16 in_step = (__mmask16)((1u << nl) - 1u);
+    __m512i runs[GROUP_MAX], xs[GROUP_MAX], wv[GROUP_MAX], ctx_at[GROUP_MAX], shift[GROUP_MAX];
+    size_t pos[GROUP_MAX];
+    uint32_t *row[GROUP_MAX];
+    const uint32_t *up[GROUP_MAX];
+    for (int k = 0; k < K; k++) {
+        row[k] = gs[k].u + (size_t)i * g->row;
+        up[k] = i ? row[k] - g->row : gs[k].up0;
+        runs[k] = _mm512_maskz_loadu_epi32(in_step, gs[k].ss->run);
+        xs[k] = _mm512_loadu_si512(gs[k].ss->st);
+        wv[k] = !x ? (r ? _mm512_maskz_loadu_epi32(in_step, up[k]) : zero) /* as simd16_steps */
+                   : _mm512_maskz_loadu_epi32(in_step, row[k] + (x - 1) * active);
+        pos[k] = gs[k].ss->pos;
+        ctx_at[k] = _mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)gs[k].m->ctx_map)), M_BITS);
+        shift[k] = _mm512_set1_epi32((int)gs[k].m->ctx_shift);
+    }
+    uint32_t x0 = x;
+    while (x < x_end) {
+        __mmask16 live[GROUP_MAX], any = 0;
+        for (int k = 0; k < K; k++) {
+            live[k] = _mm512_mask_cmpeq_epu32_mask(in_step, runs[k], zero); /* no run */
+            any |= live[k];
+        }
+        if (!any) { /* 3.1: every lane of every stream inside a zero run: the steps read nothing */
+            uint32_t span = x_end - x, left[16];
+            for (int k = 0; k < K; k++) {
+                _mm512_storeu_si512(left, runs[k]);
+                span = all_runs(left, nl, span);
+            }
+            for (int k = 0; k < K; k++) {
+                runs[k] = _mm512_mask_sub_epi32(runs[k], in_step, runs[k], _mm512_set1_epi32((int)span));
+                for (uint32_t j = 0; j < span; j++)
+                    _mm512_mask_storeu_epi32(row[k] + (size_t)(x + j) * active, in_step, zero);
+                wv[k] = zero;
+            }
+            x += span;
+            continue;
+        }
+        size_t ax = (size_t)x * active;
+        const uint8_t *from[GROUP_MAX], *w[GROUP_MAX];
+        __m512i xt[GROUP_MAX], tok[GROUP_MAX];
+        __mmask16 scalar = 0;
+        for (int k = 0; k < K; k++) { /* token phase; nothing kept until no stream needs the scalar path */
+            size_t slen = gs[k].ss->len;
+            from[k] = w[k] = slen - pos[k] >= 64 ? gs[k].s + pos[k] : gs[k].tail + (pos[k] - gs[k].tail_at);
+            xt[k] = xs[k], tok[k] = zero;
+            if (!live[k])
+                continue;
+            __m512i tw = simd16_term(wv[k], shift[k], narrow); /* row 0: N taken as W, 2 T(W) */
+            __m512i sum = _mm512_add_epi32(
+                tw, r ? simd16_term(_mm512_maskz_loadu_epi32(live[k], up[k] + ax), shift[k], narrow) : tw);
+            if (gs[k].cross) /* slot 0's term, always clamped */
+                sum = _mm512_add_epi32(sum, simd16_term(_mm512_maskz_loadu_epi32(live[k], c0 + ax), shift[k], 0));
+            __m512i cls = _mm512_min_epu32(_mm512_sub_epi32(_mm512_set1_epi32(32), _mm512_lzcnt_epi32(sum)),
+                                           _mm512_set1_epi32(15));
+            __m512i slot = _mm512_or_si512(_mm512_permutexvar_epi32(cls, ctx_at[k]),
+                                           _mm512_and_si512(xs[k], _mm512_set1_epi32(M_SLOTS - 1)));
+            const int *ent = (const int *)gs[k].m->ent;
+            __m512i lo = _mm512_i32gather_epi64(_mm512_castsi512_si256(slot), ent, 8);
+            __m512i hi = _mm512_i32gather_epi64(_mm512_extracti64x4_epi64(slot, 1), ent, 8);
+            __m512i e = _mm512_permutex2var_epi32(lo, even, hi);
+            tok[k] = _mm512_maskz_permutex2var_epi32(live[k], lo, odd, hi);
+            __m512i freq = _mm512_and_si512(_mm512_srli_epi32(e, 8), _mm512_set1_epi32(0x7ff));
+            __m512i x1 =
+                _mm512_add_epi32(_mm512_mullo_epi32(freq, _mm512_srli_epi32(xs[k], M_BITS)), _mm512_srli_epi32(e, 19));
+            xt[k] = _mm512_mask_mov_epi32(xs[k], live[k], simd16_renorm(x1, live[k], &w[k]));
+            scalar |= _mm512_movepi32_mask(tok[k]);
+        }
+        if (scalar)
+            break;
+        for (int k = 0; k < K; k++) { /* extra-bits phase, as simd16_steps */
+            __m512i nb = _mm512_and_si512(_mm512_srli_epi32(tok[k], 24), _mm512_set1_epi32(31));
+            __m512i ex = _mm512_andnot_si512(_mm512_sllv_epi32(_mm512_set1_epi32(-1), nb), xt[k]);
+            xs[k] = simd16_renorm(_mm512_srlv_epi32(xt[k], nb), _mm512_mask_cmpneq_epu32_mask(live[k], nb, zero), &w[k]);
+            pos[k] += (size_t)(w[k] - from[k]);
+            if (pos[k] > gs[k].ss->len)
+                return IMIJ_ENT_E_WORDS;
+            runs[k] = _mm512_mask_sub_epi32(runs[k], in_step & ~live[k], runs[k], one);
+            __m512i val = _mm512_add_epi32(_mm512_and_si512(tok[k], _mm512_set1_epi32(0xffffff)), ex);
+            __mmask16 started = _mm512_test_epi32_mask(tok[k], _mm512_set1_epi32((int)TOK_RUN));
+            if (started) { /* run tokens start their runs (PUT_VALUE): the value is the run's len - 1 */
+                uint32_t len1[16], left[16];
+                _mm512_storeu_si512(len1, val);
+                _mm512_storeu_si512(left, runs[k]);
+                for (uint32_t b = started; b; b &= b - 1) {
+                    uint32_t l = (uint32_t)__builtin_ctz(b);
+                    left[l] = run_length(len1[l], l, x, r, height, g);
+                }
+                runs[k] = _mm512_loadu_si512(left);
+                val = _mm512_maskz_mov_epi32((__mmask16)~started, val);
+            }
+            _mm512_mask_storeu_epi32(row[k] + ax, in_step, val);
+            wv[k] = val;
+        }
+        x++;
+    }
+    for (int k = 0; k < K; k++) {
+        _mm512_storeu_si512(gs[k].ss->st, xs[k]);
+        _mm512_mask_storeu_epi32(gs[k].ss->run, in_step, runs[k]);
+        gs[k].ss->pos = pos[k];
+    }
+    return (int64_t)(x - x0);
+}
+
+/* Block rows [r0, r0 + rows) of the K streams of `gs` side by side (u0: slot 0's block rows, the
+ * cross context): simd16_group over each row, and where it stops, that step stream by stream on
+ * the path of decode_rows_as. On an error the streams' places are left anywhere: the caller
+ * decodes the block again slot by slot, for the error that order meets first. */
+static ALWAYS_INLINE AVX512_FN int decode_group_as(group_stream *gs, const int K, const uint8_t *body, uint32_t width,
+                                                   uint32_t height, uint32_t lanes, uint32_t r0, uint32_t rows,
+                                                   const uint32_t *u0, const int narrow)
+{
+    lane_geo g = geometry(width, lanes);
+    for (uint32_t i = 0; i < rows; i++) {
+        const uint32_t *c0 = u0 + (size_t)i * g.row;
+        for (uint32_t x = 0; x < g.lw;) {
+            uint32_t nl = x < g.last_w ? g.active : g.active - 1, x_end = x < g.last_w ? g.last_w : g.lw;
+            int64_t done = simd16_group(gs, K, i, nl, c0, x, x_end, r0 + i, height, &g, narrow);
+            if (done < 0)
+                return (int)done;
+            x += (uint32_t)done;
+            if (x == x_end)
+                continue;
+            for (int k = 0; k < K; k++) { /* a token the scalar path finishes: this step slot by slot */
+                uint32_t *row = gs[k].u + (size_t)i * g.row;
+                int err = decode_rows(gs[k].ss, body, gs[k].m, width, height, lanes, r0 + i, 1, row,
+                                      i ? row - g.row : gs[k].up0, c0, x, x + 1);
+                if (err)
+                    return err;
+            }
+            x++;
+        }
+    }
+    return 0;
+}
+
+/* decode_group_as with K (2..GROUP_MAX) and narrow (every model's alike) constant. */
+static AVX512_FN int decode_group(group_stream *gs, int K, const uint8_t *body, uint32_t width, uint32_t height,
+                                  uint32_t lanes, uint32_t r0, uint32_t rows, const uint32_t *u0, int narrow)
+{
+#define GROUP_AS(KK) \
+    (narrow ? decode_group_as(gs, KK, body, width, height, lanes, r0, rows, u0, 1) \
+            : decode_group_as(gs, KK, body, width, height, lanes, r0, rows, u0, 0))
+    return K == 2 ? GROUP_AS(2) : K == 3 ? GROUP_AS(3) : GROUP_AS(4);
+#undef GROUP_AS
+}
+#endif
 
 /* Section 4: the predictor of lane l's column x (at = x * L + l in the lane-interleaved rows of
  * `g`, L = g->active) from lane-local neighbours of reconstructed values: W at at - L, N at
@@ -1184,7 +1377,7 @@ static int palette_rows(imij_entropy_state *state, uint32_t rows, size_t stride,
     size_t first = FIRST_ROW * g.row, last = first + (rows - 1) * g.row, count = rows * g.row;
     uint32_t *idx = planes;
     int err = decode_rows(&state->streams[0], state->body, unit->palette, unit->width, unit->height, unit->lanes, r0,
-                          rows, idx + first, idx + CARRY_U * g.row, NULL);
+                          rows, idx + first, idx + CARRY_U * g.row, NULL, 0, g.lw);
     if (err)
         return err;
     memcpy(idx + CARRY_U * g.row, idx + last, g.row * sizeof *idx);
@@ -1203,6 +1396,62 @@ static int palette_rows(imij_entropy_state *state, uint32_t rows, size_t stride,
     return 0;
 }
 
+/* The first slot of a block that decodes side by side with the ones after it (decode_group): 1, or
+ * 0 when no slot has the cross context of 3.1; nslots when none does (too few slots, another path
+ * than AVX-512, or slots of different narrow flags). */
+static uint32_t group_from(const imij_unit *unit)
+{
+#if IMIJ_ENT_AVX512
+    uint32_t from = 0;
+    for (uint32_t s = 1; s < unit->nslots; s++)
+        from = unit->slots[s].cross ? 1 : from;
+    uint32_t count = unit->nslots - from;
+    if (simd_path != 2 || count < 2 || count > GROUP_MAX)
+        return unit->nslots;
+    for (uint32_t s = from; s < unit->nslots; s++)
+        if (narrow_model(&unit->slots[s]) != narrow_model(&unit->slots[from]))
+            return unit->nslots;
+    return from;
+#else
+    return unit->nslots;
+#endif
+}
+
+/* Slots `from`.. of a block side by side (decode_group). Returns 1 when they are decoded; 0 when
+ * the caller decodes them slot by slot: also after an error, from their places at the block's
+ * start, for the error that order meets first. */
+static int group_rows(imij_entropy_state *state, uint32_t from, uint32_t rows, size_t stride, uint32_t *planes)
+{
+#if IMIJ_ENT_AVX512
+    const imij_unit *unit = &state->unit;
+    uint32_t count = unit->nslots - from;
+    size_t row = geometry(unit->width, unit->lanes).row;
+    group_stream gs[GROUP_MAX];
+    imij_stream_state saved[GROUP_MAX];
+    for (uint32_t k = 0; k < count; k++) {
+        group_stream *q = &gs[k];
+        q->ss = &state->streams[from + k];
+        q->m = &unit->slots[from + k];
+        q->cross = q->m->cross != 0;
+        q->s = state->body + q->ss->start;
+        q->u = planes + (from + k) * stride + FIRST_ROW * row;
+        q->up0 = planes + (from + k) * stride + CARRY_U * row;
+        q->tail_at = q->ss->len > 64 ? q->ss->len - 64 : 0;
+        memset(q->tail, 0, sizeof q->tail);
+        memcpy(q->tail, q->s + q->tail_at, q->ss->len - q->tail_at);
+        saved[k] = *q->ss;
+    }
+    if (!decode_group(gs, (int)count, state->body, unit->width, unit->height, unit->lanes, state->row, rows,
+                      planes + FIRST_ROW * row, narrow_model(gs[0].m)))
+        return 1;
+    for (uint32_t k = 0; k < count; k++)
+        state->streams[from + k] = saved[k];
+#else
+    (void)state, (void)from, (void)rows, (void)stride, (void)planes;
+#endif
+    return 0;
+}
+
 /* 2.4: a block of every slot's stream (slot 0 first: the cross context of 3.1 reads its residuals),
  * then section 4 steps 1-3 row by row, in place. */
 static int slot_rows(imij_entropy_state *state, uint32_t rows, size_t stride, uint32_t *planes,
@@ -1212,10 +1461,13 @@ static int slot_rows(imij_entropy_state *state, uint32_t rows, size_t stride, ui
     lane_geo g = geometry(unit->width, unit->lanes);
     uint32_t r0 = state->row, nslots = unit->nslots, decor = state->layout;
     size_t first = FIRST_ROW * g.row, last = first + (rows - 1) * g.row, row_bytes = g.row * sizeof *planes;
+    uint32_t group = group_from(unit);
     for (uint32_t s = 0; s < nslots; s++) {
         uint32_t *p = planes + s * stride;
+        if (s == group && group_rows(state, group, rows, stride, planes))
+            break;
         int err = decode_rows(&state->streams[s], state->body, &unit->slots[s], unit->width, unit->height,
-                              unit->lanes, r0, rows, p + first, p + CARRY_U * g.row, planes + first);
+                              unit->lanes, r0, rows, p + first, p + CARRY_U * g.row, planes + first, 0, g.lw);
         if (err)
             return err;
     }
