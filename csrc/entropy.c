@@ -746,17 +746,17 @@ static int decode_rows(ROWS_PARAMS)
 /* ---- 3.1 for several slots at once: their streams interleaved step by step ----
  *
  * A step's work on one stream is a chain (state -> table entry -> state, and value -> context ->
- * entry), so one stream alone leaves the core waiting on its gathers. Slots 1.. of a block are
- * independent of each other (their cross context reads slot 0's residuals, decoded first), and so
- * are all slots when none has a cross context; decode_group runs such slots side by side, a step
- * of every slot before the next step: each stream reads the same words into the same states,
- * values and runs as when the slots go one by one. */
+ * entry), so one stream alone leaves the core waiting on its gathers. The slots' streams are
+ * independent but for the cross context (slots 1.. read slot 0's residuals at their own position),
+ * so decode_group runs a block's slots side by side, a step of every slot before the next step,
+ * with slot 0 a row ahead of the others when some slot reads it: each stream reads the same words
+ * into the same states, values and runs as when the slots go one by one. */
 
 #define GROUP_MAX 4 /* slots decoded side by side */
 
 /* One stream of a group: its place, model (with or without the cross context), stream bytes, block
- * rows, the row above the block, and its last 64 bytes zero-padded from tail_at (as decode_rows_as
- * keeps them). */
+ * rows, the row above the block, the block row it decodes, and its last 64 bytes zero-padded from
+ * tail_at (as decode_rows_as keeps them). */
 typedef struct {
     imij_stream_state *ss;
     const imij_slot_model *m;
@@ -764,18 +764,20 @@ typedef struct {
     const uint8_t *s;
     uint32_t *u;
     const uint32_t *up0;
+    uint32_t i;
     size_t tail_at;
     uint8_t tail[128];
 } group_stream;
 
-/* simd16_steps for the K streams of `gs` at once: steps x .. x_end - 1 of block row i (stripe row
- * r), every stream's step before the next step; `c0` is slot 0's block row i. A stream with every
+/* simd16_steps for the K streams of `gs` at once: steps x .. x_end - 1 of each one's block row (in
+ * the block of stripe rows from r0), every stream's step before the next step; u0 is slot 0's
+ * block rows (the cross context). A stream with every
  * lane inside a zero run takes the step without reading; while every stream's are, the steps are
  * passed over at once. Stops before a step where some stream's token is one the scalar path
  * finishes (no stream has taken that step). Returns the steps taken, or IMIJ_ENT_E_WORDS. */
-static ALWAYS_INLINE AVX512_FN int64_t simd16_group(group_stream *gs, const int K, uint32_t i, uint32_t nl,
-                                                    const uint32_t *c0, uint32_t x, uint32_t x_end, uint32_t r,
-                                                    uint32_t height, const lane_geo *g, const int narrow)
+static ALWAYS_INLINE AVX512_FN int64_t simd16_group(group_stream *gs, const int K, uint32_t nl, const uint32_t *u0,
+                                                    uint32_t x, uint32_t x_end, uint32_t r0, uint32_t height,
+                                                    const lane_geo *g, const int narrow)
 {
     const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi32(1);
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
@@ -784,14 +786,16 @@ static ALWAYS_INLINE AVX512_FN int64_t simd16_group(group_stream *gs, const int 
     const __mmask16 in_step = (__mmask16)((1u << nl) - 1u);
     __m512i runs[GROUP_MAX], xs[GROUP_MAX], wv[GROUP_MAX], ctx_at[GROUP_MAX], shift[GROUP_MAX];
     size_t pos[GROUP_MAX];
-    uint32_t *row[GROUP_MAX];
-    const uint32_t *up[GROUP_MAX];
+    uint32_t *row[GROUP_MAX], r[GROUP_MAX];
+    const uint32_t *up[GROUP_MAX], *c0[GROUP_MAX];
     for (int k = 0; k < K; k++) {
-        row[k] = gs[k].u + (size_t)i * g->row;
-        up[k] = i ? row[k] - g->row : gs[k].up0;
+        row[k] = gs[k].u + (size_t)gs[k].i * g->row;
+        up[k] = gs[k].i ? row[k] - g->row : gs[k].up0;
+        c0[k] = u0 + (size_t)gs[k].i * g->row;
+        r[k] = r0 + gs[k].i;
         runs[k] = _mm512_maskz_loadu_epi32(in_step, gs[k].ss->run);
         xs[k] = _mm512_loadu_si512(gs[k].ss->st);
-        wv[k] = !x ? (r ? _mm512_maskz_loadu_epi32(in_step, up[k]) : zero) /* as simd16_steps */
+        wv[k] = !x ? (r[k] ? _mm512_maskz_loadu_epi32(in_step, up[k]) : zero) /* as simd16_steps */
                    : _mm512_maskz_loadu_epi32(in_step, row[k] + (x - 1) * active);
         pos[k] = gs[k].ss->pos;
         ctx_at[k] = _mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)gs[k].m->ctx_map)), M_BITS);
@@ -831,9 +835,9 @@ static ALWAYS_INLINE AVX512_FN int64_t simd16_group(group_stream *gs, const int 
                 continue;
             __m512i tw = simd16_term(wv[k], shift[k], narrow); /* row 0: N taken as W, 2 T(W) */
             __m512i sum = _mm512_add_epi32(
-                tw, r ? simd16_term(_mm512_maskz_loadu_epi32(live[k], up[k] + ax), shift[k], narrow) : tw);
+                tw, r[k] ? simd16_term(_mm512_maskz_loadu_epi32(live[k], up[k] + ax), shift[k], narrow) : tw);
             if (gs[k].cross) /* slot 0's term, always clamped */
-                sum = _mm512_add_epi32(sum, simd16_term(_mm512_maskz_loadu_epi32(live[k], c0 + ax), shift[k], 0));
+                sum = _mm512_add_epi32(sum, simd16_term(_mm512_maskz_loadu_epi32(live[k], c0[k] + ax), shift[k], 0));
             __m512i cls = _mm512_min_epu32(_mm512_sub_epi32(_mm512_set1_epi32(32), _mm512_lzcnt_epi32(sum)),
                                            _mm512_set1_epi32(15));
             __m512i slot = _mm512_or_si512(_mm512_permutexvar_epi32(cls, ctx_at[k]),
@@ -867,7 +871,7 @@ static ALWAYS_INLINE AVX512_FN int64_t simd16_group(group_stream *gs, const int 
                 _mm512_storeu_si512(left, runs[k]);
                 for (uint32_t b = started; b; b &= b - 1) {
                     uint32_t l = (uint32_t)__builtin_ctz(b);
-                    left[l] = run_length(len1[l], l, x, r, height, g);
+                    left[l] = run_length(len1[l], l, x, r[k], height, g);
                 }
                 runs[k] = _mm512_loadu_si512(left);
                 val = _mm512_maskz_mov_epi32((__mmask16)~started, val);
@@ -885,47 +889,68 @@ static ALWAYS_INLINE AVX512_FN int64_t simd16_group(group_stream *gs, const int 
     return (int64_t)(x - x0);
 }
 
-/* Block rows [r0, r0 + rows) of the K streams of `gs` side by side (u0: slot 0's block rows, the
- * cross context): simd16_group over each row, and where it stops, that step stream by stream on
- * the path of decode_rows_as. On an error the streams' places are left anywhere: the caller
- * decodes the block again slot by slot, for the error that order meets first. */
-static ALWAYS_INLINE AVX512_FN int decode_group_as(group_stream *gs, const int K, const uint8_t *body, uint32_t width,
-                                                   uint32_t height, uint32_t lanes, uint32_t r0, uint32_t rows,
-                                                   const uint32_t *u0, const int narrow)
+/* One row of each of the K streams of `gs` side by side (each at its block row i, in the block of
+ * stripe rows from r0; u0: slot 0's block rows): simd16_group, and where it stops, that step stream
+ * by stream on decode_rows' path. */
+static ALWAYS_INLINE AVX512_FN int group_row_as(group_stream *gs, const int K, const uint8_t *body, uint32_t width,
+                                                uint32_t height, uint32_t lanes, uint32_t r0, const uint32_t *u0,
+                                                const int narrow)
 {
     lane_geo g = geometry(width, lanes);
-    for (uint32_t i = 0; i < rows; i++) {
-        const uint32_t *c0 = u0 + (size_t)i * g.row;
-        for (uint32_t x = 0; x < g.lw;) {
-            uint32_t nl = x < g.last_w ? g.active : g.active - 1, x_end = x < g.last_w ? g.last_w : g.lw;
-            int64_t done = simd16_group(gs, K, i, nl, c0, x, x_end, r0 + i, height, &g, narrow);
-            if (done < 0)
-                return (int)done;
-            x += (uint32_t)done;
-            if (x == x_end)
-                continue;
-            for (int k = 0; k < K; k++) { /* a token the scalar path finishes: this step slot by slot */
-                uint32_t *row = gs[k].u + (size_t)i * g.row;
-                int err = decode_rows(gs[k].ss, body, gs[k].m, width, height, lanes, r0 + i, 1, row,
-                                      i ? row - g.row : gs[k].up0, c0, x, x + 1);
-                if (err)
-                    return err;
-            }
-            x++;
+    for (uint32_t x = 0; x < g.lw;) {
+        uint32_t nl = x < g.last_w ? g.active : g.active - 1, x_end = x < g.last_w ? g.last_w : g.lw;
+        int64_t done = simd16_group(gs, K, nl, u0, x, x_end, r0, height, &g, narrow);
+        if (done < 0)
+            return (int)done;
+        x += (uint32_t)done;
+        if (x == x_end)
+            continue;
+        for (int k = 0; k < K; k++) { /* a token the scalar path finishes: this step slot by slot */
+            uint32_t i = gs[k].i, *row = gs[k].u + (size_t)i * g.row;
+            int err = decode_rows(gs[k].ss, body, gs[k].m, width, height, lanes, r0 + i, 1, row,
+                                  i ? row - g.row : gs[k].up0, u0 + (size_t)i * g.row, x, x + 1);
+            if (err)
+                return err;
         }
+        x++;
     }
     return 0;
 }
 
-/* decode_group_as with K (2..GROUP_MAX) and narrow (every model's alike) constant. */
-static AVX512_FN int decode_group(group_stream *gs, int K, const uint8_t *body, uint32_t width, uint32_t height,
-                                  uint32_t lanes, uint32_t r0, uint32_t rows, const uint32_t *u0, int narrow)
+/* group_row_as for n streams (1..GROUP_MAX), with narrow (every model's alike) constant. */
+static AVX512_FN int group_row(group_stream *gs, int n, const uint8_t *body, uint32_t width, uint32_t height,
+                               uint32_t lanes, uint32_t r0, const uint32_t *u0, int narrow)
 {
+    if (n == 1) {
+        size_t row = geometry(width, lanes).row;
+        uint32_t i = gs->i, *u = gs->u + (size_t)i * row;
+        return decode_rows(gs->ss, body, gs->m, width, height, lanes, r0 + i, 1, u, i ? u - row : gs->up0,
+                           u0 + (size_t)i * row, 0, geometry(width, lanes).lw);
+    }
 #define GROUP_AS(KK) \
-    (narrow ? decode_group_as(gs, KK, body, width, height, lanes, r0, rows, u0, 1) \
-            : decode_group_as(gs, KK, body, width, height, lanes, r0, rows, u0, 0))
-    return K == 2 ? GROUP_AS(2) : K == 3 ? GROUP_AS(3) : GROUP_AS(4);
+    (narrow ? group_row_as(gs, KK, body, width, height, lanes, r0, u0, 1) \
+            : group_row_as(gs, KK, body, width, height, lanes, r0, u0, 0))
+    return n == 2 ? GROUP_AS(2) : n == 3 ? GROUP_AS(3) : GROUP_AS(4);
 #undef GROUP_AS
+}
+
+/* Block rows [r0, r0 + rows) of the K streams of `gs` (slots 0.., u0: slot 0's block rows) side by
+ * side; `skew`: slot 0 goes a row ahead of the others, whose cross context reads its row (slot 0
+ * alone on the block's first row, the others alone on its last). On an error the streams' places
+ * are left anywhere: the caller decodes the block again slot by slot, for the error that order
+ * meets first. */
+static AVX512_FN int decode_group(group_stream *gs, int K, const uint8_t *body, uint32_t width, uint32_t height,
+                                  uint32_t lanes, uint32_t r0, uint32_t rows, const uint32_t *u0, int narrow, int skew)
+{
+    for (uint32_t t = 0; t < rows + (uint32_t)skew; t++) {
+        int first = skew && t == rows, n = skew && t == 0 ? 1 : K - first;
+        for (int k = 0; k < K; k++)
+            gs[k].i = k && skew ? t - 1 : t; /* t - 1 is not used at t = 0 */
+        int err = group_row(gs + first, n, body, width, height, lanes, r0, u0, narrow);
+        if (err)
+            return err;
+    }
+    return 0;
 }
 #endif
 
@@ -1396,58 +1421,56 @@ static int palette_rows(imij_entropy_state *state, uint32_t rows, size_t stride,
     return 0;
 }
 
-/* The first slot of a block that decodes side by side with the ones after it (decode_group): 1, or
- * 0 when no slot has the cross context of 3.1; nslots when none does (too few slots, another path
- * than AVX-512, or slots of different narrow flags). */
-static uint32_t group_from(const imij_unit *unit)
+/* Whether a block's slots decode side by side (decode_group): on the AVX-512 path, 2..GROUP_MAX
+ * slots of the same narrow flag, slot 0 without the cross context (2.2 allows it only later). */
+static int group_ok(const imij_unit *unit)
 {
 #if IMIJ_ENT_AVX512
-    uint32_t from = 0;
+    if (simd_path != 2 || unit->nslots < 2 || unit->nslots > GROUP_MAX || unit->slots[0].cross)
+        return 0;
     for (uint32_t s = 1; s < unit->nslots; s++)
-        from = unit->slots[s].cross ? 1 : from;
-    uint32_t count = unit->nslots - from;
-    if (simd_path != 2 || count < 2 || count > GROUP_MAX)
-        return unit->nslots;
-    for (uint32_t s = from; s < unit->nslots; s++)
-        if (narrow_model(&unit->slots[s]) != narrow_model(&unit->slots[from]))
-            return unit->nslots;
-    return from;
+        if (narrow_model(&unit->slots[s]) != narrow_model(&unit->slots[0]))
+            return 0;
+    return 1;
 #else
-    return unit->nslots;
+    (void)unit;
+    return 0;
 #endif
 }
 
-/* Slots `from`.. of a block side by side (decode_group). Returns 1 when they are decoded; 0 when
- * the caller decodes them slot by slot: also after an error, from their places at the block's
- * start, for the error that order meets first. */
-static int group_rows(imij_entropy_state *state, uint32_t from, uint32_t rows, size_t stride, uint32_t *planes)
+/* A block of every slot's stream side by side (decode_group, where group_ok). Returns 1 when they
+ * are decoded; 0 when the caller decodes them slot by slot: also after an error, from their places
+ * at the block's start, for the error that order meets first. */
+static int group_rows(imij_entropy_state *state, uint32_t rows, size_t stride, uint32_t *planes)
 {
 #if IMIJ_ENT_AVX512
     const imij_unit *unit = &state->unit;
-    uint32_t count = unit->nslots - from;
+    uint32_t count = unit->nslots;
     size_t row = geometry(unit->width, unit->lanes).row;
     group_stream gs[GROUP_MAX];
     imij_stream_state saved[GROUP_MAX];
+    int skew = 0;
     for (uint32_t k = 0; k < count; k++) {
         group_stream *q = &gs[k];
-        q->ss = &state->streams[from + k];
-        q->m = &unit->slots[from + k];
+        q->ss = &state->streams[k];
+        q->m = &unit->slots[k];
         q->cross = q->m->cross != 0;
+        skew |= q->cross;
         q->s = state->body + q->ss->start;
-        q->u = planes + (from + k) * stride + FIRST_ROW * row;
-        q->up0 = planes + (from + k) * stride + CARRY_U * row;
+        q->u = planes + k * stride + FIRST_ROW * row;
+        q->up0 = planes + k * stride + CARRY_U * row;
         q->tail_at = q->ss->len > 64 ? q->ss->len - 64 : 0;
         memset(q->tail, 0, sizeof q->tail);
         memcpy(q->tail, q->s + q->tail_at, q->ss->len - q->tail_at);
         saved[k] = *q->ss;
     }
     if (!decode_group(gs, (int)count, state->body, unit->width, unit->height, unit->lanes, state->row, rows,
-                      planes + FIRST_ROW * row, narrow_model(gs[0].m)))
+                      planes + FIRST_ROW * row, narrow_model(gs[0].m), skew))
         return 1;
     for (uint32_t k = 0; k < count; k++)
-        state->streams[from + k] = saved[k];
+        state->streams[k] = saved[k];
 #else
-    (void)state, (void)from, (void)rows, (void)stride, (void)planes;
+    (void)state, (void)rows, (void)stride, (void)planes;
 #endif
     return 0;
 }
@@ -1461,11 +1484,9 @@ static int slot_rows(imij_entropy_state *state, uint32_t rows, size_t stride, ui
     lane_geo g = geometry(unit->width, unit->lanes);
     uint32_t r0 = state->row, nslots = unit->nslots, decor = state->layout;
     size_t first = FIRST_ROW * g.row, last = first + (rows - 1) * g.row, row_bytes = g.row * sizeof *planes;
-    uint32_t group = group_from(unit);
-    for (uint32_t s = 0; s < nslots; s++) {
+    int grouped = group_ok(unit) && group_rows(state, rows, stride, planes);
+    for (uint32_t s = 0; s < nslots && !grouped; s++) {
         uint32_t *p = planes + s * stride;
-        if (s == group && group_rows(state, group, rows, stride, planes))
-            break;
         int err = decode_rows(&state->streams[s], state->body, &unit->slots[s], unit->width, unit->height,
                               unit->lanes, r0, rows, p + first, p + CARRY_U * g.row, planes + first, 0, g.lw);
         if (err)
