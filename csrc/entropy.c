@@ -1602,11 +1602,11 @@ static inline uint32_t mapped(const imij_sample_store *st, uint32_t s, uint32_t 
 #if IMIJ_ENT_AVX2
 /* The plain store of bytes (4 step 4 of Lsb maps): one byte per sample equal to its coded
  * value, a pixel's samples adjacent (pixel stride = slots = 1, 3 or 4, every channel a slot's,
- * no Const channel), 16 lanes. `of` gets the slot of each channel. */
-static int plain_bytes(const imij_sample_store *st, const lane_geo *g, uint32_t *of)
+ * no Const channel). `of` gets the slot of each channel. */
+static int plain_bytes(const imij_sample_store *st, uint32_t *of)
 {
     uint32_t seen = 0;
-    if (st->esize != 1 || st->nconst || g->active != 16 || st->pixel_stride != (int64_t)st->nslots ||
+    if (st->esize != 1 || st->nconst || st->pixel_stride != (int64_t)st->nslots ||
         (st->nslots != 1 && st->nslots != 3 && st->nslots != 4))
         return 0;
     for (uint32_t s = 0; s < st->nslots; s++) {
@@ -1645,12 +1645,28 @@ static inline AVX2_FN void transpose16(__m128i *m)
     }
 }
 
-/* Step x of a block row of 16 lanes (16 uint32 values, each below 2^16) as 16-bit values in
- * lane order. */
-static inline AVX2_FN __m256i step_words(const uint32_t *v, uint32_t x)
+/* The lanes of a step (g->active of 16) as the load masks of step_words: lanes 0-7, then 8-15. */
+static inline AVX2_FN void step_masks(const lane_geo *g, __m256i *mk)
 {
-    const __m256i *p = (const __m256i *)(v + (size_t)x * 16);
-    return _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_loadu_si256(p), _mm256_loadu_si256(p + 1)), 0xd8);
+    const __m256i lane_no = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    mk[0] = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)g->active), lane_no);
+    mk[1] = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)g->active - 8), lane_no);
+}
+
+/* Step x of a block row (`active` lanes of uint32 values, each below 2^16, masks `mk` of
+ * step_masks) as 16-bit values in lane order, 0 past the last lane. */
+static inline AVX2_FN __m256i step_words(const uint32_t *v, uint32_t x, uint32_t active, const __m256i *mk)
+{
+    const int *p = (const int *)(v + (size_t)x * active);
+    return _mm256_permute4x64_epi64(
+        _mm256_packus_epi32(_mm256_maskload_epi32(p, mk[0]), _mm256_maskload_epi32(p + 8, mk[1])), 0xd8);
+}
+
+/* The lanes whose columns x0 .. x0 + 15 the plain stores write at once (a narrower last lane's
+ * only while they are inside it). */
+static inline uint32_t simd_lanes(const lane_geo *g, uint32_t x0)
+{
+    return x0 + 16 <= (g->last_w & ~15u) ? g->active : g->active - 1;
 }
 
 /* The columns of lane l that the plain stores write 16 at a time: all but a lane's last lw mod 16,
@@ -1660,12 +1676,12 @@ static inline uint32_t simd_columns(const lane_geo *g, uint32_t l)
     return l + 1 < g->active ? g->lw & ~15u : g->last_w & ~15u;
 }
 
-/* Steps x0 .. x0 + 15 of one slot's block row (16 lanes of uint32 per step) as 16 rows of 16
- * bytes, one per lane: lane l's columns x0 .. x0 + 15. */
-static inline AVX2_FN void lane_bytes(const uint32_t *v, uint32_t x0, __m128i *m)
+/* Steps x0 .. x0 + 15 of one slot's block row (`active` lanes of uint32 per step) as 16 rows of
+ * 16 bytes, one per lane: lane l's columns x0 .. x0 + 15. */
+static inline AVX2_FN void lane_bytes(const uint32_t *v, uint32_t x0, uint32_t active, const __m256i *mk, __m128i *m)
 {
     for (int k = 0; k < 16; k++) {
-        __m256i q = step_words(v, x0 + k);
+        __m256i q = step_words(v, x0 + k, active, mk);
         m[k] = _mm_packus_epi16(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
     }
     transpose16(m);
@@ -1709,14 +1725,16 @@ static AVX2_FN void store_plain_bytes(const imij_sample_store *st, const uint32_
                                       size_t stride, lane_geo g, uint32_t r0, uint32_t rows)
 {
     uint32_t ns = st->nslots, whole = simd_columns(&g, 0);
+    __m256i mk[2];
+    step_masks(&g, mk);
     for (uint32_t i = 0; i < rows; i++) {
         uint8_t *row = st->out + (int64_t)(r0 + i) * st->row_stride;
         const uint32_t *v = planes + (FIRST_ROW + i) * g.row;
         for (uint32_t x0 = 0; x0 < whole; x0 += 16) {
             __m128i m[4][16];
             for (uint32_t s = 0; s < ns; s++)
-                lane_bytes(v + s * stride, x0, m[s]);
-            uint32_t lanes = x0 + 16 <= simd_columns(&g, 15) ? 16u : 15u;
+                lane_bytes(v + s * stride, x0, g.active, mk, m[s]);
+            uint32_t lanes = simd_lanes(&g, x0);
             for (uint32_t l = 0; l < lanes; l++) {
                 uint8_t *dst = row + ((size_t)l * g.lw + x0) * ns;
                 if (ns == 3)
@@ -1727,22 +1745,22 @@ static AVX2_FN void store_plain_bytes(const imij_sample_store *st, const uint32_
                     _mm_storeu_si128((__m128i *)dst, m[0][l]);
             }
         }
-        for (uint32_t l = 0; l < 16; l++) { /* the columns left to each lane */
-            uint32_t lane_w = l + 1 < 16 ? g.lw : g.last_w;
+        for (uint32_t l = 0; l < g.active; l++) { /* the columns left to each lane */
+            uint32_t lane_w = l + 1 < g.active ? g.lw : g.last_w;
             for (uint32_t x = simd_columns(&g, l); x < lane_w; x++) {
                 uint8_t *px = row + ((size_t)l * g.lw + x) * ns;
                 for (uint32_t c = 0; c < ns; c++)
-                    px[c] = (uint8_t)v[of[c] * stride + (size_t)x * 16 + l];
+                    px[c] = (uint8_t)v[of[c] * stride + (size_t)x * g.active + l];
             }
         }
     }
 }
 
 /* The plain store of 16-bit gray samples (4 step 4 of Lsb and Shift maps, the order map's sign
- * flip): one slot whose word is (v << shift) ^ flip, pixels adjacent, no Const channel, 16 lanes. */
-static int plain_words(const imij_sample_store *st, const lane_geo *g)
+ * flip): one slot whose word is (v << shift) ^ flip, pixels adjacent, no Const channel. */
+static int plain_words(const imij_sample_store *st)
 {
-    return st->esize == 2 && st->nslots == 1 && !st->nconst && g->active == 16 && st->pixel_stride == 2 &&
+    return st->esize == 2 && st->nslots == 1 && !st->nconst && st->pixel_stride == 2 &&
            st->channel[0] == 0 && st->shift[0] < 16 && st->flip[0] <= 0xffffu && !st->add[0] && !st->neg_flip[0] &&
            !st->lut[0];
 }
@@ -1774,17 +1792,18 @@ static AVX2_FN void store_plain_words(const imij_sample_store *st, const uint32_
 {
     uint32_t whole = simd_columns(&g, 0), sh = st->shift[0], fl = st->flip[0];
     __m128i count = _mm_cvtsi32_si128((int)sh);
-    __m256i flip = _mm256_set1_epi16((short)fl);
+    __m256i flip = _mm256_set1_epi16((short)fl), mk[2];
+    step_masks(&g, mk);
     for (uint32_t i = 0; i < rows; i++) {
         uint16_t *row = (uint16_t *)(st->out + (int64_t)(r0 + i) * st->row_stride);
         const uint32_t *v = planes + (FIRST_ROW + i) * g.row;
         for (uint32_t x0 = 0; x0 < whole; x0 += 16) {
             __m256i m[16];
             for (uint32_t k = 0; k < 16; k++)
-                m[k] = step_words(v, x0 + k);
+                m[k] = step_words(v, x0 + k, g.active, mk);
             transpose8x16(m);     /* m[j]: lanes j and 8 + j, steps 0-7 */
             transpose8x16(m + 8); /* m[8 + j]: the same lanes, steps 8-15 */
-            uint32_t lanes = x0 + 16 <= simd_columns(&g, 15) ? 16u : 15u;
+            uint32_t lanes = simd_lanes(&g, x0);
             for (uint32_t l = 0; l < lanes; l++) {
                 uint32_t j = l & 7u;
                 __m256i w = l < 8 ? _mm256_permute2x128_si256(m[j], m[8 + j], 0x20)
@@ -1793,10 +1812,10 @@ static AVX2_FN void store_plain_words(const imij_sample_store *st, const uint32_
                 _mm256_storeu_si256((__m256i *)(row + (size_t)l * g.lw + x0), w);
             }
         }
-        for (uint32_t l = 0; l < 16; l++) { /* the columns left to each lane */
-            uint32_t lane_w = l + 1 < 16 ? g.lw : g.last_w;
+        for (uint32_t l = 0; l < g.active; l++) { /* the columns left to each lane */
+            uint32_t lane_w = l + 1 < g.active ? g.lw : g.last_w;
             for (uint32_t x = simd_columns(&g, l); x < lane_w; x++)
-                row[(size_t)l * g.lw + x] = (uint16_t)((v[(size_t)x * 16 + l] << sh) ^ fl);
+                row[(size_t)l * g.lw + x] = (uint16_t)((v[(size_t)x * g.active + l] << sh) ^ fl);
         }
     }
 }
@@ -1819,11 +1838,11 @@ static void store_block(const imij_sample_store *st, const uint32_t *planes, siz
         simple &= !st->lut[s] && !st->add[s] && !st->neg_flip[s];
 #if IMIJ_ENT_AVX2
     uint32_t of[4];
-    if (simd_path >= 1 && plain_bytes(st, &g, of)) {
+    if (simd_path >= 1 && plain_bytes(st, of)) {
         store_plain_bytes(st, of, planes, stride, g, r0, rows);
         return;
     }
-    if (simd_path >= 1 && plain_words(st, &g)) {
+    if (simd_path >= 1 && plain_words(st)) {
         store_plain_words(st, planes, g, r0, rows);
         return;
     }
