@@ -1601,21 +1601,27 @@ static inline uint32_t mapped(const imij_sample_store *st, uint32_t s, uint32_t 
 
 #if IMIJ_ENT_AVX2
 /* The plain store of bytes (4 step 4 of Lsb maps): one byte per sample equal to its coded
- * value, a pixel's samples adjacent (pixel stride = slots = 1, 3 or 4, every channel a slot's,
- * no Const channel). `of` gets the slot of each channel. */
+ * value, a pixel's samples adjacent (pixel stride = channels = 1, 3 or 4, each a slot's or a
+ * Const channel's, at least one slot). `of` gets each channel's slot, or nslots + k for Const
+ * channel k. */
 static int plain_bytes(const imij_sample_store *st, uint32_t *of)
 {
-    uint32_t seen = 0;
-    if (st->esize != 1 || st->nconst || st->pixel_stride != (int64_t)st->nslots ||
-        (st->nslots != 1 && st->nslots != 3 && st->nslots != 4))
+    uint32_t seen = 0, nch = st->nslots + st->nconst;
+    if (st->esize != 1 || !st->nslots || st->pixel_stride != (int64_t)nch || (nch != 1 && nch != 3 && nch != 4))
         return 0;
     for (uint32_t s = 0; s < st->nslots; s++) {
-        if (st->channel[s] >= st->nslots || st->shift[s] || st->flip[s] || st->add[s] || st->neg_flip[s] || st->lut[s])
+        if (st->channel[s] >= nch || st->shift[s] || st->flip[s] || st->add[s] || st->neg_flip[s] || st->lut[s])
             return 0;
         seen |= 1u << st->channel[s];
         of[st->channel[s]] = s;
     }
-    return seen == (1u << st->nslots) - 1u;
+    for (uint32_t k = 0; k < st->nconst; k++) {
+        if (st->const_channel[k] >= nch)
+            return 0;
+        seen |= 1u << st->const_channel[k];
+        of[st->const_channel[k]] = st->nslots + k;
+    }
+    return seen == (1u << nch) - 1u; /* every channel once */
 }
 
 /* 16 rows of 16 bytes, transposed in place (row k, byte l -> row l, byte k). */
@@ -1719,27 +1725,31 @@ static inline AVX2_FN void put_rgba(uint8_t *dst, __m128i r, __m128i g, __m128i 
 }
 
 /* store_block for plain_bytes: per row, 16 steps of every lane at a time are transposed into
- * the lanes' 16 consecutive columns and interleaved into pixels; the columns a whole 16 do not
- * cover (a lane's last few, or past a narrow last lane's end) one at a time. */
+ * the lanes' 16 consecutive columns and interleaved into pixels (with the Const channels' bytes);
+ * the columns a whole 16 do not cover (a lane's last few, or past a narrow last lane's end) one at
+ * a time. */
 static AVX2_FN void store_plain_bytes(const imij_sample_store *st, const uint32_t *of, const uint32_t *planes,
                                       size_t stride, lane_geo g, uint32_t r0, uint32_t rows)
 {
-    uint32_t ns = st->nslots, whole = simd_columns(&g, 0);
+    uint32_t ns = st->nslots, nch = ns + st->nconst, whole = simd_columns(&g, 0);
     __m256i mk[2];
+    __m128i m[4][16]; /* per channel source: the slots' transposed bytes, then the Const channels' */
     step_masks(&g, mk);
+    for (uint32_t k = 0; k < st->nconst; k++)
+        for (int l = 0; l < 16; l++)
+            m[ns + k][l] = _mm_set1_epi8((char)st->const_word[k]); /* (uint8_t) as STORE_ROWS */
     for (uint32_t i = 0; i < rows; i++) {
         uint8_t *row = st->out + (int64_t)(r0 + i) * st->row_stride;
         const uint32_t *v = planes + (FIRST_ROW + i) * g.row;
         for (uint32_t x0 = 0; x0 < whole; x0 += 16) {
-            __m128i m[4][16];
             for (uint32_t s = 0; s < ns; s++)
                 lane_bytes(v + s * stride, x0, g.active, mk, m[s]);
             uint32_t lanes = simd_lanes(&g, x0);
             for (uint32_t l = 0; l < lanes; l++) {
-                uint8_t *dst = row + ((size_t)l * g.lw + x0) * ns;
-                if (ns == 3)
+                uint8_t *dst = row + ((size_t)l * g.lw + x0) * nch;
+                if (nch == 3)
                     put_rgb(dst, m[of[0]][l], m[of[1]][l], m[of[2]][l]);
-                else if (ns == 4)
+                else if (nch == 4)
                     put_rgba(dst, m[of[0]][l], m[of[1]][l], m[of[2]][l], m[of[3]][l]);
                 else
                     _mm_storeu_si128((__m128i *)dst, m[0][l]);
@@ -1748,9 +1758,9 @@ static AVX2_FN void store_plain_bytes(const imij_sample_store *st, const uint32_
         for (uint32_t l = 0; l < g.active; l++) { /* the columns left to each lane */
             uint32_t lane_w = l + 1 < g.active ? g.lw : g.last_w;
             for (uint32_t x = simd_columns(&g, l); x < lane_w; x++) {
-                uint8_t *px = row + ((size_t)l * g.lw + x) * ns;
-                for (uint32_t c = 0; c < ns; c++)
-                    px[c] = (uint8_t)v[of[c] * stride + (size_t)x * g.active + l];
+                uint8_t *px = row + ((size_t)l * g.lw + x) * nch;
+                for (uint32_t c = 0; c < nch; c++)
+                    px[c] = (uint8_t)(of[c] < ns ? v[of[c] * stride + (size_t)x * g.active + l] : st->const_word[of[c] - ns]);
             }
         }
     }
