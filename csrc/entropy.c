@@ -1102,14 +1102,18 @@ static inline AVX512_FN __m512i paeth16v(__m512i w, __m512i n, __m512i nw)
     return _mm512_mask_blend_epi32(take_w, not_w, w);
 }
 
-/* One column of the full lanes per step (a vector: lane l at column x is cur[x L + l]), the row's
- * columns in order with W kept in a register: column 0 takes W = NW = N, the last NE = N (2.3);
- * cur holds d on entry, v on exit. */
+/* One column of every lane per step (a vector: lane l at column x is cur[x L + l]), the row's
+ * columns in order with W kept in a register: column 0 takes W = NW = N, a lane's last NE = N
+ * (2.3); a narrower last lane drops out of the vector past its width. cur holds d on entry, v on
+ * exit. */
 #define INTRA16_LOOP(EXPR)                                                                         \
     do {                                                                                           \
-        __m512i n = _mm512_maskz_loadu_epi32(k, up), nw = n, w = n;                                 \
+        __m512i n = _mm512_maskz_loadu_epi32(all, up), nw = n, w = n;                               \
         for (uint32_t x = 0; x < lw; x++) {                                                        \
+            __mmask16 k = x < last_w ? all : full;                                                 \
             __m512i ne = x + 1 < lw ? _mm512_maskz_loadu_epi32(k, up + L * ((size_t)x + 1)) : n;    \
+            if (x + 1 == last_w) /* the narrower last lane's last column */                        \
+                ne = _mm512_mask_mov_epi32(ne, all & ~full, n);                                    \
             uint32_t *c = cur + L * (size_t)x;                                                     \
             (void)nw, (void)ne;                                                                    \
             w = _mm512_and_si512(_mm512_add_epi32(EXPR, _mm512_maskz_loadu_epi32(k, c)), m);        \
@@ -1118,12 +1122,14 @@ static inline AVX512_FN __m512i paeth16v(__m512i w, __m512i n, __m512i nw)
         }                                                                                          \
     } while (0)
 
-/* intra_row's lanes of full width (`full` of the row's L, at most 16), all in one vector. */
-static AVX512_FN void intra_lanes16(uint32_t id, uint32_t *cur, const uint32_t *up, uint32_t lw, size_t L,
-                                    uint32_t full, uint32_t mask)
+/* intra_row's lanes (the row's L, at most 16, the last last_w wide), all in one vector. */
+static AVX512_FN void intra_lanes16(uint32_t id, uint32_t *cur, const uint32_t *up, const lane_geo *g, uint32_t mask)
 {
     const __m512i m = _mm512_set1_epi32((int)mask);
-    const __mmask16 k = (__mmask16)((1u << full) - 1u);
+    const size_t L = g->active;
+    const uint32_t lw = g->lw, last_w = g->last_w;
+    const __mmask16 all = (__mmask16)((1u << L) - 1u); /* the lanes of the columns below last_w */
+    const __mmask16 full = last_w == lw ? all : (__mmask16)(all >> 1); /* of the columns from last_w on */
     INTRA_SWITCH(INTRA16_LOOP, AVG16, med16, GRAD16, paeth16v)
 }
 #endif
@@ -1136,10 +1142,8 @@ static void intra_row(uint32_t id, uint32_t *cur, const uint32_t *up, const lane
     size_t L = g->active;
     uint32_t lw = g->lw, full = g->last_w == lw ? (uint32_t)L : (uint32_t)L - 1;
 #if IMIJ_ENT_AVX512
-    if (simd_path >= 2 && full >= 2 && (id != 5 || mask <= 0xffffu)) { /* the full lanes: one vector a column */
-        intra_lanes16(id, cur, up, lw, L, full, mask);
-        if (full < L)
-            intra_lane(id, cur + L - 1, up + L - 1, g->last_w, L, mask);
+    if (simd_path >= 2 && L >= 2 && (id != 5 || mask <= 0xffffu)) { /* every lane: one vector a column */
+        intra_lanes16(id, cur, up, g, mask);
         return;
     }
 #endif
@@ -1668,26 +1672,21 @@ static inline AVX2_FN __m256i step_words(const uint32_t *v, uint32_t x, uint32_t
         _mm256_packus_epi32(_mm256_maskload_epi32(p, mk[0]), _mm256_maskload_epi32(p + 8, mk[1])), 0xd8);
 }
 
-/* The lanes whose columns x0 .. x0 + 15 the plain stores write at once (a narrower last lane's
- * only while they are inside it). */
-static inline uint32_t simd_lanes(const lane_geo *g, uint32_t x0)
+/* The columns x0 .. x0 + n - 1 of lane l that a plain store's block from x0 writes: n = 16, or
+ * fewer at the lane's end (0 past it). */
+static inline uint32_t block_columns(const lane_geo *g, uint32_t l, uint32_t x0)
 {
-    return x0 + 16 <= (g->last_w & ~15u) ? g->active : g->active - 1;
+    uint32_t lane_w = l + 1 < g->active ? g->lw : g->last_w;
+    return lane_w <= x0 ? 0 : lane_w - x0 < 16 ? lane_w - x0 : 16;
 }
 
-/* The columns of lane l that the plain stores write 16 at a time: all but a lane's last lw mod 16,
- * and of a narrower last lane only whole 16s inside it (the rest one at a time). */
-static inline uint32_t simd_columns(const lane_geo *g, uint32_t l)
+/* Steps x0 .. x0 + 15 of one slot's block row (`active` lanes of uint32 per step, the steps from
+ * x_end on taken as 0) as 16 rows of 16 bytes, one per lane: lane l's columns x0 .. x0 + 15. */
+static inline AVX2_FN void lane_bytes(const uint32_t *v, uint32_t x0, uint32_t x_end, uint32_t active,
+                                      const __m256i *mk, __m128i *m)
 {
-    return l + 1 < g->active ? g->lw & ~15u : g->last_w & ~15u;
-}
-
-/* Steps x0 .. x0 + 15 of one slot's block row (`active` lanes of uint32 per step) as 16 rows of
- * 16 bytes, one per lane: lane l's columns x0 .. x0 + 15. */
-static inline AVX2_FN void lane_bytes(const uint32_t *v, uint32_t x0, uint32_t active, const __m256i *mk, __m128i *m)
-{
-    for (int k = 0; k < 16; k++) {
-        __m256i q = step_words(v, x0 + k, active, mk);
+    for (uint32_t k = 0; k < 16; k++) {
+        __m256i q = x0 + k < x_end ? step_words(v, x0 + k, active, mk) : _mm256_setzero_si256();
         m[k] = _mm_packus_epi16(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
     }
     transpose16(m);
@@ -1726,12 +1725,11 @@ static inline AVX2_FN void put_rgba(uint8_t *dst, __m128i r, __m128i g, __m128i 
 
 /* store_block for plain_bytes: per row, 16 steps of every lane at a time are transposed into
  * the lanes' 16 consecutive columns and interleaved into pixels (with the Const channels' bytes);
- * the columns a whole 16 do not cover (a lane's last few, or past a narrow last lane's end) one at
- * a time. */
+ * a lane's last columns short of 16 through a buffer. */
 static AVX2_FN void store_plain_bytes(const imij_sample_store *st, const uint32_t *of, const uint32_t *planes,
                                       size_t stride, lane_geo g, uint32_t r0, uint32_t rows)
 {
-    uint32_t ns = st->nslots, nch = ns + st->nconst, whole = simd_columns(&g, 0);
+    uint32_t ns = st->nslots, nch = ns + st->nconst;
     __m256i mk[2];
     __m128i m[4][16]; /* per channel source: the slots' transposed bytes, then the Const channels' */
     step_masks(&g, mk);
@@ -1741,26 +1739,23 @@ static AVX2_FN void store_plain_bytes(const imij_sample_store *st, const uint32_
     for (uint32_t i = 0; i < rows; i++) {
         uint8_t *row = st->out + (int64_t)(r0 + i) * st->row_stride;
         const uint32_t *v = planes + (FIRST_ROW + i) * g.row;
-        for (uint32_t x0 = 0; x0 < whole; x0 += 16) {
+        for (uint32_t x0 = 0; x0 < g.lw; x0 += 16) {
             for (uint32_t s = 0; s < ns; s++)
-                lane_bytes(v + s * stride, x0, g.active, mk, m[s]);
-            uint32_t lanes = simd_lanes(&g, x0);
-            for (uint32_t l = 0; l < lanes; l++) {
-                uint8_t *dst = row + ((size_t)l * g.lw + x0) * nch;
+                lane_bytes(v + s * stride, x0, g.lw, g.active, mk, m[s]);
+            for (uint32_t l = 0; l < g.active; l++) {
+                uint32_t n = block_columns(&g, l, x0);
+                uint8_t *dst = row + ((size_t)l * g.lw + x0) * nch, buf[64];
+                uint8_t *to = n == 16 ? dst : buf;
+                if (!n)
+                    continue;
                 if (nch == 3)
-                    put_rgb(dst, m[of[0]][l], m[of[1]][l], m[of[2]][l]);
+                    put_rgb(to, m[of[0]][l], m[of[1]][l], m[of[2]][l]);
                 else if (nch == 4)
-                    put_rgba(dst, m[of[0]][l], m[of[1]][l], m[of[2]][l], m[of[3]][l]);
+                    put_rgba(to, m[of[0]][l], m[of[1]][l], m[of[2]][l], m[of[3]][l]);
                 else
-                    _mm_storeu_si128((__m128i *)dst, m[0][l]);
-            }
-        }
-        for (uint32_t l = 0; l < g.active; l++) { /* the columns left to each lane */
-            uint32_t lane_w = l + 1 < g.active ? g.lw : g.last_w;
-            for (uint32_t x = simd_columns(&g, l); x < lane_w; x++) {
-                uint8_t *px = row + ((size_t)l * g.lw + x) * nch;
-                for (uint32_t c = 0; c < nch; c++)
-                    px[c] = (uint8_t)(of[c] < ns ? v[of[c] * stride + (size_t)x * g.active + l] : st->const_word[of[c] - ns]);
+                    _mm_storeu_si128((__m128i *)to, m[0][l]);
+                if (n < 16)
+                    memcpy(dst, buf, (size_t)n * nch);
             }
         }
     }
@@ -1800,32 +1795,31 @@ static inline AVX2_FN void transpose8x16(__m256i *a)
 static AVX2_FN void store_plain_words(const imij_sample_store *st, const uint32_t *planes, lane_geo g, uint32_t r0,
                                       uint32_t rows)
 {
-    uint32_t whole = simd_columns(&g, 0), sh = st->shift[0], fl = st->flip[0];
+    uint32_t sh = st->shift[0], fl = st->flip[0];
     __m128i count = _mm_cvtsi32_si128((int)sh);
     __m256i flip = _mm256_set1_epi16((short)fl), mk[2];
     step_masks(&g, mk);
     for (uint32_t i = 0; i < rows; i++) {
         uint16_t *row = (uint16_t *)(st->out + (int64_t)(r0 + i) * st->row_stride);
         const uint32_t *v = planes + (FIRST_ROW + i) * g.row;
-        for (uint32_t x0 = 0; x0 < whole; x0 += 16) {
+        for (uint32_t x0 = 0; x0 < g.lw; x0 += 16) {
             __m256i m[16];
-            for (uint32_t k = 0; k < 16; k++)
-                m[k] = step_words(v, x0 + k, g.active, mk);
+            for (uint32_t k = 0; k < 16; k++) /* the steps from lw on taken as 0 */
+                m[k] = x0 + k < g.lw ? step_words(v, x0 + k, g.active, mk) : _mm256_setzero_si256();
             transpose8x16(m);     /* m[j]: lanes j and 8 + j, steps 0-7 */
             transpose8x16(m + 8); /* m[8 + j]: the same lanes, steps 8-15 */
-            uint32_t lanes = simd_lanes(&g, x0);
-            for (uint32_t l = 0; l < lanes; l++) {
-                uint32_t j = l & 7u;
+            for (uint32_t l = 0; l < g.active; l++) {
+                uint32_t j = l & 7u, n = block_columns(&g, l, x0);
+                if (!n)
+                    continue;
                 __m256i w = l < 8 ? _mm256_permute2x128_si256(m[j], m[8 + j], 0x20)
                                   : _mm256_permute2x128_si256(m[j], m[8 + j], 0x31);
                 w = _mm256_xor_si256(_mm256_sll_epi16(w, count), flip);
-                _mm256_storeu_si256((__m256i *)(row + (size_t)l * g.lw + x0), w);
+                uint16_t *dst = row + (size_t)l * g.lw + x0, buf[16];
+                _mm256_storeu_si256((__m256i *)(n == 16 ? dst : buf), w);
+                if (n < 16)
+                    memcpy(dst, buf, (size_t)n * sizeof *dst);
             }
-        }
-        for (uint32_t l = 0; l < g.active; l++) { /* the columns left to each lane */
-            uint32_t lane_w = l + 1 < g.active ? g.lw : g.last_w;
-            for (uint32_t x = simd_columns(&g, l); x < lane_w; x++)
-                row[(size_t)l * g.lw + x] = (uint16_t)((v[(size_t)x * g.active + l] << sh) ^ fl);
         }
     }
 }
