@@ -377,12 +377,11 @@ static inline AVX2_FN int simd_step(const imij_slot_model *m, uint32_t *st, uint
  *
  * simd_step's contract and order of work, on one 16-lane vector with mask registers: the same
  * words read, states, values and runs. Renormalization expands the next popcount(need) words
- * into the lanes that need one, in lane order (3.1); it reads 32 bytes at *w. */
+ * into the lanes that need one, in lane order (3.1); it reads 32 bytes at *w, without a branch
+ * (whether a lane needs a word is data, which the branch predictor misses often). */
 static inline AVX512_FN __m512i simd16_renorm(__m512i xs, __mmask16 live, const uint8_t **w)
 {
     __mmask16 need = _mm512_mask_cmplt_epu32_mask(live, xs, _mm512_set1_epi32((int)STATE_LOW));
-    if (!need)
-        return xs;
     __m512i words = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)*w)); /* little-endian u16 */
     *w += 2 * (uint32_t)__builtin_popcount(need);
     return _mm512_mask_or_epi32(xs, need, _mm512_slli_epi32(xs, 16), _mm512_maskz_expand_epi32(need, words));
