@@ -387,6 +387,25 @@ static inline AVX512_FN __m512i simd16_renorm(__m512i xs, __mmask16 live, const 
     return _mm512_mask_or_epi32(xs, need, _mm512_slli_epi32(xs, 16), _mm512_maskz_expand_epi32(need, words));
 }
 
+/* run_length for 16 lanes at once, from the lanes' widths (`lane_w`) and the positions of the rows
+ * below stripe row r (`rows_left`, of simd16_rows_left): the positions after column x left to each
+ * lane, capped at 2^25, above every len - 1 a SIMD token carries (< 2^24), so min(len - 1, this) is
+ * run_length's value. */
+static inline AVX512_FN __m512i simd16_left(__m512i lane_w, __m512i rows_left, uint32_t x)
+{
+    __m512i cols = _mm512_sub_epi32(lane_w, _mm512_set1_epi32((int)x + 1)); /* x < lane_w in a step */
+    return _mm512_add_epi32(_mm512_min_epu32(cols, _mm512_set1_epi32(1 << 25)), rows_left);
+}
+
+/* A value per lane: `full` in every lane but the last active one, which takes `last`; each capped
+ * at 2^25 (simd16_left). Lane widths: (lw, last_w); rows_left: (rows lw, rows last_w). */
+static inline AVX512_FN __m512i simd16_per_lane(const lane_geo *g, uint64_t full, uint64_t last)
+{
+    uint64_t cap = (uint64_t)1 << 25;
+    return _mm512_mask_mov_epi32(_mm512_set1_epi32((int)(full < cap ? full : cap)), (__mmask16)(1u << (g->active - 1)),
+                                 _mm512_set1_epi32((int)(last < cap ? last : cap)));
+}
+
 /* 3.1 T(v) = min(v >> ctx_shift, 2^16) (v itself when narrow). */
 static inline AVX512_FN __m512i simd16_term(__m512i v, __m512i shift, int narrow)
 {
@@ -419,6 +438,8 @@ static inline AVX512_FN int64_t simd16_steps(const imij_slot_model *m, uint32_t 
         _mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)m->ctx_map)), M_BITS);
     const int *ent = (const int *)m->ent; /* 64-bit entries: the decode entry, then the SIMD token */
     const size_t active = g->active;
+    const uint64_t rows = height - 1 - r;
+    const __m512i lane_w = simd16_per_lane(g, g->lw, g->last_w), rows_left = simd16_per_lane(g, rows * g->lw, rows * g->last_w);
     const __mmask16 in_step = (__mmask16)((1u << nl) - 1u);
     __m512i runs = _mm512_maskz_loadu_epi32(in_step, run), xs = _mm512_loadu_si512(st);
     __m512i wv = !x ? (r ? _mm512_maskz_loadu_epi32(in_step, up) /* column 0: W taken as N, 2 T(N) */
@@ -470,18 +491,10 @@ static inline AVX512_FN int64_t simd16_steps(const imij_slot_model *m, uint32_t 
         /* a lane inside a run: tok and ex are 0, so its value is 0; its run counts down */
         runs = _mm512_mask_sub_epi32(runs, in_step & ~live, runs, one);
         __m512i val = _mm512_add_epi32(_mm512_and_si512(tok, _mm512_set1_epi32(0xffffff)), ex);
+        /* run tokens start their runs (PUT_VALUE): the value is the run's len - 1 */
         __mmask16 started = _mm512_test_epi32_mask(tok, _mm512_set1_epi32((int)TOK_RUN));
-        if (started) { /* run tokens start their runs (PUT_VALUE): the value is the run's len - 1 */
-            uint32_t len1[16], left[16];
-            _mm512_storeu_si512(len1, val);
-            _mm512_storeu_si512(left, runs);
-            for (uint32_t b = started; b; b &= b - 1) {
-                uint32_t l = (uint32_t)__builtin_ctz(b);
-                left[l] = run_length(len1[l], l, x, r, height, g);
-            }
-            runs = _mm512_loadu_si512(left);
-            val = _mm512_maskz_mov_epi32((__mmask16)~started, val);
-        }
+        runs = _mm512_mask_min_epu32(runs, started, val, simd16_left(lane_w, rows_left, x));
+        val = _mm512_maskz_mov_epi32((__mmask16)~started, val);
         _mm512_mask_storeu_epi32(row + ax, in_step, val);
         wv = val;
     }
@@ -783,7 +796,8 @@ static ALWAYS_INLINE AVX512_FN int64_t simd16_group(group_stream *gs, const int 
     const __m512i odd = _mm512_add_epi32(even, one);
     const size_t active = g->active;
     const __mmask16 in_step = (__mmask16)((1u << nl) - 1u);
-    __m512i runs[GROUP_MAX], xs[GROUP_MAX], wv[GROUP_MAX], ctx_at[GROUP_MAX], shift[GROUP_MAX];
+    __m512i runs[GROUP_MAX], xs[GROUP_MAX], wv[GROUP_MAX], ctx_at[GROUP_MAX], shift[GROUP_MAX], rows_left[GROUP_MAX];
+    const __m512i lane_w = simd16_per_lane(g, g->lw, g->last_w);
     size_t pos[GROUP_MAX];
     uint32_t *row[GROUP_MAX], r[GROUP_MAX];
     const uint32_t *up[GROUP_MAX], *c0[GROUP_MAX];
@@ -792,6 +806,8 @@ static ALWAYS_INLINE AVX512_FN int64_t simd16_group(group_stream *gs, const int 
         up[k] = gs[k].i ? row[k] - g->row : gs[k].up0;
         c0[k] = u0 + (size_t)gs[k].i * g->row;
         r[k] = r0 + gs[k].i;
+        uint64_t rows = height - 1 - r[k];
+        rows_left[k] = simd16_per_lane(g, rows * g->lw, rows * g->last_w);
         runs[k] = _mm512_maskz_loadu_epi32(in_step, gs[k].ss->run);
         xs[k] = _mm512_loadu_si512(gs[k].ss->st);
         wv[k] = !x ? (r[k] ? _mm512_maskz_loadu_epi32(in_step, up[k]) : zero) /* as simd16_steps */
@@ -863,18 +879,10 @@ static ALWAYS_INLINE AVX512_FN int64_t simd16_group(group_stream *gs, const int 
                 return IMIJ_ENT_E_WORDS;
             runs[k] = _mm512_mask_sub_epi32(runs[k], in_step & ~live[k], runs[k], one);
             __m512i val = _mm512_add_epi32(_mm512_and_si512(tok[k], _mm512_set1_epi32(0xffffff)), ex);
+            /* run tokens start their runs (PUT_VALUE): the value is the run's len - 1 */
             __mmask16 started = _mm512_test_epi32_mask(tok[k], _mm512_set1_epi32((int)TOK_RUN));
-            if (started) { /* run tokens start their runs (PUT_VALUE): the value is the run's len - 1 */
-                uint32_t len1[16], left[16];
-                _mm512_storeu_si512(len1, val);
-                _mm512_storeu_si512(left, runs[k]);
-                for (uint32_t b = started; b; b &= b - 1) {
-                    uint32_t l = (uint32_t)__builtin_ctz(b);
-                    left[l] = run_length(len1[l], l, x, r[k], height, g);
-                }
-                runs[k] = _mm512_loadu_si512(left);
-                val = _mm512_maskz_mov_epi32((__mmask16)~started, val);
-            }
+            runs[k] = _mm512_mask_min_epu32(runs[k], started, val, simd16_left(lane_w, rows_left[k], x));
+            val = _mm512_maskz_mov_epi32((__mmask16)~started, val);
             _mm512_mask_storeu_epi32(row[k] + ax, in_step, val);
             wv[k] = val;
         }
