@@ -845,9 +845,6 @@ static ALWAYS_INLINE AVX512_FN int64_t simd16_group(group_stream *gs, const int 
         for (int k = 0; k < K; k++) { /* token phase; nothing kept until no stream needs the scalar path */
             size_t slen = gs[k].ss->len;
             from[k] = w[k] = slen - pos[k] >= 64 ? gs[k].s + pos[k] : gs[k].tail + (pos[k] - gs[k].tail_at);
-            xt[k] = xs[k], tok[k] = zero;
-            if (!live[k])
-                continue;
             __m512i tw = simd16_term(wv[k], shift[k], narrow); /* row 0: N taken as W, 2 T(W) */
             __m512i sum = _mm512_add_epi32(
                 tw, r[k] ? simd16_term(_mm512_maskz_loadu_epi32(live[k], up[k] + ax), shift[k], narrow) : tw);
