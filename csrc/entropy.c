@@ -377,15 +377,33 @@ static inline AVX2_FN int simd_step(const imij_slot_model *m, uint32_t *st, uint
  *
  * simd_step's contract and order of work, on one 16-lane vector with mask registers: the same
  * words read, states, values and runs. Renormalization expands the next popcount(need) words
- * into the lanes that need one, in lane order (3.1); it reads 32 bytes at *w. */
+ * into the lanes that need one, in lane order (3.1); it reads 32 bytes at *w, without a branch
+ * (whether a lane needs a word is data, which the branch predictor misses often). */
 static inline AVX512_FN __m512i simd16_renorm(__m512i xs, __mmask16 live, const uint8_t **w)
 {
     __mmask16 need = _mm512_mask_cmplt_epu32_mask(live, xs, _mm512_set1_epi32((int)STATE_LOW));
-    if (!need)
-        return xs;
     __m512i words = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)*w)); /* little-endian u16 */
     *w += 2 * (uint32_t)__builtin_popcount(need);
     return _mm512_mask_or_epi32(xs, need, _mm512_slli_epi32(xs, 16), _mm512_maskz_expand_epi32(need, words));
+}
+
+/* run_length for 16 lanes at once, from the lanes' widths (`lane_w`) and the positions of the rows
+ * below stripe row r (`rows_left`, of simd16_rows_left): the positions after column x left to each
+ * lane, capped at 2^25, above every len - 1 a SIMD token carries (< 2^24), so min(len - 1, this) is
+ * run_length's value. */
+static inline AVX512_FN __m512i simd16_left(__m512i lane_w, __m512i rows_left, uint32_t x)
+{
+    __m512i cols = _mm512_sub_epi32(lane_w, _mm512_set1_epi32((int)x + 1)); /* x < lane_w in a step */
+    return _mm512_add_epi32(_mm512_min_epu32(cols, _mm512_set1_epi32(1 << 25)), rows_left);
+}
+
+/* A value per lane: `full` in every lane but the last active one, which takes `last`; each capped
+ * at 2^25 (simd16_left). Lane widths: (lw, last_w); rows_left: (rows lw, rows last_w). */
+static inline AVX512_FN __m512i simd16_per_lane(const lane_geo *g, uint64_t full, uint64_t last)
+{
+    uint64_t cap = (uint64_t)1 << 25;
+    return _mm512_mask_mov_epi32(_mm512_set1_epi32((int)(full < cap ? full : cap)), (__mmask16)(1u << (g->active - 1)),
+                                 _mm512_set1_epi32((int)(last < cap ? last : cap)));
 }
 
 /* 3.1 T(v) = min(v >> ctx_shift, 2^16) (v itself when narrow). */
@@ -420,6 +438,8 @@ static inline AVX512_FN int64_t simd16_steps(const imij_slot_model *m, uint32_t 
         _mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)m->ctx_map)), M_BITS);
     const int *ent = (const int *)m->ent; /* 64-bit entries: the decode entry, then the SIMD token */
     const size_t active = g->active;
+    const uint64_t rows = height - 1 - r;
+    const __m512i lane_w = simd16_per_lane(g, g->lw, g->last_w), rows_left = simd16_per_lane(g, rows * g->lw, rows * g->last_w);
     const __mmask16 in_step = (__mmask16)((1u << nl) - 1u);
     __m512i runs = _mm512_maskz_loadu_epi32(in_step, run), xs = _mm512_loadu_si512(st);
     __m512i wv = !x ? (r ? _mm512_maskz_loadu_epi32(in_step, up) /* column 0: W taken as N, 2 T(N) */
@@ -471,18 +491,10 @@ static inline AVX512_FN int64_t simd16_steps(const imij_slot_model *m, uint32_t 
         /* a lane inside a run: tok and ex are 0, so its value is 0; its run counts down */
         runs = _mm512_mask_sub_epi32(runs, in_step & ~live, runs, one);
         __m512i val = _mm512_add_epi32(_mm512_and_si512(tok, _mm512_set1_epi32(0xffffff)), ex);
+        /* run tokens start their runs (PUT_VALUE): the value is the run's len - 1 */
         __mmask16 started = _mm512_test_epi32_mask(tok, _mm512_set1_epi32((int)TOK_RUN));
-        if (started) { /* run tokens start their runs (PUT_VALUE): the value is the run's len - 1 */
-            uint32_t len1[16], left[16];
-            _mm512_storeu_si512(len1, val);
-            _mm512_storeu_si512(left, runs);
-            for (uint32_t b = started; b; b &= b - 1) {
-                uint32_t l = (uint32_t)__builtin_ctz(b);
-                left[l] = run_length(len1[l], l, x, r, height, g);
-            }
-            runs = _mm512_loadu_si512(left);
-            val = _mm512_maskz_mov_epi32((__mmask16)~started, val);
-        }
+        runs = _mm512_mask_min_epu32(runs, started, val, simd16_left(lane_w, rows_left, x));
+        val = _mm512_maskz_mov_epi32((__mmask16)~started, val);
         _mm512_mask_storeu_epi32(row + ax, in_step, val);
         wv = val;
     }
@@ -497,8 +509,9 @@ static inline AVX512_FN int64_t simd16_steps(const imij_slot_model *m, uint32_t 
 }
 #endif
 
-/* 3.1: rows [r0, r0 + rows) of one slot's stream, resumed from `ss` and saved back to it: lanes
- * decode in (step, phase, lane) order into u, the block's rows (contiguous, lane-interleaved). `up0` holds the
+/* 3.1: rows [r0, r0 + rows) of one slot's stream, steps xb .. xe - 1 of each, resumed from `ss` and
+ * saved back to it: lanes decode in (step, phase, lane) order into u, the block's rows (contiguous,
+ * lane-interleaved). `up0` holds the
  * residuals of row r0 - 1 (read when r0 > 0), `u0` slot 0's residuals of the block's rows (the
  * cross context). A zero run's counter carries over row and block ends (3.1: "continuing across
  * rows"). `narrow` (a constant at each call) says ctx_shift is 0 and this slot's residuals are
@@ -507,7 +520,7 @@ static inline AVX512_FN int64_t simd16_steps(const imij_slot_model *m, uint32_t 
 static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *body, const imij_slot_model *m,
                                         uint32_t width, uint32_t height, uint32_t lanes, uint32_t r0,
                                         uint32_t rows, uint32_t *u, const uint32_t *up0, const uint32_t *u0,
-                                        const int narrow, const int cross, const int simd)
+                                        uint32_t xb, uint32_t xe, const int narrow, const int cross, const int simd)
 {
     lane_geo g = geometry(width, lanes);
     const uint32_t lw = g.lw, active = g.active, last_w = g.last_w;
@@ -522,7 +535,7 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
     for (uint32_t c = 0; c < 33; c++)
         table_of[c] = m->ent + (size_t)m->ctx_map[c > 15 ? 15 : c] * M_SLOTS;
 #if IMIJ_ENT_AVX2
-    uint32_t w_prev[16];
+    uint32_t w_prev[16] = {0};
     int w_valid = 0; /* w_prev holds the previous step's values (it was a complete SIMD step) */
     size_t tail_at = slen > 64 ? slen - 64 : 0; /* the stream's last 64 bytes, then zeros */
     uint8_t tail[128] = {0};
@@ -536,10 +549,12 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
         uint32_t *row = u + (size_t)i * g.row;
         const uint32_t *up = i ? row - g.row : up0;
         const uint32_t *c0 = cross ? u0 + (size_t)i * g.row : row;
-        for (uint32_t x = 0; x < lw; x++) {
+        for (uint32_t x = xb; x < xe; x++) {
             uint32_t nl = x < last_w ? active : active - 1; /* lanes with a position at x */
+            uint32_t x_end = x < last_w ? last_w : lw; /* the steps of nl lanes, within the window */
+            x_end = x_end < xe ? x_end : xe;
             if (run[0]) { /* 3.1: while every lane of the step is inside a zero run, steps read nothing */
-                uint32_t span = all_runs(run, nl, (x < last_w ? last_w : lw) - x);
+                uint32_t span = all_runs(run, nl, x_end - x);
                 if (span) {
                     zero_steps(row + (size_t)x * active, active, nl, span, run);
                     x += span - 1;
@@ -558,7 +573,7 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
 #if IMIJ_ENT_AVX512
                 if (simd == 2) { /* steps in registers until one needs the caller */
                     int half = 0;
-                    int64_t done = simd16_steps(m, st, run, nl, row, up, c0, x, x < last_w ? last_w : lw, w_prev,
+                    int64_t done = simd16_steps(m, st, run, nl, row, up, c0, x, x_end, w_prev,
                                                 w_valid, s, slen, &wpos, tail, tail_at, sym_of, &half, r, height, &g,
                                                 narrow, cross);
                     if (done < 0)
@@ -663,21 +678,24 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
     return 0;
 }
 
-/* The arguments of decode_rows_as after its three constant flags. */
-#define ROWS_ARGS ss, body, m, width, height, lanes, r0, rows, u, up0, u0
+/* The arguments of decode_rows_as before its three constant flags. */
+#define ROWS_ARGS ss, body, m, width, height, lanes, r0, rows, u, up0, u0, xb, xe
+
+/* decode_rows_as's `narrow`: ctx_shift 0 and residuals of n <= 16 bits (< 2^16). */
+static inline int narrow_model(const imij_slot_model *m) { return m->ctx_shift == 0 && m->depth <= 16; }
 
 /* The four specializations of decode_rows_as on one path (SIMD or not). */
 #define DECODE_ROWS_AS(SIMD)                                                                       \
     do {                                                                                           \
-        int narrow_ = m->ctx_shift == 0 && m->depth <= 16; /* residuals of n <= 16 bits: < 2^16 */ \
-        if (narrow_)                                                                               \
+        if (narrow_model(m))                                                                       \
             return m->cross ? decode_rows_as(ROWS_ARGS, 1, 1, SIMD) : decode_rows_as(ROWS_ARGS, 1, 0, SIMD); \
         return m->cross ? decode_rows_as(ROWS_ARGS, 0, 1, SIMD) : decode_rows_as(ROWS_ARGS, 0, 0, SIMD);     \
     } while (0)
 
 #define ROWS_PARAMS                                                                                \
     imij_stream_state *ss, const uint8_t *body, const imij_slot_model *m, uint32_t width, uint32_t height, \
-        uint32_t lanes, uint32_t r0, uint32_t rows, uint32_t *u, const uint32_t *up0, const uint32_t *u0
+        uint32_t lanes, uint32_t r0, uint32_t rows, uint32_t *u, const uint32_t *up0, const uint32_t *u0,       \
+        uint32_t xb, uint32_t xe
 
 static int decode_rows_scalar(ROWS_PARAMS) { DECODE_ROWS_AS(0); }
 
@@ -735,6 +753,210 @@ static int decode_rows(ROWS_PARAMS)
 #endif
     return decode_rows_scalar(ROWS_ARGS);
 }
+
+#if IMIJ_ENT_AVX512
+/* ---- 3.1 for several slots at once: their streams interleaved step by step ----
+ *
+ * A step's work on one stream is a chain (state -> table entry -> state, and value -> context ->
+ * entry), so one stream alone leaves the core waiting on its gathers. The slots' streams are
+ * independent but for the cross context (slots 1.. read slot 0's residuals at their own position),
+ * so decode_group runs a block's slots side by side, a step of every slot before the next step,
+ * with slot 0 a row ahead of the others when some slot reads it: each stream reads the same words
+ * into the same states, values and runs as when the slots go one by one. */
+
+#define GROUP_MAX 4 /* slots decoded side by side */
+
+/* One stream of a group: its place, model (with or without the cross context), stream bytes, block
+ * rows, the row above the block, the block row it decodes, and its last 64 bytes zero-padded from
+ * tail_at (as decode_rows_as keeps them). */
+typedef struct {
+    imij_stream_state *ss;
+    const imij_slot_model *m;
+    int cross;
+    const uint8_t *s;
+    uint32_t *u;
+    const uint32_t *up0;
+    uint32_t i;
+    size_t tail_at;
+    uint8_t tail[128];
+} group_stream;
+
+/* simd16_steps for the K streams of `gs` at once: steps x .. x_end - 1 of each one's block row (in
+ * the block of stripe rows from r0), every stream's step before the next step; u0 is slot 0's
+ * block rows (the cross context). A stream with every
+ * lane inside a zero run takes the step without reading; while every stream's are, the steps are
+ * passed over at once. Stops before a step where some stream's token is one the scalar path
+ * finishes (no stream has taken that step). Returns the steps taken, or IMIJ_ENT_E_WORDS. */
+static ALWAYS_INLINE AVX512_FN int64_t simd16_group(group_stream *gs, const int K, uint32_t nl, const uint32_t *u0,
+                                                    uint32_t x, uint32_t x_end, uint32_t r0, uint32_t height,
+                                                    const lane_geo *g, const int narrow)
+{
+    const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi32(1);
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_add_epi32(even, one);
+    const size_t active = g->active;
+    const __mmask16 in_step = (__mmask16)((1u << nl) - 1u);
+    __m512i runs[GROUP_MAX], xs[GROUP_MAX], wv[GROUP_MAX], ctx_at[GROUP_MAX], shift[GROUP_MAX], rows_left[GROUP_MAX];
+    const __m512i lane_w = simd16_per_lane(g, g->lw, g->last_w);
+    size_t pos[GROUP_MAX];
+    uint32_t *row[GROUP_MAX], r[GROUP_MAX];
+    const uint32_t *up[GROUP_MAX], *c0[GROUP_MAX];
+    for (int k = 0; k < K; k++) {
+        row[k] = gs[k].u + (size_t)gs[k].i * g->row;
+        up[k] = gs[k].i ? row[k] - g->row : gs[k].up0;
+        c0[k] = u0 + (size_t)gs[k].i * g->row;
+        r[k] = r0 + gs[k].i;
+        uint64_t rows = height - 1 - r[k];
+        rows_left[k] = simd16_per_lane(g, rows * g->lw, rows * g->last_w);
+        runs[k] = _mm512_maskz_loadu_epi32(in_step, gs[k].ss->run);
+        xs[k] = _mm512_loadu_si512(gs[k].ss->st);
+        wv[k] = !x ? (r[k] ? _mm512_maskz_loadu_epi32(in_step, up[k]) : zero) /* as simd16_steps */
+                   : _mm512_maskz_loadu_epi32(in_step, row[k] + (x - 1) * active);
+        pos[k] = gs[k].ss->pos;
+        ctx_at[k] = _mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)gs[k].m->ctx_map)), M_BITS);
+        shift[k] = _mm512_set1_epi32((int)gs[k].m->ctx_shift);
+    }
+    uint32_t x0 = x;
+    while (x < x_end) {
+        __mmask16 live[GROUP_MAX], any = 0;
+        for (int k = 0; k < K; k++) {
+            live[k] = _mm512_mask_cmpeq_epu32_mask(in_step, runs[k], zero); /* no run */
+            any |= live[k];
+        }
+        if (!any) { /* 3.1: every lane of every stream inside a zero run: the steps read nothing */
+            uint32_t span = x_end - x, left[16];
+            for (int k = 0; k < K; k++) {
+                _mm512_storeu_si512(left, runs[k]);
+                span = all_runs(left, nl, span);
+            }
+            for (int k = 0; k < K; k++) {
+                runs[k] = _mm512_mask_sub_epi32(runs[k], in_step, runs[k], _mm512_set1_epi32((int)span));
+                for (uint32_t j = 0; j < span; j++)
+                    _mm512_mask_storeu_epi32(row[k] + (size_t)(x + j) * active, in_step, zero);
+                wv[k] = zero;
+            }
+            x += span;
+            continue;
+        }
+        size_t ax = (size_t)x * active;
+        const uint8_t *from[GROUP_MAX], *w[GROUP_MAX];
+        __m512i xt[GROUP_MAX], tok[GROUP_MAX];
+        __mmask16 scalar = 0;
+        for (int k = 0; k < K; k++) { /* token phase; nothing kept until no stream needs the scalar path */
+            size_t slen = gs[k].ss->len;
+            from[k] = w[k] = slen - pos[k] >= 64 ? gs[k].s + pos[k] : gs[k].tail + (pos[k] - gs[k].tail_at);
+            __m512i tw = simd16_term(wv[k], shift[k], narrow); /* row 0: N taken as W, 2 T(W) */
+            __m512i sum = _mm512_add_epi32(
+                tw, r[k] ? simd16_term(_mm512_maskz_loadu_epi32(live[k], up[k] + ax), shift[k], narrow) : tw);
+            if (gs[k].cross) /* slot 0's term, always clamped */
+                sum = _mm512_add_epi32(sum, simd16_term(_mm512_maskz_loadu_epi32(live[k], c0[k] + ax), shift[k], 0));
+            __m512i cls = _mm512_min_epu32(_mm512_sub_epi32(_mm512_set1_epi32(32), _mm512_lzcnt_epi32(sum)),
+                                           _mm512_set1_epi32(15));
+            __m512i slot = _mm512_or_si512(_mm512_permutexvar_epi32(cls, ctx_at[k]),
+                                           _mm512_and_si512(xs[k], _mm512_set1_epi32(M_SLOTS - 1)));
+            const int *ent = (const int *)gs[k].m->ent;
+            __m512i lo = _mm512_i32gather_epi64(_mm512_castsi512_si256(slot), ent, 8);
+            __m512i hi = _mm512_i32gather_epi64(_mm512_extracti64x4_epi64(slot, 1), ent, 8);
+            __m512i e = _mm512_permutex2var_epi32(lo, even, hi);
+            tok[k] = _mm512_maskz_permutex2var_epi32(live[k], lo, odd, hi);
+            __m512i freq = _mm512_and_si512(_mm512_srli_epi32(e, 8), _mm512_set1_epi32(0x7ff));
+            __m512i x1 =
+                _mm512_add_epi32(_mm512_mullo_epi32(freq, _mm512_srli_epi32(xs[k], M_BITS)), _mm512_srli_epi32(e, 19));
+            xt[k] = _mm512_mask_mov_epi32(xs[k], live[k], simd16_renorm(x1, live[k], &w[k]));
+            scalar |= _mm512_movepi32_mask(tok[k]);
+        }
+        if (scalar)
+            break;
+        for (int k = 0; k < K; k++) { /* extra-bits phase, as simd16_steps */
+            __m512i nb = _mm512_and_si512(_mm512_srli_epi32(tok[k], 24), _mm512_set1_epi32(31));
+            __m512i ex = _mm512_andnot_si512(_mm512_sllv_epi32(_mm512_set1_epi32(-1), nb), xt[k]);
+            xs[k] = simd16_renorm(_mm512_srlv_epi32(xt[k], nb), _mm512_mask_cmpneq_epu32_mask(live[k], nb, zero), &w[k]);
+            pos[k] += (size_t)(w[k] - from[k]);
+            if (pos[k] > gs[k].ss->len)
+                return IMIJ_ENT_E_WORDS;
+            runs[k] = _mm512_mask_sub_epi32(runs[k], in_step & ~live[k], runs[k], one);
+            __m512i val = _mm512_add_epi32(_mm512_and_si512(tok[k], _mm512_set1_epi32(0xffffff)), ex);
+            /* run tokens start their runs (PUT_VALUE): the value is the run's len - 1 */
+            __mmask16 started = _mm512_test_epi32_mask(tok[k], _mm512_set1_epi32((int)TOK_RUN));
+            runs[k] = _mm512_mask_min_epu32(runs[k], started, val, simd16_left(lane_w, rows_left[k], x));
+            val = _mm512_maskz_mov_epi32((__mmask16)~started, val);
+            _mm512_mask_storeu_epi32(row[k] + ax, in_step, val);
+            wv[k] = val;
+        }
+        x++;
+    }
+    for (int k = 0; k < K; k++) {
+        _mm512_storeu_si512(gs[k].ss->st, xs[k]);
+        _mm512_mask_storeu_epi32(gs[k].ss->run, in_step, runs[k]);
+        gs[k].ss->pos = pos[k];
+    }
+    return (int64_t)(x - x0);
+}
+
+/* One row of each of the K streams of `gs` side by side (each at its block row i, in the block of
+ * stripe rows from r0; u0: slot 0's block rows): simd16_group, and where it stops, that step stream
+ * by stream on decode_rows' path. */
+static ALWAYS_INLINE AVX512_FN int group_row_as(group_stream *gs, const int K, const uint8_t *body, uint32_t width,
+                                                uint32_t height, uint32_t lanes, uint32_t r0, const uint32_t *u0,
+                                                const int narrow)
+{
+    lane_geo g = geometry(width, lanes);
+    for (uint32_t x = 0; x < g.lw;) {
+        uint32_t nl = x < g.last_w ? g.active : g.active - 1, x_end = x < g.last_w ? g.last_w : g.lw;
+        int64_t done = simd16_group(gs, K, nl, u0, x, x_end, r0, height, &g, narrow);
+        if (done < 0)
+            return (int)done;
+        x += (uint32_t)done;
+        if (x == x_end)
+            continue;
+        for (int k = 0; k < K; k++) { /* a token the scalar path finishes: this step slot by slot */
+            uint32_t i = gs[k].i, *row = gs[k].u + (size_t)i * g.row;
+            int err = decode_rows(gs[k].ss, body, gs[k].m, width, height, lanes, r0 + i, 1, row,
+                                  i ? row - g.row : gs[k].up0, u0 + (size_t)i * g.row, x, x + 1);
+            if (err)
+                return err;
+        }
+        x++;
+    }
+    return 0;
+}
+
+/* group_row_as for n streams (1..GROUP_MAX), with narrow (every model's alike) constant. */
+static AVX512_FN int group_row(group_stream *gs, int n, const uint8_t *body, uint32_t width, uint32_t height,
+                               uint32_t lanes, uint32_t r0, const uint32_t *u0, int narrow)
+{
+    if (n == 1) {
+        size_t row = geometry(width, lanes).row;
+        uint32_t i = gs->i, *u = gs->u + (size_t)i * row;
+        return decode_rows(gs->ss, body, gs->m, width, height, lanes, r0 + i, 1, u, i ? u - row : gs->up0,
+                           u0 + (size_t)i * row, 0, geometry(width, lanes).lw);
+    }
+#define GROUP_AS(KK) \
+    (narrow ? group_row_as(gs, KK, body, width, height, lanes, r0, u0, 1) \
+            : group_row_as(gs, KK, body, width, height, lanes, r0, u0, 0))
+    return n == 2 ? GROUP_AS(2) : n == 3 ? GROUP_AS(3) : GROUP_AS(4);
+#undef GROUP_AS
+}
+
+/* Block rows [r0, r0 + rows) of the K streams of `gs` (slots 0.., u0: slot 0's block rows) side by
+ * side; `skew`: slot 0 goes a row ahead of the others, whose cross context reads its row (slot 0
+ * alone on the block's first row, the others alone on its last). On an error the streams' places
+ * are left anywhere: the caller decodes the block again slot by slot, for the error that order
+ * meets first. */
+static AVX512_FN int decode_group(group_stream *gs, int K, const uint8_t *body, uint32_t width, uint32_t height,
+                                  uint32_t lanes, uint32_t r0, uint32_t rows, const uint32_t *u0, int narrow, int skew)
+{
+    for (uint32_t t = 0; t < rows + (uint32_t)skew; t++) {
+        int first = skew && t == rows, n = skew && t == 0 ? 1 : K - first;
+        for (int k = 0; k < K; k++)
+            gs[k].i = k && skew ? t - 1 : t; /* t - 1 is not used at t = 0 */
+        int err = group_row(gs + first, n, body, width, height, lanes, r0, u0, narrow);
+        if (err)
+            return err;
+    }
+    return 0;
+}
+#endif
 
 /* Section 4: the predictor of lane l's column x (at = x * L + l in the lane-interleaved rows of
  * `g`, L = g->active) from lane-local neighbours of reconstructed values: W at at - L, N at
@@ -884,14 +1106,18 @@ static inline AVX512_FN __m512i paeth16v(__m512i w, __m512i n, __m512i nw)
     return _mm512_mask_blend_epi32(take_w, not_w, w);
 }
 
-/* One column of the full lanes per step (a vector: lane l at column x is cur[x L + l]), the row's
- * columns in order with W kept in a register: column 0 takes W = NW = N, the last NE = N (2.3);
- * cur holds d on entry, v on exit. */
+/* One column of every lane per step (a vector: lane l at column x is cur[x L + l]), the row's
+ * columns in order with W kept in a register: column 0 takes W = NW = N, a lane's last NE = N
+ * (2.3); a narrower last lane drops out of the vector past its width. cur holds d on entry, v on
+ * exit. */
 #define INTRA16_LOOP(EXPR)                                                                         \
     do {                                                                                           \
-        __m512i n = _mm512_maskz_loadu_epi32(k, up), nw = n, w = n;                                 \
+        __m512i n = _mm512_maskz_loadu_epi32(all, up), nw = n, w = n;                               \
         for (uint32_t x = 0; x < lw; x++) {                                                        \
+            __mmask16 k = x < last_w ? all : full;                                                 \
             __m512i ne = x + 1 < lw ? _mm512_maskz_loadu_epi32(k, up + L * ((size_t)x + 1)) : n;    \
+            if (x + 1 == last_w) /* the narrower last lane's last column */                        \
+                ne = _mm512_mask_mov_epi32(ne, all & ~full, n);                                    \
             uint32_t *c = cur + L * (size_t)x;                                                     \
             (void)nw, (void)ne;                                                                    \
             w = _mm512_and_si512(_mm512_add_epi32(EXPR, _mm512_maskz_loadu_epi32(k, c)), m);        \
@@ -900,12 +1126,14 @@ static inline AVX512_FN __m512i paeth16v(__m512i w, __m512i n, __m512i nw)
         }                                                                                          \
     } while (0)
 
-/* intra_row's lanes of full width (`full` of the row's L, at most 16), all in one vector. */
-static AVX512_FN void intra_lanes16(uint32_t id, uint32_t *cur, const uint32_t *up, uint32_t lw, size_t L,
-                                    uint32_t full, uint32_t mask)
+/* intra_row's lanes (the row's L, at most 16, the last last_w wide), all in one vector. */
+static AVX512_FN void intra_lanes16(uint32_t id, uint32_t *cur, const uint32_t *up, const lane_geo *g, uint32_t mask)
 {
     const __m512i m = _mm512_set1_epi32((int)mask);
-    const __mmask16 k = (__mmask16)((1u << full) - 1u);
+    const size_t L = g->active;
+    const uint32_t lw = g->lw, last_w = g->last_w;
+    const __mmask16 all = (__mmask16)((1u << L) - 1u); /* the lanes of the columns below last_w */
+    const __mmask16 full = last_w == lw ? all : (__mmask16)(all >> 1); /* of the columns from last_w on */
     INTRA_SWITCH(INTRA16_LOOP, AVG16, med16, GRAD16, paeth16v)
 }
 #endif
@@ -918,10 +1146,8 @@ static void intra_row(uint32_t id, uint32_t *cur, const uint32_t *up, const lane
     size_t L = g->active;
     uint32_t lw = g->lw, full = g->last_w == lw ? (uint32_t)L : (uint32_t)L - 1;
 #if IMIJ_ENT_AVX512
-    if (simd_path >= 2 && full >= 2 && (id != 5 || mask <= 0xffffu)) { /* the full lanes: one vector a column */
-        intra_lanes16(id, cur, up, lw, L, full, mask);
-        if (full < L)
-            intra_lane(id, cur + L - 1, up + L - 1, g->last_w, L, mask);
+    if (simd_path >= 2 && L >= 2 && (id != 5 || mask <= 0xffffu)) { /* every lane: one vector a column */
+        intra_lanes16(id, cur, up, g, mask);
         return;
     }
 #endif
@@ -1184,7 +1410,7 @@ static int palette_rows(imij_entropy_state *state, uint32_t rows, size_t stride,
     size_t first = FIRST_ROW * g.row, last = first + (rows - 1) * g.row, count = rows * g.row;
     uint32_t *idx = planes;
     int err = decode_rows(&state->streams[0], state->body, unit->palette, unit->width, unit->height, unit->lanes, r0,
-                          rows, idx + first, idx + CARRY_U * g.row, NULL);
+                          rows, idx + first, idx + CARRY_U * g.row, NULL, 0, g.lw);
     if (err)
         return err;
     memcpy(idx + CARRY_U * g.row, idx + last, g.row * sizeof *idx);
@@ -1203,6 +1429,60 @@ static int palette_rows(imij_entropy_state *state, uint32_t rows, size_t stride,
     return 0;
 }
 
+/* Whether a block's slots decode side by side (decode_group): on the AVX-512 path, 2..GROUP_MAX
+ * slots of the same narrow flag, slot 0 without the cross context (2.2 allows it only later). */
+static int group_ok(const imij_unit *unit)
+{
+#if IMIJ_ENT_AVX512
+    if (simd_path != 2 || unit->nslots < 2 || unit->nslots > GROUP_MAX || unit->slots[0].cross)
+        return 0;
+    for (uint32_t s = 1; s < unit->nslots; s++)
+        if (narrow_model(&unit->slots[s]) != narrow_model(&unit->slots[0]))
+            return 0;
+    return 1;
+#else
+    (void)unit;
+    return 0;
+#endif
+}
+
+/* A block of every slot's stream side by side (decode_group, where group_ok). Returns 1 when they
+ * are decoded; 0 when the caller decodes them slot by slot: also after an error, from their places
+ * at the block's start, for the error that order meets first. */
+static int group_rows(imij_entropy_state *state, uint32_t rows, size_t stride, uint32_t *planes)
+{
+#if IMIJ_ENT_AVX512
+    const imij_unit *unit = &state->unit;
+    uint32_t count = unit->nslots;
+    size_t row = geometry(unit->width, unit->lanes).row;
+    group_stream gs[GROUP_MAX];
+    imij_stream_state saved[GROUP_MAX];
+    int skew = 0;
+    for (uint32_t k = 0; k < count; k++) {
+        group_stream *q = &gs[k];
+        q->ss = &state->streams[k];
+        q->m = &unit->slots[k];
+        q->cross = q->m->cross != 0;
+        skew |= q->cross;
+        q->s = state->body + q->ss->start;
+        q->u = planes + k * stride + FIRST_ROW * row;
+        q->up0 = planes + k * stride + CARRY_U * row;
+        q->tail_at = q->ss->len > 64 ? q->ss->len - 64 : 0;
+        memset(q->tail, 0, sizeof q->tail);
+        memcpy(q->tail, q->s + q->tail_at, q->ss->len - q->tail_at);
+        saved[k] = *q->ss;
+    }
+    if (!decode_group(gs, (int)count, state->body, unit->width, unit->height, unit->lanes, state->row, rows,
+                      planes + FIRST_ROW * row, narrow_model(gs[0].m), skew))
+        return 1;
+    for (uint32_t k = 0; k < count; k++)
+        state->streams[k] = saved[k];
+#else
+    (void)state, (void)rows, (void)stride, (void)planes;
+#endif
+    return 0;
+}
+
 /* 2.4: a block of every slot's stream (slot 0 first: the cross context of 3.1 reads its residuals),
  * then section 4 steps 1-3 row by row, in place. */
 static int slot_rows(imij_entropy_state *state, uint32_t rows, size_t stride, uint32_t *planes,
@@ -1212,10 +1492,11 @@ static int slot_rows(imij_entropy_state *state, uint32_t rows, size_t stride, ui
     lane_geo g = geometry(unit->width, unit->lanes);
     uint32_t r0 = state->row, nslots = unit->nslots, decor = state->layout;
     size_t first = FIRST_ROW * g.row, last = first + (rows - 1) * g.row, row_bytes = g.row * sizeof *planes;
-    for (uint32_t s = 0; s < nslots; s++) {
+    int grouped = group_ok(unit) && group_rows(state, rows, stride, planes);
+    for (uint32_t s = 0; s < nslots && !grouped; s++) {
         uint32_t *p = planes + s * stride;
         int err = decode_rows(&state->streams[s], state->body, &unit->slots[s], unit->width, unit->height,
-                              unit->lanes, r0, rows, p + first, p + CARRY_U * g.row, planes + first);
+                              unit->lanes, r0, rows, p + first, p + CARRY_U * g.row, planes + first, 0, g.lw);
         if (err)
             return err;
     }
@@ -1328,21 +1609,27 @@ static inline uint32_t mapped(const imij_sample_store *st, uint32_t s, uint32_t 
 
 #if IMIJ_ENT_AVX2
 /* The plain store of bytes (4 step 4 of Lsb maps): one byte per sample equal to its coded
- * value, a pixel's samples adjacent (pixel stride = slots = 1, 3 or 4, every channel a slot's,
- * no Const channel), 16 lanes. `of` gets the slot of each channel. */
-static int plain_bytes(const imij_sample_store *st, const lane_geo *g, uint32_t *of)
+ * value, a pixel's samples adjacent (pixel stride = channels = 1, 3 or 4, each a slot's or a
+ * Const channel's, at least one slot). `of` gets each channel's slot, or nslots + k for Const
+ * channel k. */
+static int plain_bytes(const imij_sample_store *st, uint32_t *of)
 {
-    uint32_t seen = 0;
-    if (st->esize != 1 || st->nconst || g->active != 16 || st->pixel_stride != (int64_t)st->nslots ||
-        (st->nslots != 1 && st->nslots != 3 && st->nslots != 4))
+    uint32_t seen = 0, nch = st->nslots + st->nconst;
+    if (st->esize != 1 || !st->nslots || st->pixel_stride != (int64_t)nch || (nch != 1 && nch != 3 && nch != 4))
         return 0;
     for (uint32_t s = 0; s < st->nslots; s++) {
-        if (st->channel[s] >= st->nslots || st->shift[s] || st->flip[s] || st->add[s] || st->neg_flip[s] || st->lut[s])
+        if (st->channel[s] >= nch || st->shift[s] || st->flip[s] || st->add[s] || st->neg_flip[s] || st->lut[s])
             return 0;
         seen |= 1u << st->channel[s];
         of[st->channel[s]] = s;
     }
-    return seen == (1u << st->nslots) - 1u;
+    for (uint32_t k = 0; k < st->nconst; k++) {
+        if (st->const_channel[k] >= nch)
+            return 0;
+        seen |= 1u << st->const_channel[k];
+        of[st->const_channel[k]] = st->nslots + k;
+    }
+    return seen == (1u << nch) - 1u; /* every channel once */
 }
 
 /* 16 rows of 16 bytes, transposed in place (row k, byte l -> row l, byte k). */
@@ -1372,27 +1659,38 @@ static inline AVX2_FN void transpose16(__m128i *m)
     }
 }
 
-/* Step x of a block row of 16 lanes (16 uint32 values, each below 2^16) as 16-bit values in
- * lane order. */
-static inline AVX2_FN __m256i step_words(const uint32_t *v, uint32_t x)
+/* The lanes of a step (g->active of 16) as the load masks of step_words: lanes 0-7, then 8-15. */
+static inline AVX2_FN void step_masks(const lane_geo *g, __m256i *mk)
 {
-    const __m256i *p = (const __m256i *)(v + (size_t)x * 16);
-    return _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_loadu_si256(p), _mm256_loadu_si256(p + 1)), 0xd8);
+    const __m256i lane_no = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    mk[0] = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)g->active), lane_no);
+    mk[1] = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)g->active - 8), lane_no);
 }
 
-/* The columns of lane l that the plain stores write 16 at a time: all but a lane's last lw mod 16,
- * and of a narrower last lane only whole 16s inside it (the rest one at a time). */
-static inline uint32_t simd_columns(const lane_geo *g, uint32_t l)
+/* Step x of a block row (`active` lanes of uint32 values, each below 2^16, masks `mk` of
+ * step_masks) as 16-bit values in lane order, 0 past the last lane. */
+static inline AVX2_FN __m256i step_words(const uint32_t *v, uint32_t x, uint32_t active, const __m256i *mk)
 {
-    return l + 1 < g->active ? g->lw & ~15u : g->last_w & ~15u;
+    const int *p = (const int *)(v + (size_t)x * active);
+    return _mm256_permute4x64_epi64(
+        _mm256_packus_epi32(_mm256_maskload_epi32(p, mk[0]), _mm256_maskload_epi32(p + 8, mk[1])), 0xd8);
 }
 
-/* Steps x0 .. x0 + 15 of one slot's block row (16 lanes of uint32 per step) as 16 rows of 16
- * bytes, one per lane: lane l's columns x0 .. x0 + 15. */
-static inline AVX2_FN void lane_bytes(const uint32_t *v, uint32_t x0, __m128i *m)
+/* The columns x0 .. x0 + n - 1 of lane l that a plain store's block from x0 writes: n = 16, or
+ * fewer at the lane's end (0 past it). */
+static inline uint32_t block_columns(const lane_geo *g, uint32_t l, uint32_t x0)
 {
-    for (int k = 0; k < 16; k++) {
-        __m256i q = step_words(v, x0 + k);
+    uint32_t lane_w = l + 1 < g->active ? g->lw : g->last_w;
+    return lane_w <= x0 ? 0 : lane_w - x0 < 16 ? lane_w - x0 : 16;
+}
+
+/* Steps x0 .. x0 + 15 of one slot's block row (`active` lanes of uint32 per step, the steps from
+ * x_end on taken as 0) as 16 rows of 16 bytes, one per lane: lane l's columns x0 .. x0 + 15. */
+static inline AVX2_FN void lane_bytes(const uint32_t *v, uint32_t x0, uint32_t x_end, uint32_t active,
+                                      const __m256i *mk, __m128i *m)
+{
+    for (uint32_t k = 0; k < 16; k++) {
+        __m256i q = x0 + k < x_end ? step_words(v, x0 + k, active, mk) : _mm256_setzero_si256();
         m[k] = _mm_packus_epi16(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
     }
     transpose16(m);
@@ -1430,46 +1728,48 @@ static inline AVX2_FN void put_rgba(uint8_t *dst, __m128i r, __m128i g, __m128i 
 }
 
 /* store_block for plain_bytes: per row, 16 steps of every lane at a time are transposed into
- * the lanes' 16 consecutive columns and interleaved into pixels; the columns a whole 16 do not
- * cover (a lane's last few, or past a narrow last lane's end) one at a time. */
+ * the lanes' 16 consecutive columns and interleaved into pixels (with the Const channels' bytes);
+ * a lane's last columns short of 16 through a buffer. */
 static AVX2_FN void store_plain_bytes(const imij_sample_store *st, const uint32_t *of, const uint32_t *planes,
                                       size_t stride, lane_geo g, uint32_t r0, uint32_t rows)
 {
-    uint32_t ns = st->nslots, whole = simd_columns(&g, 0);
+    uint32_t ns = st->nslots, nch = ns + st->nconst;
+    __m256i mk[2];
+    __m128i m[4][16]; /* per channel source: the slots' transposed bytes, then the Const channels' */
+    step_masks(&g, mk);
+    for (uint32_t k = 0; k < st->nconst; k++)
+        for (int l = 0; l < 16; l++)
+            m[ns + k][l] = _mm_set1_epi8((char)st->const_word[k]); /* (uint8_t) as STORE_ROWS */
     for (uint32_t i = 0; i < rows; i++) {
         uint8_t *row = st->out + (int64_t)(r0 + i) * st->row_stride;
         const uint32_t *v = planes + (FIRST_ROW + i) * g.row;
-        for (uint32_t x0 = 0; x0 < whole; x0 += 16) {
-            __m128i m[4][16];
+        for (uint32_t x0 = 0; x0 < g.lw; x0 += 16) {
             for (uint32_t s = 0; s < ns; s++)
-                lane_bytes(v + s * stride, x0, m[s]);
-            uint32_t lanes = x0 + 16 <= simd_columns(&g, 15) ? 16u : 15u;
-            for (uint32_t l = 0; l < lanes; l++) {
-                uint8_t *dst = row + ((size_t)l * g.lw + x0) * ns;
-                if (ns == 3)
-                    put_rgb(dst, m[of[0]][l], m[of[1]][l], m[of[2]][l]);
-                else if (ns == 4)
-                    put_rgba(dst, m[of[0]][l], m[of[1]][l], m[of[2]][l], m[of[3]][l]);
+                lane_bytes(v + s * stride, x0, g.lw, g.active, mk, m[s]);
+            for (uint32_t l = 0; l < g.active; l++) {
+                uint32_t n = block_columns(&g, l, x0);
+                uint8_t *dst = row + ((size_t)l * g.lw + x0) * nch, buf[64];
+                uint8_t *to = n == 16 ? dst : buf;
+                if (!n)
+                    continue;
+                if (nch == 3)
+                    put_rgb(to, m[of[0]][l], m[of[1]][l], m[of[2]][l]);
+                else if (nch == 4)
+                    put_rgba(to, m[of[0]][l], m[of[1]][l], m[of[2]][l], m[of[3]][l]);
                 else
-                    _mm_storeu_si128((__m128i *)dst, m[0][l]);
-            }
-        }
-        for (uint32_t l = 0; l < 16; l++) { /* the columns left to each lane */
-            uint32_t lane_w = l + 1 < 16 ? g.lw : g.last_w;
-            for (uint32_t x = simd_columns(&g, l); x < lane_w; x++) {
-                uint8_t *px = row + ((size_t)l * g.lw + x) * ns;
-                for (uint32_t c = 0; c < ns; c++)
-                    px[c] = (uint8_t)v[of[c] * stride + (size_t)x * 16 + l];
+                    _mm_storeu_si128((__m128i *)to, m[0][l]);
+                if (n < 16)
+                    memcpy(dst, buf, (size_t)n * nch);
             }
         }
     }
 }
 
 /* The plain store of 16-bit gray samples (4 step 4 of Lsb and Shift maps, the order map's sign
- * flip): one slot whose word is (v << shift) ^ flip, pixels adjacent, no Const channel, 16 lanes. */
-static int plain_words(const imij_sample_store *st, const lane_geo *g)
+ * flip): one slot whose word is (v << shift) ^ flip, pixels adjacent, no Const channel. */
+static int plain_words(const imij_sample_store *st)
 {
-    return st->esize == 2 && st->nslots == 1 && !st->nconst && g->active == 16 && st->pixel_stride == 2 &&
+    return st->esize == 2 && st->nslots == 1 && !st->nconst && st->pixel_stride == 2 &&
            st->channel[0] == 0 && st->shift[0] < 16 && st->flip[0] <= 0xffffu && !st->add[0] && !st->neg_flip[0] &&
            !st->lut[0];
 }
@@ -1499,31 +1799,31 @@ static inline AVX2_FN void transpose8x16(__m256i *a)
 static AVX2_FN void store_plain_words(const imij_sample_store *st, const uint32_t *planes, lane_geo g, uint32_t r0,
                                       uint32_t rows)
 {
-    uint32_t whole = simd_columns(&g, 0), sh = st->shift[0], fl = st->flip[0];
+    uint32_t sh = st->shift[0], fl = st->flip[0];
     __m128i count = _mm_cvtsi32_si128((int)sh);
-    __m256i flip = _mm256_set1_epi16((short)fl);
+    __m256i flip = _mm256_set1_epi16((short)fl), mk[2];
+    step_masks(&g, mk);
     for (uint32_t i = 0; i < rows; i++) {
         uint16_t *row = (uint16_t *)(st->out + (int64_t)(r0 + i) * st->row_stride);
         const uint32_t *v = planes + (FIRST_ROW + i) * g.row;
-        for (uint32_t x0 = 0; x0 < whole; x0 += 16) {
+        for (uint32_t x0 = 0; x0 < g.lw; x0 += 16) {
             __m256i m[16];
-            for (uint32_t k = 0; k < 16; k++)
-                m[k] = step_words(v, x0 + k);
+            for (uint32_t k = 0; k < 16; k++) /* the steps from lw on taken as 0 */
+                m[k] = x0 + k < g.lw ? step_words(v, x0 + k, g.active, mk) : _mm256_setzero_si256();
             transpose8x16(m);     /* m[j]: lanes j and 8 + j, steps 0-7 */
             transpose8x16(m + 8); /* m[8 + j]: the same lanes, steps 8-15 */
-            uint32_t lanes = x0 + 16 <= simd_columns(&g, 15) ? 16u : 15u;
-            for (uint32_t l = 0; l < lanes; l++) {
-                uint32_t j = l & 7u;
+            for (uint32_t l = 0; l < g.active; l++) {
+                uint32_t j = l & 7u, n = block_columns(&g, l, x0);
+                if (!n)
+                    continue;
                 __m256i w = l < 8 ? _mm256_permute2x128_si256(m[j], m[8 + j], 0x20)
                                   : _mm256_permute2x128_si256(m[j], m[8 + j], 0x31);
                 w = _mm256_xor_si256(_mm256_sll_epi16(w, count), flip);
-                _mm256_storeu_si256((__m256i *)(row + (size_t)l * g.lw + x0), w);
+                uint16_t *dst = row + (size_t)l * g.lw + x0, buf[16];
+                _mm256_storeu_si256((__m256i *)(n == 16 ? dst : buf), w);
+                if (n < 16)
+                    memcpy(dst, buf, (size_t)n * sizeof *dst);
             }
-        }
-        for (uint32_t l = 0; l < 16; l++) { /* the columns left to each lane */
-            uint32_t lane_w = l + 1 < 16 ? g.lw : g.last_w;
-            for (uint32_t x = simd_columns(&g, l); x < lane_w; x++)
-                row[(size_t)l * g.lw + x] = (uint16_t)((v[(size_t)x * 16 + l] << sh) ^ fl);
         }
     }
 }
@@ -1546,11 +1846,11 @@ static void store_block(const imij_sample_store *st, const uint32_t *planes, siz
         simple &= !st->lut[s] && !st->add[s] && !st->neg_flip[s];
 #if IMIJ_ENT_AVX2
     uint32_t of[4];
-    if (simd_path >= 1 && plain_bytes(st, &g, of)) {
+    if (simd_path >= 1 && plain_bytes(st, of)) {
         store_plain_bytes(st, of, planes, stride, g, r0, rows);
         return;
     }
-    if (simd_path >= 1 && plain_words(st, &g)) {
+    if (simd_path >= 1 && plain_words(st)) {
         store_plain_words(st, planes, g, r0, rows);
         return;
     }
