@@ -14,6 +14,11 @@ from imij_plugins import _backend
 
 Entry = tuple[type[Exception], str]
 
+# A unit this small whose kernel fails is decoded again by the Python reference, which names the
+# exact rule broken; larger ones report the kernel's code (the reference is ~100x slower: a
+# damaged file of many units must not take seconds per unit to refuse).
+EXPLAIN_PIXELS = 1 << 12
+
 
 class KernelCodes:
     """One family's codes: ``entries`` maps each constant's name after ``prefix`` (``"E_SIZE"``

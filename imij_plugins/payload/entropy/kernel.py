@@ -30,9 +30,8 @@ from imij_plugins.payload.entropy.stripe import (
     sample_store,
     reference_planes,
 )
-from imij_plugins.payload.kernel_codes import KernelCodes
+from imij_plugins.payload.kernel_codes import EXPLAIN_PIXELS, KernelCodes
 
-EXPLAIN_PIXELS = 1 << 14  # a failing unit this small is re-read by the reference for its message
 SCRATCH_BYTES = 1 << 14  # a row block's scratch (csrc/imij_kernels.h imij_entropy_rows) for narrow units
 MIN_BLOCK_ROWS = 8  # wide units: rows per block that keep the per-block Python work small ...
 MIN_STORED_ROWS = 4  # ... where the kernel loops over the blocks itself (imij_entropy_store), fewer

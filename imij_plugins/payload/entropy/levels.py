@@ -15,6 +15,7 @@ from imij_plugins.errors import Corrupt
 from imij_plugins.payload.entropy.bilevel import LEVEL_CODES, BilevelTable, decode_bilevel
 from imij_plugins.payload.entropy.rans import Lanes
 from imij_plugins.payload.entropy.template import MAX_ENTRY_DEPTH, TemplateTables, decode_template
+from imij_plugins.payload.kernel_codes import EXPLAIN_PIXELS
 from imij_plugins.registry.features import FeatureId
 from imij_plugins.wire.cursor import Cursor
 
@@ -25,7 +26,6 @@ U64 = np.uint64
 LAYOUT_BILEVEL, LAYOUT_BILEVEL_PALETTE = 0x81, 0x82
 LAYOUT_TEMPLATE_OWN, LAYOUT_TEMPLATE_SHARED = 0x83, 0x84
 LEVEL_LAYOUTS = (LAYOUT_BILEVEL, LAYOUT_BILEVEL_PALETTE, LAYOUT_TEMPLATE_OWN, LAYOUT_TEMPLATE_SHARED)
-EXPLAIN_PIXELS = 1 << 14  # a failing unit this small is re-read by the reference for its message
 
 
 def _gate(plan: UnitPlan, decor: int) -> None:
