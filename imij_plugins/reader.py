@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import contextlib
 import functools
 import gc
 import mmap
@@ -665,7 +666,10 @@ class ImijFile:
                 buf.close()
             except BufferError:  # a view still held by a reference cycle: collect it, then unmap
                 gc.collect()
-                buf.close()
+                with contextlib.suppress(BufferError):
+                    # views held by an error's traceback (a failure's frames, an exception being
+                    # raised through ``with``): the map goes with the last of them
+                    buf.close()
 
     @property
     def closed(self) -> bool:

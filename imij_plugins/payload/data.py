@@ -134,9 +134,11 @@ class DataPayload:
             if index in self.missing:
                 raise self.missing[index]
             unit = self.units[index]
-            body = memoryview(self.buf)[unit.body_start : unit.end]
             ref = None if reference is None else reference[y : y + h, x : x + w]
-            self.decoder.decode_unit(body, w, h, ref, out=target)  # straight into its rectangle
+            with memoryview(self.buf)[unit.body_start : unit.end] as body:
+                # released on the way out: an error's traceback keeps the frames that saw it, and a
+                # live view of a mapped file keeps ImijFile.close from unmapping it
+                self.decoder.decode_unit(body, w, h, ref, out=target)  # straight into its rectangle
         except (Corrupt, Unsupported) as exc:
             if failures is None:
                 raise

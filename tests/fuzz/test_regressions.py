@@ -31,3 +31,29 @@ def test_regression_file_decodes_to_its_pixels(name: str) -> None:
     with imij_plugins.open(DATA / name) as f:
         digests = [hashlib.sha256(f.read(i).tobytes()).hexdigest()[:16] for i in range(f.n_frames)]
     assert digests == EXPECTED[name]
+
+
+# Damaged files read by path (memory-mapped): the reader's error, never Python's BufferError from
+# unmapping while an error's traceback still holds views of the file (found by the atheris
+# campaign's timeouts, 2026-12-06: the template units' kernel error, then a bit-smart plane's)
+DAMAGED = {
+    "damaged_template_units.imi": 3,  # three template-stripe units whose streams run short
+    "damaged_bitsmart_plane.imi": None,  # a bit-smart plane of an unknown kind (and a bad chunk tag)
+}
+
+
+@pytest.mark.parametrize("name", sorted(DAMAGED))
+def test_damaged_file_read_by_path_raises_the_readers_error(name: str) -> None:
+    from imij_plugins.errors import ImijError
+
+    with pytest.raises(ImijError):
+        with imij_plugins.open(DATA / name) as f:
+            for i in range(f.n_frames):
+                f.read(i)
+    with imij_plugins.open(DATA / name, partial=True) as f:
+        for i in range(f.n_frames):
+            f.read(i)
+        failures = f.failures()  # each holds its error and traceback past close
+    assert f.closed and failures and all(isinstance(x.error, ImijError) for x in failures)
+    if DAMAGED[name] is not None:
+        assert [x.units for x in failures] == [range(i, i + 1) for i in range(DAMAGED[name])]
