@@ -1,7 +1,8 @@
 """The Python layer under atheris: every public entry point that reads file bytes.
 
 Byte 0 of an input picks the target, the rest is the file: an IMI file through
-``imij_plugins.open/read`` (frames, pages, regions, partial reads, metadata), Pillow
+``imij_plugins.open/read`` from bytes or from a path (frames, pages, regions, partial reads,
+metadata), Pillow
 (``Image.open`` + ``load``) and imageio (``imread``/``improps``), or an IMIJ-Set archive through
 ``imijset.open`` (``get``, ``query``, ``read``, ``verify``). Only the documented errors are expected:
 ``ImijError`` everywhere, and from Pillow its own ``OSError``, ``ValueError`` and
@@ -35,13 +36,19 @@ from PIL import Image
 # a declared size above these is TooLarge / Pillow's bomb error, never an allocation; kept small so
 # that mutated headers declaring big images cost milliseconds, not seconds, under ASan
 LIMITS = Limits(max_image_bytes=4 << 20)
-ARCHIVE = os.path.join(tempfile.mkdtemp(prefix="imij-atheris-"), "fuzz.imijset")
+_TMP = tempfile.mkdtemp(prefix="imij-atheris-")
+ARCHIVE, FILE = os.path.join(_TMP, "fuzz.imijset"), os.path.join(_TMP, "fuzz.imi")
 Image.MAX_IMAGE_PIXELS = 1 << 20  # bombs are Pillow's documented error, not a finding
 
 
-def _core(data: bytes) -> None:
-    """open / read: every frame and page, a region, a partial read, the metadata."""
-    with imij_plugins.open(data, limits=LIMITS) as f:
+def _core(data: bytes, by_path: bool) -> None:
+    """open / read: every frame and page, a region, a partial read, the metadata; from the bytes or
+    from a file (memory-mapped: closing it must not trip over views an error still holds)."""
+    if by_path:
+        with open(FILE, "wb") as fh:
+            fh.write(data)
+    source = FILE if by_path else data
+    with imij_plugins.open(source, limits=LIMITS) as f:
         f.metadata  # every metadata chunk parsed
         for i in range(min(f.n_frames, 4)):
             info = f.image_info(i)
@@ -50,7 +57,7 @@ def _core(data: bytes) -> None:
                 f.read(i, region=(1, 1, info.width // 2, info.height // 2))
         if f.kind == "pages" and f.n_frames:
             f.page(0).read()
-    with imij_plugins.open(data, partial=True, limits=LIMITS) as f:
+    with imij_plugins.open(source, partial=True, limits=LIMITS) as f:
         f.read()
         f.failures()
 
@@ -81,7 +88,7 @@ def _archive(data: bytes) -> None:
         arc.verify()
 
 
-TARGETS = (_core, _pillow, _imageio, _archive)
+TARGETS = (lambda d: _core(d, False), _pillow, _imageio, _archive, lambda d: _core(d, True))
 
 
 def test_one(data: bytes) -> None:

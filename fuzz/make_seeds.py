@@ -221,7 +221,7 @@ def main(out: Path) -> None:
     bitsmart.decode_packets = capture.packets(bitsmart.decode_packets)
     for image, options in images():
         data = imij_plugins.encode(image, **options)
-        for target in range(3):
+        for target in (0, 1, 2, 4):  # atheris_imij.py: bytes, Pillow, imageio, by path (3: archives)
             seeds.add("files", bytes([target]) + data)
         with imij_plugins.open(data) as f:
             for i in range(f.n_frames):
