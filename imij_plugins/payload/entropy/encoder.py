@@ -84,7 +84,10 @@ LEVEL_TUPLES = 16  # units of at most this many slot tuples always go to the bil
 LEVEL_RATIO = 0.8  # others when the predictive estimate is at least this share of the tuples' entropy
 OWN_SUMS_POSITIONS = 1 << 20  # _Totals: threads keep their own statistics sums from 1 megapixel
 ALL_PREDICTORS = 0x7F
-GEOMETRY_TRIES = {8: (16,), 9: (32, 16, 8)}  # stripe heights also tried at these efforts
+# 5: geometries (stripe rows, column group width or None) also tried at these efforts, the smallest
+# file kept: shorter stripes (fewer tuples per unit), and at 9 tall stripes and narrow column
+# groups (each region its own predictors and palettes; benchmarks/RESULTS.md, effort 9 sizes)
+GEOMETRY_TRIES = {8: ((16, None),), 9: ((32, None), (16, None), (8, None), (256, None), (256, 64), (64, 64))}
 PARALLEL_SAMPLES = 100_000  # images of fewer samples are coded on one thread
 
 
@@ -476,12 +479,16 @@ def encode_tuned(image: np.ndarray, *, effort: int = DEFAULT_EFFORT, max_error: 
         workers = 1
     plan = _plan(img, layout, effort, max_error, stripe_rows, group_cols, reference)
     best = _encode(plan, workers, unit_table, ordinals)
-    if stripe_rows is None:  # 5: the highest efforts also try shorter stripes (fewer tuples per unit)
-        for rows in GEOMETRY_TRIES.get(effort, ()):
-            if rows < plan.geo.stripe_rows:
-                other = _encode(_plan(img, layout, effort, max_error, rows, group_cols, reference), workers, unit_table,
-                                ordinals)
-                best = other if len(other.payload) < len(best.payload) else best
+    if stripe_rows is None:  # 5: the highest efforts try other geometries too (column groups unless given)
+        tried = {plan.geo}
+        for rows, cols in GEOMETRY_TRIES.get(effort, ()):
+            cols = group_cols if group_cols is not None or cols is None or cols >= img.shape[1] else cols
+            geo = choose_geometry(img.shape[1], img.shape[0], rows, cols)
+            if geo in tried:
+                continue
+            tried.add(geo)
+            other = _encode(_plan(img, layout, effort, max_error, rows, cols, reference), workers, unit_table, ordinals)
+            best = other if len(other.payload) < len(best.payload) else best
     return best
 
 
