@@ -854,10 +854,12 @@ static inline uint32_t tval(uint32_t v, uint32_t shift)
  * each, so the token loops branch only on the rare candidates. */
 static inline int run_candidate(const uint32_t *ur_c, uint32_t x, uint32_t lane_w, uint32_t run_min)
 {
-    if (!run_min)
+    if (!run_min || ur_c[0])
         return 0;
+    if (run_min == 4 && x + 4 <= lane_w) /* the encoder's run_min, unrolled */
+        return !(ur_c[1] | ur_c[2] | ur_c[3]);
     uint32_t span = x + run_min <= lane_w ? run_min : lane_w - x, acc = 0;
-    for (uint32_t j = 0; j < span; j++)
+    for (uint32_t j = 1; j < span; j++)
         acc |= ur_c[j];
     return acc == 0;
 }
@@ -969,26 +971,54 @@ static int below16(const void *u, size_t count, uint32_t esize)
     return acc < (1u << 16);
 }
 
-/* Row r of residuals u (row r - 1 before it, as slot_rows) and row r of u0 (NULL without) as
- * uint32; buf: 3 * width uint32. */
-static void residual_rows(const void *u, const void *u0, uint32_t esize, uint32_t width, uint32_t r, uint32_t *buf,
-                          const uint32_t **ur, const uint32_t **u0r)
+/* Row r of residuals u (ur), row r - 1 (up, when r > 0) and row r of u0 (u0r, NULL without) as
+ * uint32, for rows taken in order from r_first: the rows go to two row buffers in turn, so row
+ * r - 1 is still in the other one (widened again only at r_first). buf: 3 * width uint32. */
+static void residual_rows(const void *u, const void *u0, uint32_t esize, uint32_t width, uint32_t r, uint32_t r_first,
+                          uint32_t *buf, const uint32_t **ur, const uint32_t **up, const uint32_t **u0r)
 {
-    slot_rows(u, esize, 1, width, 0, r, buf, ur);
-    *u0r = u0 ? widen(buf + 2 * (size_t)width, u0, (size_t)r * width, width, esize) : NULL;
+    size_t at = (size_t)r * width;
+    if (esize == 4) {
+        *ur = (const uint32_t *)u + at;
+        *up = *ur - width;
+    } else {
+        uint32_t *cur = buf + (r & 1u) * (size_t)width, *prev = buf + (~r & 1u) * (size_t)width;
+        if (r && r == r_first)
+            widen(prev, u, at - width, width, esize);
+        *ur = widen(cur, u, at, width, esize);
+        *up = prev;
+    }
+    *u0r = u0 ? widen(buf + 2 * (size_t)width, u0, at, width, esize) : NULL;
 }
 
-/* Positions c .. c + n inside a run: each counts into zr of its class (cls) and cross class
- * (xcls, NULL without), by column into four partial counts. Kept out of line: the statistics
- * loop stays small for the positions that take tokens. */
-static __attribute__((noinline)) void count_run(const uint8_t *cls, const uint8_t *xcls, uint32_t c, uint32_t n,
+/* Count the classes of n positions into four partial counts (by position): eight positions of
+ * class 0 (a flat area) at once. */
+static void count_classes(const uint8_t *cls, uint32_t n, uint32_t (*part)[IMIJ_ENC_CLASSES])
+{
+    uint32_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        uint64_t w;
+        memcpy(&w, cls + j, 8);
+        if (!w) {
+            part[0][0] += 8;
+            continue;
+        }
+        for (uint32_t k = 0; k < 8; k++)
+            part[k & 3][cls[j + k]]++;
+    }
+    for (; j < n; j++)
+        part[j & 3][cls[j]]++;
+}
+
+/* Positions inside a run: each counts into zr of its class (cls) and cross class (xcls, NULL
+ * without). Kept out of line: the statistics loop stays small for the positions that take
+ * tokens. */
+static __attribute__((noinline)) void count_run(const uint8_t *cls, const uint8_t *xcls, uint32_t n,
                                                 uint32_t (*zpart)[IMIJ_ENC_CLASSES], uint32_t (*xzpart)[IMIJ_ENC_CLASSES])
 {
-    for (uint32_t j = 0; j < n; j++)
-        zpart[(c + j) & 3][cls[j]]++;
+    count_classes(cls, n, zpart);
     if (xcls)
-        for (uint32_t j = 0; j < n; j++)
-            xzpart[(c + j) & 3][xcls[j]]++;
+        count_classes(xcls, n, xzpart);
 }
 
 /* The largest of count esize-byte values. */
@@ -1022,13 +1052,12 @@ int imij_enc_stats(const void *u, const void *u0, uint32_t esize, uint32_t width
     uint8_t cls[SEG], xcls[SEG];
     uint32_t tmp[SEG];
     uint32_t skip[16] = {0};
-    /* positions inside runs count into four partial zr (by column), added at the end: a flat
+    /* positions inside runs count into four partial zr (by position), added at the end: a flat
      * area's positions, all of one class, do not wait on one counter */
     uint32_t zpart[4][IMIJ_ENC_CLASSES] = {{0}}, xzpart[4][IMIJ_ENC_CLASSES] = {{0}};
     for (uint32_t r = 0; r < height; r++) {
-        const uint32_t *ur, *u0r;
-        residual_rows(u, u0, esize, width, r, rows, &ur, &u0r);
-        const uint32_t *up = ur - width;
+        const uint32_t *ur, *up, *u0r;
+        residual_rows(u, u0, esize, width, r, 0, rows, &ur, &up, &u0r);
         uint32_t l = 0, x = 0, c0 = 0, lane_w = lw < width ? lw : width;
         for (uint32_t c_first = 0; c_first < width; c_first += SEG) {
             uint32_t count = width - c_first < SEG ? width - c_first : SEG;
@@ -1047,7 +1076,7 @@ int imij_enc_stats(const void *u, const void *u0, uint32_t esize, uint32_t width
                 if (skip[l]) { /* inside a run: the positions up to the lane's or the segment's end at once */
                     uint32_t n = skip[l] < lane_w - xx ? skip[l] : lane_w - xx;
                     n = n < count - i ? n : count - i;
-                    count_run(cls + i, u0r ? xcls + i : NULL, c, n, zpart, xzpart);
+                    count_run(cls + i, u0r ? xcls + i : NULL, n, zpart, xzpart);
                     skip[l] -= n;
                     x = xx + n;
                     i += n - 1;
@@ -1347,6 +1376,7 @@ typedef struct {
     const void *u, *x0; /* residuals; slot 0's for the cross context, else NULL */
     uint32_t lane_w[16];
     uint32_t packed[4][256]; /* per context and symbol: freq << 10 | cum (0: no frequency) */
+    const uint32_t *class_ops[IMIJ_ENC_CLASSES]; /* per class: its context's row of packed (3.3's ctx_map) */
     uint16_t lut[1024];      /* value tokens of small values: token | nb << 8 */
 } stream_ctx;
 
@@ -1385,28 +1415,22 @@ static void skip_row(const stream_ctx *sc, const uint32_t *ur, uint32_t r, uint3
     }
 }
 
-/* 3.1: the contexts of row r into ctxr (for the step order: lane l's column x at l * stride + x
- * - x_first), for lane columns x_first .. x_first + xn; whole: the row at once (stride lw). */
-static void row_contexts(const stream_ctx *sc, const uint32_t *ur, const uint32_t *u0r, uint32_t r, int whole,
-                         uint32_t x_first, uint32_t xn, uint8_t *ctxr, uint32_t *tmp)
+/* 3.1: the classes of row r (up: row r - 1) into clsr (for the step order: lane l's column x at
+ * l * stride + x - x_first), for lane columns x_first .. x_first + xn; whole: the row at once
+ * (stride lw). */
+static void row_contexts(const stream_ctx *sc, const uint32_t *ur, const uint32_t *up, const uint32_t *u0r, uint32_t r,
+                         int whole, uint32_t x_first, uint32_t xn, uint8_t *clsr, uint32_t *tmp)
 {
-    const uint8_t *map = sc->model->ctx_map;
-    const uint32_t *up = ur - sc->width;
     if (whole) {
-        row_classes(ur, up, u0r, r, 0, sc->width, sc->lw, sc->width, sc->model->ctx_shift, sc->fast, ctxr, tmp);
-        for (uint32_t c = 0; c < sc->width; c++)
-            ctxr[c] = map[ctxr[c]];
+        row_classes(ur, up, u0r, r, 0, sc->width, sc->lw, sc->width, sc->model->ctx_shift, sc->fast, clsr, tmp);
         return;
     }
     for (uint32_t l = 0; l < sc->active; l++) {
         if (x_first >= sc->lane_w[l])
             continue;
         uint32_t cnt = sc->lane_w[l] - x_first < xn ? sc->lane_w[l] - x_first : xn;
-        uint8_t *cx = ctxr + l * xn;
-        row_classes(ur, up, u0r, r, l * sc->lw + x_first, cnt, sc->lw, sc->width, sc->model->ctx_shift, sc->fast, cx,
-                    tmp);
-        for (uint32_t i = 0; i < cnt; i++)
-            cx[i] = map[cx[i]];
+        row_classes(ur, up, u0r, r, l * sc->lw + x_first, cnt, sc->lw, sc->width, sc->model->ctx_shift, sc->fast,
+                    clsr + l * xn, tmp);
     }
 }
 
@@ -1417,20 +1441,20 @@ static void row_contexts(const stream_ctx *sc, const uint32_t *ur, const uint32_
 static int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32_t r1, uint32_t *skip, uint32_t *rows, uint32_t *ops)
 {
     uint32_t width = sc->width, lw = sc->lw, active = sc->active;
-    uint8_t ctxr[SEG];
+    uint8_t clsr[SEG];
     uint32_t tmp[SEG];
     size_t nops = 0;
     int whole = width <= SEG; /* classes for the whole row when it fits, else per block of lane columns */
     uint32_t block = whole ? lw : SEG / 16;
     for (uint32_t r = r0; r < r1; r++) {
-        const uint32_t *ur, *u0r;
-        residual_rows(sc->u, sc->x0, sc->esize, width, r, rows, &ur, &u0r);
+        const uint32_t *ur, *up, *u0r;
+        residual_rows(sc->u, sc->x0, sc->esize, width, r, r0, rows, &ur, &up, &u0r);
         if (whole)
-            row_contexts(sc, ur, u0r, r, 1, 0, lw, ctxr, tmp);
+            row_contexts(sc, ur, up, u0r, r, 1, 0, lw, clsr, tmp);
         for (uint32_t x_first = 0; x_first < lw; x_first += block) {
             uint32_t xn = lw - x_first < block ? lw - x_first : block;
             if (!whole)
-                row_contexts(sc, ur, u0r, r, 0, x_first, xn, ctxr, tmp);
+                row_contexts(sc, ur, up, u0r, r, 0, x_first, xn, clsr, tmp);
             uint32_t stride = whole ? lw : xn;
             for (uint32_t i = 0; i < xn; i++) {
                 uint32_t x = x_first + i;
@@ -1446,7 +1470,7 @@ static int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32_t r1, uint32_
                         continue;
                     }
                 }
-                const uint8_t *cx = ctxr + i;
+                const uint8_t *cx = clsr + i;
                 for (uint32_t l = 0; l < here; l++) {
                     if (skip[l]) {
                         skip[l]--;
@@ -1464,7 +1488,7 @@ static int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32_t r1, uint32_
                         e = v & ((1u << nb) - 1u);
                     } else
                         join_token(v, sc->k, sc->m, &t, &nb, &e);
-                    uint32_t op = t < 256 ? sc->packed[cx[l * stride]][t] : 0;
+                    uint32_t op = t < 256 ? sc->class_ops[cx[l * stride]][t] : 0;
                     if (!op)
                         return IMIJ_ENC_E_FREQ;
                     ops[nops++] = (l << 27) | op;
@@ -1578,6 +1602,8 @@ static void stream_init(stream_ctx *sc, const void *u, const void *u0, uint32_t 
     for (uint32_t c = 0; c < 4; c++)
         for (uint32_t t = 0; t < 256; t++)
             sc->packed[c][t] = model->freq[c][t] ? ((uint32_t)model->freq[c][t] << 10) | model->cum[c][t] : 0;
+    for (uint32_t k = 0; k < IMIJ_ENC_CLASSES; k++)
+        sc->class_ops[k] = sc->packed[model->ctx_map[k]];
     for (uint32_t v = 0; v < 1024; v++) {
         uint32_t t = 255, nb = 0, e;
         if (n < 32 && v >> n) { /* no such value: with n < m, join_token would shift by msb - m < 0 */
@@ -1589,12 +1615,21 @@ static void stream_init(stream_ctx *sc, const void *u, const void *u0, uint32_t 
     }
 }
 
+/* 3.3: every class maps to one of the 4 contexts */
+static int map_ok(const uint8_t *ctx_map)
+{
+    for (uint32_t k = 0; k < IMIJ_ENC_CLASSES; k++)
+        if (ctx_map[k] > 3)
+            return 0;
+    return 1;
+}
+
 int64_t imij_enc_stream(const void *u, const void *u0, uint32_t esize, uint32_t width, uint32_t height,
                         uint32_t lanes, const imij_enc_model *model, uint32_t *scratch, size_t scratch_len,
                         uint8_t *out, size_t cap)
 {
     if (!width || !height || lanes < 1 || lanes > 16 || model->ctx_shift > 31 || model->depth > 32 ||
-        model->depth > 8 * esize || !esize_ok(esize) || (model->cross && !u0))
+        model->depth > 8 * esize || !esize_ok(esize) || (model->cross && !u0) || !map_ok(model->ctx_map))
         return IMIJ_ENC_E_ARGS;
     if (scratch_len < imij_enc_stream_scratch(width, height))
         return IMIJ_ENC_E_SIZE;
@@ -1610,8 +1645,8 @@ int64_t imij_enc_stream(const void *u, const void *u0, uint32_t esize, uint32_t 
     for (uint32_t b = 0; b < blocks; b++) {
         memcpy(checkpoints + 16 * (size_t)b, skip, sizeof skip);
         for (uint32_t r = b * rows; sc.run_min && b + 1 < blocks && r < (b + 1) * rows; r++) { /* no runs: no skips */
-            const uint32_t *ur, *u0r;
-            residual_rows(u, NULL, esize, width, r, rowbuf, &ur, &u0r);
+            const uint32_t *ur, *up, *u0r;
+            residual_rows(u, NULL, esize, width, r, 0, rowbuf, &ur, &up, &u0r);
             skip_row(&sc, ur, r, skip);
         }
     }
