@@ -1352,6 +1352,26 @@ static inline void join_token(uint32_t v, uint32_t kp, uint32_t m, uint32_t *t, 
 }
 
 #define OP_BITS 0x80000000u
+
+/* The op of nb (1 .. 16) extra bits e of lane l (see block_ops). */
+static inline uint32_t bits_op(uint32_t l, uint32_t nb, uint32_t e)
+{
+    return OP_BITS | (l << 27) | (nb << 16) | (e & ((1u << nb) - 1u));
+}
+
+/* 3.2: the token of v in a scheme with (k', m); its extra bits go to lane l's ops: the low 16 to
+ * xops[*nx], any above them to hops[*nh] (each op holds at most 16 bits). */
+static inline uint32_t long_token(uint32_t v, uint32_t kp, uint32_t m, uint32_t l, uint32_t *xops, uint32_t *nx,
+                                  uint32_t *hops, uint32_t *nh)
+{
+    uint32_t t, nb, e;
+    join_token(v, kp, m, &t, &nb, &e);
+    if (nb)
+        xops[(*nx)++] = bits_op(l, nb < 16 ? nb : 16, e);
+    if (nb > 16)
+        hops[(*nh)++] = bits_op(l, nb - 16, e >> 16);
+    return t;
+}
 #define BLOCK_SAMPLES 4096u /* positions per block of rows the stream writer codes at once (3 op words each: 48 KiB of scratch) */
 
 /* Rows per block of the stream writer: about BLOCK_SAMPLES positions, at least one row, at most
@@ -1377,7 +1397,8 @@ typedef struct {
     uint32_t lane_w[16];
     uint32_t packed[4][256]; /* per context and symbol: freq << 10 | cum (0: no frequency) */
     const uint32_t *class_ops[IMIJ_ENC_CLASSES]; /* per class: its context's row of packed (3.3's ctx_map) */
-    uint16_t lut[1024];      /* value tokens of small values: token | nb << 8 */
+    uint8_t tok[1024];       /* value tokens of small values (255: none) */
+    uint32_t xop[1024];      /* their extra bits' ops without the lane (0: no extra bits) */
 } stream_ctx;
 
 /* Does lane l's column x (c) of row ur (row r) start a run token? Its length, else 0 (3.2). */
@@ -1477,26 +1498,21 @@ static int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32_t r1, uint32_
                         continue;
                     }
                     uint32_t c = l * lw + x;
-                    uint32_t v = ur[c], t, nb, e, zeros;
+                    uint32_t v = ur[c], t, zeros;
                     if ((zeros = run_at(sc, ur, c, l, r, x)) != 0) {
-                        join_token(zeros - 1, sc->rk, sc->m, &t, &nb, &e);
-                        t += sc->nvalue;
+                        t = long_token(zeros - 1, sc->rk, sc->m, l, xops, &nx, hops, &nh) + sc->nvalue;
                         skip[l] = zeros - 1;
                     } else if (v < 1024) {
-                        t = sc->lut[v] & 255u;
-                        nb = sc->lut[v] >> 8; /* at most 10 */
-                        e = v & ((1u << nb) - 1u);
+                        uint32_t xop = sc->xop[v]; /* at most 10 extra bits: one op, or none */
+                        t = sc->tok[v];
+                        xops[nx] = xop | (l << 27);
+                        nx += xop != 0;
                     } else
-                        join_token(v, sc->k, sc->m, &t, &nb, &e);
+                        t = long_token(v, sc->k, sc->m, l, xops, &nx, hops, &nh);
                     uint32_t op = t < 256 ? sc->class_ops[cx[l * stride]][t] : 0;
                     if (!op)
                         return IMIJ_ENC_E_FREQ;
                     ops[nops++] = (l << 27) | op;
-                    uint32_t n1 = nb < 16 ? nb : 16; /* the extra bits' op, kept only when nb > 0 */
-                    xops[nx] = OP_BITS | (l << 27) | (n1 << 16) | (e & ((1u << n1) - 1u));
-                    nx += nb != 0;
-                    if (nb > 16)
-                        hops[nh++] = OP_BITS | (l << 27) | ((nb - 16) << 16) | (e >> 16);
                 }
                 for (uint32_t j = 0; j < nx; j++)
                     ops[nops++] = xops[j];
@@ -1605,13 +1621,11 @@ static void stream_init(stream_ctx *sc, const void *u, const void *u0, uint32_t 
     for (uint32_t k = 0; k < IMIJ_ENC_CLASSES; k++)
         sc->class_ops[k] = sc->packed[model->ctx_map[k]];
     for (uint32_t v = 0; v < 1024; v++) {
-        uint32_t t = 255, nb = 0, e;
-        if (n < 32 && v >> n) { /* no such value: with n < m, join_token would shift by msb - m < 0 */
-            sc->lut[v] = (uint16_t)t;
-            continue;
-        }
-        join_token(v, k, m, &t, &nb, &e);
-        sc->lut[v] = (uint16_t)((t > 255 ? 255 : t) | nb << 8);
+        uint32_t t = 255, nb = 0, e = 0;
+        if (n >= 32 || !(v >> n)) /* else no such value: with n < m, join_token would shift by msb - m < 0 */
+            join_token(v, k, m, &t, &nb, &e);
+        sc->tok[v] = (uint8_t)(t > 255 ? 255 : t);
+        sc->xop[v] = nb ? bits_op(0, nb, e) : 0;
     }
 }
 
