@@ -903,13 +903,29 @@ static inline uint32_t cls_of(uint64_t sum)
     return c > 15 ? 15 : c;
 }
 
+/* min(bit_length(sum), 15) of each of count sums below 2^31: the float exponent is exact */
+static inline void float_classes(const uint32_t *restrict sums, uint32_t count, uint8_t *restrict cls)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        union {
+            float f;
+            uint32_t u;
+        } cv;
+        cv.f = (float)(int32_t)sums[i];
+        int32_t e = (int32_t)(cv.u >> 23) - 126;
+        e = e < 0 ? 0 : e;
+        cls[i] = (uint8_t)(e > 15 ? 15 : e);
+    }
+}
+
 /* 3.1: the class of columns c_first .. c_first + count of row r (lane-local neighbours), plus
- * slot 0's T(u0) when u0r != NULL, into cls[0..count). fast: ctx_shift 0 and every u below 2^16
+ * slot 0's T(u0) when u0r != NULL, into cls[0..count); plain (NULL: not wanted) receives the
+ * classes without T(u0) (the statistics count both). fast: ctx_shift 0 and every u below 2^16
  * (so T(v) = v and the sums are exact floats). */
 IMIJ_CLONES
 static void row_classes(const uint32_t *restrict ur, const uint32_t *restrict up, const uint32_t *restrict u0r,
                         uint32_t r, uint32_t c_first, uint32_t count, uint32_t lw, uint32_t width, uint32_t sh, int fast,
-                        uint8_t *restrict cls, uint32_t *restrict tmp)
+                        uint8_t *restrict cls, uint8_t *restrict plain, uint32_t *restrict tmp)
 {
     uint32_t first_lane = (c_first + lw - 1) / lw * lw; /* the first lane start at or after c_first */
     if (fast) {
@@ -927,19 +943,12 @@ static void row_classes(const uint32_t *restrict ur, const uint32_t *restrict up
                 tmp[i] = 2 * w[i];
         for (uint32_t c = first_lane; c < c_first + count; c += lw)
             tmp[c - c_first] = r ? 2 * up[c] : 0;
+        if (plain)
+            float_classes(tmp, count, plain);
         if (u0r)
             for (i = 0; i < count; i++)
                 tmp[i] += u0r[c_first + i];
-        for (i = 0; i < count; i++) {
-            union {
-                float f;
-                uint32_t u;
-            } cv;
-            cv.f = (float)(int32_t)tmp[i];
-            int32_t e = (int32_t)(cv.u >> 23) - 126;
-            e = e < 0 ? 0 : e;
-            cls[i] = (uint8_t)(e > 15 ? 15 : e);
-        }
+        float_classes(tmp, count, cls);
         return;
     }
     (void)width;
@@ -954,6 +963,8 @@ static void row_classes(const uint32_t *restrict ur, const uint32_t *restrict up
             sum = 2 * (uint64_t)tval(up[c], sh);
         else
             sum = 0;
+        if (plain)
+            plain[i] = (uint8_t)cls_of(sum);
         if (u0r)
             sum += tval(u0r[c], sh);
         cls[i] = (uint8_t)cls_of(sum);
@@ -1061,9 +1072,8 @@ int imij_enc_stats(const void *u, const void *u0, uint32_t esize, uint32_t width
         uint32_t l = 0, x = 0, c0 = 0, lane_w = lw < width ? lw : width;
         for (uint32_t c_first = 0; c_first < width; c_first += SEG) {
             uint32_t count = width - c_first < SEG ? width - c_first : SEG;
-            row_classes(ur, up, NULL, r, c_first, count, lw, width, ctx_shift, fast, cls, tmp);
-            if (u0r)
-                row_classes(ur, up, u0r, r, c_first, count, lw, width, ctx_shift, fast, xcls, tmp);
+            row_classes(ur, up, u0r, r, c_first, count, lw, width, ctx_shift, fast, u0r ? xcls : cls, u0r ? cls : NULL,
+                        tmp);
             for (uint32_t i = 0; i < count; i++) {
                 uint32_t c = c_first + i, k = cls[i], xk = u0r ? xcls[i] : 0;
                 if (x == lane_w) { /* the next lane */
@@ -1395,7 +1405,7 @@ typedef struct {
     uint32_t k, m, rk, nvalue, run_min;
     const void *u, *x0; /* residuals; slot 0's for the cross context, else NULL */
     uint32_t lane_w[16];
-    uint32_t packed[4][256]; /* per context and symbol: freq << 10 | cum (0: no frequency) */
+    uint32_t packed[4][256]; /* per context and symbol: its symbol_op */
     const uint32_t *class_ops[IMIJ_ENC_CLASSES]; /* per class: its context's row of packed (3.3's ctx_map) */
     uint8_t tok[1024];       /* value tokens of small values (255: none) */
     uint32_t xop[1024];      /* their extra bits' ops without the lane (0: no extra bits) */
@@ -1443,7 +1453,7 @@ static void row_contexts(const stream_ctx *sc, const uint32_t *ur, const uint32_
                          int whole, uint32_t x_first, uint32_t xn, uint8_t *clsr, uint32_t *tmp)
 {
     if (whole) {
-        row_classes(ur, up, u0r, r, 0, sc->width, sc->lw, sc->width, sc->model->ctx_shift, sc->fast, clsr, tmp);
+        row_classes(ur, up, u0r, r, 0, sc->width, sc->lw, sc->width, sc->model->ctx_shift, sc->fast, clsr, NULL, tmp);
         return;
     }
     for (uint32_t l = 0; l < sc->active; l++) {
@@ -1451,12 +1461,12 @@ static void row_contexts(const stream_ctx *sc, const uint32_t *ur, const uint32_
             continue;
         uint32_t cnt = sc->lane_w[l] - x_first < xn ? sc->lane_w[l] - x_first : xn;
         row_classes(ur, up, u0r, r, l * sc->lw + x_first, cnt, sc->lw, sc->width, sc->model->ctx_shift, sc->fast,
-                    clsr + l * xn, tmp);
+                    clsr + l * xn, NULL, tmp);
     }
 }
 
 /* The ops of rows r0 .. r1 in decode order (3: step, phase, lane) into ops, from the lanes' run
- * skips at r0 (updated to r1): a symbol op (lane << 27 | freq << 10 | cum) per token, then its
+ * skips at r0 (updated to r1): a symbol op (lane << 27 | symbol_op) per token, then its
  * extra bits (OP_BITS | lane << 27 | count << 16 | bits, at most 16 bits per op). rows: 3 *
  * width scratch. Returns the op count, or -3 when a symbol has no frequency in its table. */
 static int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32_t r1, uint32_t *skip, uint32_t *rows, uint32_t *ops)
@@ -1524,10 +1534,11 @@ static int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32_t r1, uint32_
     return (int64_t)nops;
 }
 
-/* x / f for the reverse pass: the high half of x * ceil(2^64 / f) where 128-bit products exist.
- * Exact for 0 < x < 2^32 and 2 <= f <= 1024: x * rcp / 2^64 = x / f + e with 0 <= e < 2^-32,
- * and x / f is at most 1 - 1/f past its floor. f = 1 (rcp 2^64 - 1 gives x - 1) adds 1 back;
- * states are never 0 (at least 2^6 f when divided). */
+/* The quotient q of the reverse pass's x' = x + bias + q * (M - f) (see reverse_ops): x / f for
+ * f >= 2, x - 1 for f = 1 (whose bias adds M - 1: x M + cum either way). Where 128-bit products
+ * exist, the high half of x * rcp[f], rcp[f] = ceil(2^64 / f) (f = 1: 2^64 - 1): exact for
+ * 0 < x < 2^32 and 2 <= f <= 1024, as x * rcp / 2^64 = x / f + e with 0 <= e < 2^-32 and x / f
+ * is at most 1 - 1/f past its floor; states are never 0 (at least 2^6 f when divided). */
 typedef struct {
 #if defined(__SIZEOF_INT128__)
     uint64_t rcp[1025];
@@ -1551,11 +1562,18 @@ static void divider_init(divider *dv)
 static inline uint32_t divide(const divider *dv, uint32_t x, uint32_t f)
 {
 #if defined(__SIZEOF_INT128__)
-    return (uint32_t)(((unsigned __int128)x * dv->rcp[f]) >> 64) + (f == 1);
+    return (uint32_t)(((unsigned __int128)x * dv->rcp[f]) >> 64);
 #else
     (void)dv;
-    return x / f;
+    return x / f - (f == 1);
 #endif
+}
+
+/* A symbol op's low bits (3.3's rANS step, reverse_ops): freq << 11 | bias, bias = cum, plus M - 1
+ * when freq is 1 (divide's quotient is then x - 1). 0: no frequency. */
+static inline uint32_t symbol_op(uint32_t freq, uint32_t cum)
+{
+    return freq ? (freq << 11) | (cum + (freq == 1 ? (1u << M_BITS) - 1u : 0u)) : 0u;
 }
 
 /* Reverse rANS over ops[0..nops) last first: words come out last-read first, so they are written
@@ -1580,14 +1598,13 @@ static void reverse_ops(const uint32_t *ops, size_t nops, const divider *dv, uin
             xs >>= 16 * emit;
             xs = (xs << nbits) | v;
         } else {
-            uint32_t f = (op >> 10) & 2047u, cum = op & 1023u;
+            uint32_t f = (op >> 11) & 2047u, bias = op & 2047u;
             emit = (xs >> 1) >= f << (32 - M_BITS - 1); /* x >= f * 2^22, in 32 bits */
             wp[-2] = (uint8_t)xs;
             wp[-1] = (uint8_t)(xs >> 8);
             wp -= 2 * emit;
             xs >>= 16 * emit;
-            uint32_t q = divide(dv, xs, f);
-            xs = (q << M_BITS) + (xs - q * f) + cum;
+            xs += bias + divide(dv, xs, f) * ((1u << M_BITS) - f); /* (x / f) M + x % f + cum */
         }
         st[l] = xs;
     }
@@ -1617,7 +1634,7 @@ static void stream_init(stream_ctx *sc, const void *u, const void *u0, uint32_t 
         sc->lane_w[l] = (l + 1) * sc->lw <= width ? sc->lw : width - l * sc->lw;
     for (uint32_t c = 0; c < 4; c++)
         for (uint32_t t = 0; t < 256; t++)
-            sc->packed[c][t] = model->freq[c][t] ? ((uint32_t)model->freq[c][t] << 10) | model->cum[c][t] : 0;
+            sc->packed[c][t] = symbol_op(model->freq[c][t], model->cum[c][t]);
     for (uint32_t k = 0; k < IMIJ_ENC_CLASSES; k++)
         sc->class_ops[k] = sc->packed[model->ctx_map[k]];
     for (uint32_t v = 0; v < 1024; v++) {
@@ -1629,12 +1646,16 @@ static void stream_init(stream_ctx *sc, const void *u, const void *u0, uint32_t 
     }
 }
 
-/* 3.3: every class maps to one of the 4 contexts */
-static int map_ok(const uint8_t *ctx_map)
+/* 3.3: every class maps to one of the 4 contexts, every symbol's cum + freq is at most M */
+static int model_ok(const imij_enc_model *model)
 {
     for (uint32_t k = 0; k < IMIJ_ENC_CLASSES; k++)
-        if (ctx_map[k] > 3)
+        if (model->ctx_map[k] > 3)
             return 0;
+    for (uint32_t c = 0; c < 4; c++)
+        for (uint32_t t = 0; t < 256; t++)
+            if ((uint32_t)model->cum[c][t] + model->freq[c][t] > (1u << M_BITS))
+                return 0;
     return 1;
 }
 
@@ -1643,7 +1664,7 @@ int64_t imij_enc_stream(const void *u, const void *u0, uint32_t esize, uint32_t 
                         uint8_t *out, size_t cap)
 {
     if (!width || !height || lanes < 1 || lanes > 16 || model->ctx_shift > 31 || model->depth > 32 ||
-        model->depth > 8 * esize || !esize_ok(esize) || (model->cross && !u0) || !map_ok(model->ctx_map))
+        model->depth > 8 * esize || !esize_ok(esize) || (model->cross && !u0) || !model_ok(model))
         return IMIJ_ENC_E_ARGS;
     if (scratch_len < imij_enc_stream_scratch(width, height))
         return IMIJ_ENC_E_SIZE;
