@@ -186,25 +186,37 @@ static inline uint32_t pred_ref(uint32_t p, uint32_t w, uint32_t n, uint32_t r, 
 #define SEG 4096 /* columns whose classes are computed at once */
 
 
-/* sum of bit_length(zigzag(s)) over s[0..count), each |s| < 2^16: the float exponent is exact */
-static inline int32_t bl_sum(const int32_t *s, int count)
+/* bit_length(zigzag(s)) for |s| < 2^16: the float exponent is exact */
+static inline int32_t bl_zz(int32_t s)
 {
-    int32_t acc = 0;
-    for (int i = 0; i < count; i++) {
-        uint32_t z = ((uint32_t)s[i] << 1) ^ (uint32_t)(s[i] >> 31);
-        union {
-            float f;
-            uint32_t u;
-        } cv;
-        cv.f = (float)(int32_t)z;
-        int32_t e = (int32_t)(cv.u >> 23) - 126;
-        acc += e > 0 ? e : 0;
-    }
-    return acc;
+    uint32_t z = ((uint32_t)s << 1) ^ (uint32_t)(s >> 31);
+    union {
+        float f;
+        uint32_t u;
+    } cv;
+    cv.f = (float)(int32_t)z;
+    int32_t e = (int32_t)(cv.u >> 23) - 126;
+    return e > 0 ? e : 0;
 }
 
 /* sext_n of an int32 difference, 1 <= n <= 16 */
 static inline int32_t sx16(int32_t v, uint32_t sh) { return (int32_t)((uint32_t)v << sh) >> sh; }
+
+/* The differences d[i] = sext(a[i] - b[i]) (sh = 32 - n) of a chunk into d (NULL: not kept) and
+ * the sum of their bit_length(zigzag(d)), in one pass. */
+static inline int32_t diff_bits(const int32_t *a, const int32_t *b, uint32_t sh, int32_t *d, int count)
+{
+    int32_t acc = 0;
+    if (d)
+        for (int i = 0; i < count; i++) {
+            d[i] = sx16(a[i] - b[i], sh);
+            acc += bl_zz(d[i]);
+        }
+    else
+        for (int i = 0; i < count; i++)
+            acc += bl_zz(sx16(a[i] - b[i], sh));
+    return acc;
+}
 
 /* predictor p over a chunk of neighbour arrays into pr */
 static inline void pred_chunk(uint32_t p, const int32_t *w, const int32_t *n, const int32_t *nw, const int32_t *ne,
@@ -332,7 +344,7 @@ static void costs_fast(const void *planes, uint32_t esize, const uint32_t *refs,
     uint32_t nc = decor ? 3 : 0;
     int inter = refs != NULL;
     chunk_nb g[8], gr[8]; /* gr: the reference's R (x), RW (w), RN (n) */
-    int32_t d[8][CHUNK], t[CHUNK];
+    int32_t d[8][CHUNK], t[CHUNK], slot_bits[3] = {0};
     uint32_t sh[8];
     int32_t mk[8];
     for (uint32_t s = 0; s < nslots; s++) {
@@ -375,35 +387,28 @@ static void costs_fast(const void *planes, uint32_t esize, const uint32_t *refs,
                         pred_chunk(p, g[s].w, g[s].n, g[s].nw, g[s].ne, mk[s], t, count);
                     else
                         memcpy(t, g[s].w, (size_t)count * sizeof(int32_t));
-                    for (int i = 0; i < count; i++)
-                        ds[i] = sx16(g[s].x[i] - t[i], sh[s]);
+                    int32_t bits = diff_bits(g[s].x, t, sh[s], ds, count);
                     if (s == 0 || s >= nc)
-                        common += bl_sum(ds, count);
+                        common += bits;
+                    else
+                        slot_bits[s] = bits; /* what mode 0 adds (the others code differences) */
                 }
                 if (!nc) {
                     acc[0][p] += common;
                     continue;
                 }
                 if (mode_mask & 1)
-                    acc[0][p] += common + bl_sum(d[1], count) + bl_sum(d[2], count);
+                    acc[0][p] += common + slot_bits[1] + slot_bits[2];
                 if (mode_mask & 14) {
-                    for (int i = 0; i < count; i++)
-                        t[i] = sx16(d[1][i] - d[0][i], shc);
-                    int64_t rg = common + bl_sum(t, count);
-                    if (mode_mask & 2) {
-                        for (int i = 0; i < count; i++)
-                            t[i] = sx16(d[2][i] - d[0][i], shc);
-                        acc[1][p] += rg + bl_sum(t, count);
-                    }
-                    if (mode_mask & 4) {
-                        for (int i = 0; i < count; i++)
-                            t[i] = sx16(d[2][i] - d[1][i], shc);
-                        acc[2][p] += rg + bl_sum(t, count);
-                    }
+                    int64_t rg = common + diff_bits(d[1], d[0], shc, NULL, count);
+                    if (mode_mask & 2)
+                        acc[1][p] += rg + diff_bits(d[2], d[0], shc, NULL, count);
+                    if (mode_mask & 4)
+                        acc[2][p] += rg + diff_bits(d[2], d[1], shc, NULL, count);
                     if (mode_mask & 8) {
                         for (int i = 0; i < count; i++)
-                            t[i] = sx16(d[2][i] - ((d[1][i] + d[0][i]) >> 1), shc);
-                        acc[3][p] += rg + bl_sum(t, count);
+                            t[i] = (d[1][i] + d[0][i]) >> 1;
+                        acc[3][p] += rg + diff_bits(d[2], t, shc, NULL, count);
                     }
                 }
             }
