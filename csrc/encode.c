@@ -1473,8 +1473,10 @@ static void row_contexts(const stream_ctx *sc, const uint32_t *ur, const uint32_
 /* The ops of rows r0 .. r1 in decode order (3: step, phase, lane) into ops, from the lanes' run
  * skips at r0 (updated to r1): a symbol op (lane << 27 | symbol_op) per token, then its
  * extra bits (OP_BITS | lane << 27 | count << 16 | bits, at most 16 bits per op). rows: 3 *
- * width scratch. Returns the op count, or -3 when a symbol has no frequency in its table. */
-static int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32_t r1, uint32_t *skip, uint32_t *rows, uint32_t *ops)
+ * width scratch. Returns the op count, or -3 when a symbol has no frequency in its table. Out of
+ * line, as reverse_ops. */
+static __attribute__((noinline)) int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32_t r1, uint32_t *skip,
+                                                   uint32_t *rows, uint32_t *ops)
 {
     uint32_t width = sc->width, lw = sc->lw, active = sc->active;
     uint8_t clsr[SEG];
@@ -1585,8 +1587,10 @@ static inline uint32_t symbol_op(uint32_t freq, uint32_t cum)
  * backwards from *wp. One branchless step codes both kinds of op: extra bits are a symbol of
  * frequency 1 and cum = the bits in a table of 2^count (x -> x << count | bits), a symbol op one
  * of frequency f in M = 2^10. Renormalization stores the word either way and moves the pointer
- * only when it is emitted. The caller keeps 2 * nops + 2 bytes free below *wp. */
-static void reverse_ops(const uint32_t *ops, size_t nops, const divider *dv, uint32_t *st, uint8_t **wpp)
+ * only when it is emitted. The caller keeps 2 * nops + 2 bytes free below *wp. Out of line: the
+ * loop keeps its state in registers. */
+static __attribute__((noinline)) void reverse_ops(const uint32_t *ops, size_t nops, const divider *dv, uint32_t *st,
+                                                  uint8_t **wpp)
 {
     uint8_t *wp = *wpp;
     for (size_t i = nops; i-- > 0;) {
