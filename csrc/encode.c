@@ -869,8 +869,6 @@ static inline int run_candidate(const uint32_t *ur_c, uint32_t x, uint32_t lane_
     return acc == 0;
 }
 
-/* Zero positions from (r, x) on in lane order within the lane (columns c0 .. c0 + lane_w), at
- * most `limit`. */
 /* Zero values from index at on among the next n of an esize-byte array: 8 bytes at a time. */
 static uint32_t zero_span(const void *u, uint32_t esize, size_t at, uint32_t n)
 {
@@ -887,8 +885,11 @@ static uint32_t zero_span(const void *u, uint32_t esize, size_t at, uint32_t n)
     return (uint32_t)(i >> (esize >> 1)); /* esize 1, 2, 4: shifts 0, 1, 2 */
 }
 
-static uint32_t zeros_ahead(const void *u, uint32_t esize, uint32_t width, uint32_t height, uint32_t c0,
-                            uint32_t lane_w, uint32_t r, uint32_t x, uint32_t limit)
+/* Zero positions from (r, x) on in lane order within the lane (columns c0 .. c0 + lane_w), at
+ * most `limit`. Out of line: only run candidates need it, and the token loops keep their
+ * registers. */
+static __attribute__((noinline)) uint32_t zeros_ahead(const void *u, uint32_t esize, uint32_t width, uint32_t height,
+                                                      uint32_t c0, uint32_t lane_w, uint32_t r, uint32_t x, uint32_t limit)
 {
     uint32_t count = 0;
     while (count < limit) { /* the rest of the lane's row, then the lane's next rows */
