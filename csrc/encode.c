@@ -186,25 +186,37 @@ static inline uint32_t pred_ref(uint32_t p, uint32_t w, uint32_t n, uint32_t r, 
 #define SEG 4096 /* columns whose classes are computed at once */
 
 
-/* sum of bit_length(zigzag(s)) over s[0..count), each |s| < 2^16: the float exponent is exact */
-static inline int32_t bl_sum(const int32_t *s, int count)
+/* bit_length(zigzag(s)) for |s| < 2^16: the float exponent is exact */
+static inline int32_t bl_zz(int32_t s)
 {
-    int32_t acc = 0;
-    for (int i = 0; i < count; i++) {
-        uint32_t z = ((uint32_t)s[i] << 1) ^ (uint32_t)(s[i] >> 31);
-        union {
-            float f;
-            uint32_t u;
-        } cv;
-        cv.f = (float)(int32_t)z;
-        int32_t e = (int32_t)(cv.u >> 23) - 126;
-        acc += e > 0 ? e : 0;
-    }
-    return acc;
+    uint32_t z = ((uint32_t)s << 1) ^ (uint32_t)(s >> 31);
+    union {
+        float f;
+        uint32_t u;
+    } cv;
+    cv.f = (float)(int32_t)z;
+    int32_t e = (int32_t)(cv.u >> 23) - 126;
+    return e > 0 ? e : 0;
 }
 
 /* sext_n of an int32 difference, 1 <= n <= 16 */
 static inline int32_t sx16(int32_t v, uint32_t sh) { return (int32_t)((uint32_t)v << sh) >> sh; }
+
+/* The differences d[i] = sext(a[i] - b[i]) (sh = 32 - n) of a chunk into d (NULL: not kept) and
+ * the sum of their bit_length(zigzag(d)), in one pass. */
+static inline int32_t diff_bits(const int32_t *a, const int32_t *b, uint32_t sh, int32_t *d, int count)
+{
+    int32_t acc = 0;
+    if (d)
+        for (int i = 0; i < count; i++) {
+            d[i] = sx16(a[i] - b[i], sh);
+            acc += bl_zz(d[i]);
+        }
+    else
+        for (int i = 0; i < count; i++)
+            acc += bl_zz(sx16(a[i] - b[i], sh));
+    return acc;
+}
 
 /* predictor p over a chunk of neighbour arrays into pr */
 static inline void pred_chunk(uint32_t p, const int32_t *w, const int32_t *n, const int32_t *nw, const int32_t *ne,
@@ -332,7 +344,7 @@ static void costs_fast(const void *planes, uint32_t esize, const uint32_t *refs,
     uint32_t nc = decor ? 3 : 0;
     int inter = refs != NULL;
     chunk_nb g[8], gr[8]; /* gr: the reference's R (x), RW (w), RN (n) */
-    int32_t d[8][CHUNK], t[CHUNK];
+    int32_t d[8][CHUNK], t[CHUNK], slot_bits[3] = {0};
     uint32_t sh[8];
     int32_t mk[8];
     for (uint32_t s = 0; s < nslots; s++) {
@@ -375,35 +387,28 @@ static void costs_fast(const void *planes, uint32_t esize, const uint32_t *refs,
                         pred_chunk(p, g[s].w, g[s].n, g[s].nw, g[s].ne, mk[s], t, count);
                     else
                         memcpy(t, g[s].w, (size_t)count * sizeof(int32_t));
-                    for (int i = 0; i < count; i++)
-                        ds[i] = sx16(g[s].x[i] - t[i], sh[s]);
+                    int32_t bits = diff_bits(g[s].x, t, sh[s], ds, count);
                     if (s == 0 || s >= nc)
-                        common += bl_sum(ds, count);
+                        common += bits;
+                    else
+                        slot_bits[s] = bits; /* what mode 0 adds (the others code differences) */
                 }
                 if (!nc) {
                     acc[0][p] += common;
                     continue;
                 }
                 if (mode_mask & 1)
-                    acc[0][p] += common + bl_sum(d[1], count) + bl_sum(d[2], count);
+                    acc[0][p] += common + slot_bits[1] + slot_bits[2];
                 if (mode_mask & 14) {
-                    for (int i = 0; i < count; i++)
-                        t[i] = sx16(d[1][i] - d[0][i], shc);
-                    int64_t rg = common + bl_sum(t, count);
-                    if (mode_mask & 2) {
-                        for (int i = 0; i < count; i++)
-                            t[i] = sx16(d[2][i] - d[0][i], shc);
-                        acc[1][p] += rg + bl_sum(t, count);
-                    }
-                    if (mode_mask & 4) {
-                        for (int i = 0; i < count; i++)
-                            t[i] = sx16(d[2][i] - d[1][i], shc);
-                        acc[2][p] += rg + bl_sum(t, count);
-                    }
+                    int64_t rg = common + diff_bits(d[1], d[0], shc, NULL, count);
+                    if (mode_mask & 2)
+                        acc[1][p] += rg + diff_bits(d[2], d[0], shc, NULL, count);
+                    if (mode_mask & 4)
+                        acc[2][p] += rg + diff_bits(d[2], d[1], shc, NULL, count);
                     if (mode_mask & 8) {
                         for (int i = 0; i < count; i++)
-                            t[i] = sx16(d[2][i] - ((d[1][i] + d[0][i]) >> 1), shc);
-                        acc[3][p] += rg + bl_sum(t, count);
+                            t[i] = (d[1][i] + d[0][i]) >> 1;
+                        acc[3][p] += rg + diff_bits(d[2], t, shc, NULL, count);
                     }
                 }
             }
@@ -854,16 +859,16 @@ static inline uint32_t tval(uint32_t v, uint32_t shift)
  * each, so the token loops branch only on the rare candidates. */
 static inline int run_candidate(const uint32_t *ur_c, uint32_t x, uint32_t lane_w, uint32_t run_min)
 {
-    if (!run_min)
+    if (!run_min || ur_c[0])
         return 0;
+    if (run_min == 4 && x + 4 <= lane_w) /* the encoder's run_min, unrolled */
+        return !(ur_c[1] | ur_c[2] | ur_c[3]);
     uint32_t span = x + run_min <= lane_w ? run_min : lane_w - x, acc = 0;
-    for (uint32_t j = 0; j < span; j++)
+    for (uint32_t j = 1; j < span; j++)
         acc |= ur_c[j];
     return acc == 0;
 }
 
-/* Zero positions from (r, x) on in lane order within the lane (columns c0 .. c0 + lane_w), at
- * most `limit`. */
 /* Zero values from index at on among the next n of an esize-byte array: 8 bytes at a time. */
 static uint32_t zero_span(const void *u, uint32_t esize, size_t at, uint32_t n)
 {
@@ -880,8 +885,11 @@ static uint32_t zero_span(const void *u, uint32_t esize, size_t at, uint32_t n)
     return (uint32_t)(i >> (esize >> 1)); /* esize 1, 2, 4: shifts 0, 1, 2 */
 }
 
-static uint32_t zeros_ahead(const void *u, uint32_t esize, uint32_t width, uint32_t height, uint32_t c0,
-                            uint32_t lane_w, uint32_t r, uint32_t x, uint32_t limit)
+/* Zero positions from (r, x) on in lane order within the lane (columns c0 .. c0 + lane_w), at
+ * most `limit`. Out of line: only run candidates need it, and the token loops keep their
+ * registers. */
+static __attribute__((noinline)) uint32_t zeros_ahead(const void *u, uint32_t esize, uint32_t width, uint32_t height,
+                                                      uint32_t c0, uint32_t lane_w, uint32_t r, uint32_t x, uint32_t limit)
 {
     uint32_t count = 0;
     while (count < limit) { /* the rest of the lane's row, then the lane's next rows */
@@ -901,13 +909,29 @@ static inline uint32_t cls_of(uint64_t sum)
     return c > 15 ? 15 : c;
 }
 
+/* min(bit_length(sum), 15) of each of count sums below 2^31: the float exponent is exact */
+static inline void float_classes(const uint32_t *restrict sums, uint32_t count, uint8_t *restrict cls)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        union {
+            float f;
+            uint32_t u;
+        } cv;
+        cv.f = (float)(int32_t)sums[i];
+        int32_t e = (int32_t)(cv.u >> 23) - 126;
+        e = e < 0 ? 0 : e;
+        cls[i] = (uint8_t)(e > 15 ? 15 : e);
+    }
+}
+
 /* 3.1: the class of columns c_first .. c_first + count of row r (lane-local neighbours), plus
- * slot 0's T(u0) when u0r != NULL, into cls[0..count). fast: ctx_shift 0 and every u below 2^16
+ * slot 0's T(u0) when u0r != NULL, into cls[0..count); plain (NULL: not wanted) receives the
+ * classes without T(u0) (the statistics count both). fast: ctx_shift 0 and every u below 2^16
  * (so T(v) = v and the sums are exact floats). */
 IMIJ_CLONES
 static void row_classes(const uint32_t *restrict ur, const uint32_t *restrict up, const uint32_t *restrict u0r,
                         uint32_t r, uint32_t c_first, uint32_t count, uint32_t lw, uint32_t width, uint32_t sh, int fast,
-                        uint8_t *restrict cls, uint32_t *restrict tmp)
+                        uint8_t *restrict cls, uint8_t *restrict plain, uint32_t *restrict tmp)
 {
     uint32_t first_lane = (c_first + lw - 1) / lw * lw; /* the first lane start at or after c_first */
     if (fast) {
@@ -925,19 +949,12 @@ static void row_classes(const uint32_t *restrict ur, const uint32_t *restrict up
                 tmp[i] = 2 * w[i];
         for (uint32_t c = first_lane; c < c_first + count; c += lw)
             tmp[c - c_first] = r ? 2 * up[c] : 0;
+        if (plain)
+            float_classes(tmp, count, plain);
         if (u0r)
             for (i = 0; i < count; i++)
                 tmp[i] += u0r[c_first + i];
-        for (i = 0; i < count; i++) {
-            union {
-                float f;
-                uint32_t u;
-            } cv;
-            cv.f = (float)(int32_t)tmp[i];
-            int32_t e = (int32_t)(cv.u >> 23) - 126;
-            e = e < 0 ? 0 : e;
-            cls[i] = (uint8_t)(e > 15 ? 15 : e);
-        }
+        float_classes(tmp, count, cls);
         return;
     }
     (void)width;
@@ -952,6 +969,8 @@ static void row_classes(const uint32_t *restrict ur, const uint32_t *restrict up
             sum = 2 * (uint64_t)tval(up[c], sh);
         else
             sum = 0;
+        if (plain)
+            plain[i] = (uint8_t)cls_of(sum);
         if (u0r)
             sum += tval(u0r[c], sh);
         cls[i] = (uint8_t)cls_of(sum);
@@ -969,26 +988,54 @@ static int below16(const void *u, size_t count, uint32_t esize)
     return acc < (1u << 16);
 }
 
-/* Row r of residuals u (row r - 1 before it, as slot_rows) and row r of u0 (NULL without) as
- * uint32; buf: 3 * width uint32. */
-static void residual_rows(const void *u, const void *u0, uint32_t esize, uint32_t width, uint32_t r, uint32_t *buf,
-                          const uint32_t **ur, const uint32_t **u0r)
+/* Row r of residuals u (ur), row r - 1 (up, when r > 0) and row r of u0 (u0r, NULL without) as
+ * uint32, for rows taken in order from r_first: the rows go to two row buffers in turn, so row
+ * r - 1 is still in the other one (widened again only at r_first). buf: 3 * width uint32. */
+static void residual_rows(const void *u, const void *u0, uint32_t esize, uint32_t width, uint32_t r, uint32_t r_first,
+                          uint32_t *buf, const uint32_t **ur, const uint32_t **up, const uint32_t **u0r)
 {
-    slot_rows(u, esize, 1, width, 0, r, buf, ur);
-    *u0r = u0 ? widen(buf + 2 * (size_t)width, u0, (size_t)r * width, width, esize) : NULL;
+    size_t at = (size_t)r * width;
+    if (esize == 4) {
+        *ur = (const uint32_t *)u + at;
+        *up = *ur - width;
+    } else {
+        uint32_t *cur = buf + (r & 1u) * (size_t)width, *prev = buf + (~r & 1u) * (size_t)width;
+        if (r && r == r_first)
+            widen(prev, u, at - width, width, esize);
+        *ur = widen(cur, u, at, width, esize);
+        *up = prev;
+    }
+    *u0r = u0 ? widen(buf + 2 * (size_t)width, u0, at, width, esize) : NULL;
 }
 
-/* Positions c .. c + n inside a run: each counts into zr of its class (cls) and cross class
- * (xcls, NULL without), by column into four partial counts. Kept out of line: the statistics
- * loop stays small for the positions that take tokens. */
-static __attribute__((noinline)) void count_run(const uint8_t *cls, const uint8_t *xcls, uint32_t c, uint32_t n,
+/* Count the classes of n positions into four partial counts (by position): eight positions of
+ * class 0 (a flat area) at once. */
+static void count_classes(const uint8_t *cls, uint32_t n, uint32_t (*part)[IMIJ_ENC_CLASSES])
+{
+    uint32_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        uint64_t w;
+        memcpy(&w, cls + j, 8);
+        if (!w) {
+            part[0][0] += 8;
+            continue;
+        }
+        for (uint32_t k = 0; k < 8; k++)
+            part[k & 3][cls[j + k]]++;
+    }
+    for (; j < n; j++)
+        part[j & 3][cls[j]]++;
+}
+
+/* Positions inside a run: each counts into zr of its class (cls) and cross class (xcls, NULL
+ * without). Kept out of line: the statistics loop stays small for the positions that take
+ * tokens. */
+static __attribute__((noinline)) void count_run(const uint8_t *cls, const uint8_t *xcls, uint32_t n,
                                                 uint32_t (*zpart)[IMIJ_ENC_CLASSES], uint32_t (*xzpart)[IMIJ_ENC_CLASSES])
 {
-    for (uint32_t j = 0; j < n; j++)
-        zpart[(c + j) & 3][cls[j]]++;
+    count_classes(cls, n, zpart);
     if (xcls)
-        for (uint32_t j = 0; j < n; j++)
-            xzpart[(c + j) & 3][xcls[j]]++;
+        count_classes(xcls, n, xzpart);
 }
 
 /* The largest of count esize-byte values. */
@@ -1022,19 +1069,17 @@ int imij_enc_stats(const void *u, const void *u0, uint32_t esize, uint32_t width
     uint8_t cls[SEG], xcls[SEG];
     uint32_t tmp[SEG];
     uint32_t skip[16] = {0};
-    /* positions inside runs count into four partial zr (by column), added at the end: a flat
+    /* positions inside runs count into four partial zr (by position), added at the end: a flat
      * area's positions, all of one class, do not wait on one counter */
     uint32_t zpart[4][IMIJ_ENC_CLASSES] = {{0}}, xzpart[4][IMIJ_ENC_CLASSES] = {{0}};
     for (uint32_t r = 0; r < height; r++) {
-        const uint32_t *ur, *u0r;
-        residual_rows(u, u0, esize, width, r, rows, &ur, &u0r);
-        const uint32_t *up = ur - width;
+        const uint32_t *ur, *up, *u0r;
+        residual_rows(u, u0, esize, width, r, 0, rows, &ur, &up, &u0r);
         uint32_t l = 0, x = 0, c0 = 0, lane_w = lw < width ? lw : width;
         for (uint32_t c_first = 0; c_first < width; c_first += SEG) {
             uint32_t count = width - c_first < SEG ? width - c_first : SEG;
-            row_classes(ur, up, NULL, r, c_first, count, lw, width, ctx_shift, fast, cls, tmp);
-            if (u0r)
-                row_classes(ur, up, u0r, r, c_first, count, lw, width, ctx_shift, fast, xcls, tmp);
+            row_classes(ur, up, u0r, r, c_first, count, lw, width, ctx_shift, fast, u0r ? xcls : cls, u0r ? cls : NULL,
+                        tmp);
             for (uint32_t i = 0; i < count; i++) {
                 uint32_t c = c_first + i, k = cls[i], xk = u0r ? xcls[i] : 0;
                 if (x == lane_w) { /* the next lane */
@@ -1047,7 +1092,7 @@ int imij_enc_stats(const void *u, const void *u0, uint32_t esize, uint32_t width
                 if (skip[l]) { /* inside a run: the positions up to the lane's or the segment's end at once */
                     uint32_t n = skip[l] < lane_w - xx ? skip[l] : lane_w - xx;
                     n = n < count - i ? n : count - i;
-                    count_run(cls + i, u0r ? xcls + i : NULL, c, n, zpart, xzpart);
+                    count_run(cls + i, u0r ? xcls + i : NULL, n, zpart, xzpart);
                     skip[l] -= n;
                     x = xx + n;
                     i += n - 1;
@@ -1323,6 +1368,26 @@ static inline void join_token(uint32_t v, uint32_t kp, uint32_t m, uint32_t *t, 
 }
 
 #define OP_BITS 0x80000000u
+
+/* The op of nb (1 .. 16) extra bits e of lane l (see block_ops). */
+static inline uint32_t bits_op(uint32_t l, uint32_t nb, uint32_t e)
+{
+    return OP_BITS | (l << 27) | (nb << 16) | (e & ((1u << nb) - 1u));
+}
+
+/* 3.2: the token of v in a scheme with (k', m); its extra bits go to lane l's ops: the low 16 to
+ * xops[*nx], any above them to hops[*nh] (each op holds at most 16 bits). */
+static inline uint32_t long_token(uint32_t v, uint32_t kp, uint32_t m, uint32_t l, uint32_t *xops, uint32_t *nx,
+                                  uint32_t *hops, uint32_t *nh)
+{
+    uint32_t t, nb, e;
+    join_token(v, kp, m, &t, &nb, &e);
+    if (nb)
+        xops[(*nx)++] = bits_op(l, nb < 16 ? nb : 16, e);
+    if (nb > 16)
+        hops[(*nh)++] = bits_op(l, nb - 16, e >> 16);
+    return t;
+}
 #define BLOCK_SAMPLES 4096u /* positions per block of rows the stream writer codes at once (3 op words each: 48 KiB of scratch) */
 
 /* Rows per block of the stream writer: about BLOCK_SAMPLES positions, at least one row, at most
@@ -1346,8 +1411,10 @@ typedef struct {
     uint32_t k, m, rk, nvalue, run_min;
     const void *u, *x0; /* residuals; slot 0's for the cross context, else NULL */
     uint32_t lane_w[16];
-    uint32_t packed[4][256]; /* per context and symbol: freq << 10 | cum (0: no frequency) */
-    uint16_t lut[1024];      /* value tokens of small values: token | nb << 8 */
+    uint32_t packed[4][256]; /* per context and symbol: its symbol_op */
+    const uint32_t *class_ops[IMIJ_ENC_CLASSES]; /* per class: its context's row of packed (3.3's ctx_map) */
+    uint8_t tok[1024];       /* value tokens of small values (255: none) */
+    uint32_t xop[1024];      /* their extra bits' ops without the lane (0: no extra bits) */
 } stream_ctx;
 
 /* Does lane l's column x (c) of row ur (row r) start a run token? Its length, else 0 (3.2). */
@@ -1385,52 +1452,48 @@ static void skip_row(const stream_ctx *sc, const uint32_t *ur, uint32_t r, uint3
     }
 }
 
-/* 3.1: the contexts of row r into ctxr (for the step order: lane l's column x at l * stride + x
- * - x_first), for lane columns x_first .. x_first + xn; whole: the row at once (stride lw). */
-static void row_contexts(const stream_ctx *sc, const uint32_t *ur, const uint32_t *u0r, uint32_t r, int whole,
-                         uint32_t x_first, uint32_t xn, uint8_t *ctxr, uint32_t *tmp)
+/* 3.1: the classes of row r (up: row r - 1) into clsr (for the step order: lane l's column x at
+ * l * stride + x - x_first), for lane columns x_first .. x_first + xn; whole: the row at once
+ * (stride lw). */
+static void row_contexts(const stream_ctx *sc, const uint32_t *ur, const uint32_t *up, const uint32_t *u0r, uint32_t r,
+                         int whole, uint32_t x_first, uint32_t xn, uint8_t *clsr, uint32_t *tmp)
 {
-    const uint8_t *map = sc->model->ctx_map;
-    const uint32_t *up = ur - sc->width;
     if (whole) {
-        row_classes(ur, up, u0r, r, 0, sc->width, sc->lw, sc->width, sc->model->ctx_shift, sc->fast, ctxr, tmp);
-        for (uint32_t c = 0; c < sc->width; c++)
-            ctxr[c] = map[ctxr[c]];
+        row_classes(ur, up, u0r, r, 0, sc->width, sc->lw, sc->width, sc->model->ctx_shift, sc->fast, clsr, NULL, tmp);
         return;
     }
     for (uint32_t l = 0; l < sc->active; l++) {
         if (x_first >= sc->lane_w[l])
             continue;
         uint32_t cnt = sc->lane_w[l] - x_first < xn ? sc->lane_w[l] - x_first : xn;
-        uint8_t *cx = ctxr + l * xn;
-        row_classes(ur, up, u0r, r, l * sc->lw + x_first, cnt, sc->lw, sc->width, sc->model->ctx_shift, sc->fast, cx,
-                    tmp);
-        for (uint32_t i = 0; i < cnt; i++)
-            cx[i] = map[cx[i]];
+        row_classes(ur, up, u0r, r, l * sc->lw + x_first, cnt, sc->lw, sc->width, sc->model->ctx_shift, sc->fast,
+                    clsr + l * xn, NULL, tmp);
     }
 }
 
 /* The ops of rows r0 .. r1 in decode order (3: step, phase, lane) into ops, from the lanes' run
- * skips at r0 (updated to r1): a symbol op (lane << 27 | freq << 10 | cum) per token, then its
+ * skips at r0 (updated to r1): a symbol op (lane << 27 | symbol_op) per token, then its
  * extra bits (OP_BITS | lane << 27 | count << 16 | bits, at most 16 bits per op). rows: 3 *
- * width scratch. Returns the op count, or -3 when a symbol has no frequency in its table. */
-static int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32_t r1, uint32_t *skip, uint32_t *rows, uint32_t *ops)
+ * width scratch. Returns the op count, or -3 when a symbol has no frequency in its table. Out of
+ * line, as reverse_ops. */
+static __attribute__((noinline)) int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32_t r1, uint32_t *skip,
+                                                   uint32_t *rows, uint32_t *ops)
 {
     uint32_t width = sc->width, lw = sc->lw, active = sc->active;
-    uint8_t ctxr[SEG];
+    uint8_t clsr[SEG];
     uint32_t tmp[SEG];
     size_t nops = 0;
     int whole = width <= SEG; /* classes for the whole row when it fits, else per block of lane columns */
     uint32_t block = whole ? lw : SEG / 16;
     for (uint32_t r = r0; r < r1; r++) {
-        const uint32_t *ur, *u0r;
-        residual_rows(sc->u, sc->x0, sc->esize, width, r, rows, &ur, &u0r);
+        const uint32_t *ur, *up, *u0r;
+        residual_rows(sc->u, sc->x0, sc->esize, width, r, r0, rows, &ur, &up, &u0r);
         if (whole)
-            row_contexts(sc, ur, u0r, r, 1, 0, lw, ctxr, tmp);
+            row_contexts(sc, ur, up, u0r, r, 1, 0, lw, clsr, tmp);
         for (uint32_t x_first = 0; x_first < lw; x_first += block) {
             uint32_t xn = lw - x_first < block ? lw - x_first : block;
             if (!whole)
-                row_contexts(sc, ur, u0r, r, 0, x_first, xn, ctxr, tmp);
+                row_contexts(sc, ur, up, u0r, r, 0, x_first, xn, clsr, tmp);
             uint32_t stride = whole ? lw : xn;
             for (uint32_t i = 0; i < xn; i++) {
                 uint32_t x = x_first + i;
@@ -1446,33 +1509,28 @@ static int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32_t r1, uint32_
                         continue;
                     }
                 }
-                const uint8_t *cx = ctxr + i;
+                const uint8_t *cx = clsr + i;
                 for (uint32_t l = 0; l < here; l++) {
                     if (skip[l]) {
                         skip[l]--;
                         continue;
                     }
                     uint32_t c = l * lw + x;
-                    uint32_t v = ur[c], t, nb, e, zeros;
+                    uint32_t v = ur[c], t, zeros;
                     if ((zeros = run_at(sc, ur, c, l, r, x)) != 0) {
-                        join_token(zeros - 1, sc->rk, sc->m, &t, &nb, &e);
-                        t += sc->nvalue;
+                        t = long_token(zeros - 1, sc->rk, sc->m, l, xops, &nx, hops, &nh) + sc->nvalue;
                         skip[l] = zeros - 1;
                     } else if (v < 1024) {
-                        t = sc->lut[v] & 255u;
-                        nb = sc->lut[v] >> 8; /* at most 10 */
-                        e = v & ((1u << nb) - 1u);
+                        uint32_t xop = sc->xop[v]; /* at most 10 extra bits: one op, or none */
+                        t = sc->tok[v];
+                        xops[nx] = xop | (l << 27);
+                        nx += xop != 0;
                     } else
-                        join_token(v, sc->k, sc->m, &t, &nb, &e);
-                    uint32_t op = t < 256 ? sc->packed[cx[l * stride]][t] : 0;
+                        t = long_token(v, sc->k, sc->m, l, xops, &nx, hops, &nh);
+                    uint32_t op = t < 256 ? sc->class_ops[cx[l * stride]][t] : 0;
                     if (!op)
                         return IMIJ_ENC_E_FREQ;
                     ops[nops++] = (l << 27) | op;
-                    uint32_t n1 = nb < 16 ? nb : 16; /* the extra bits' op, kept only when nb > 0 */
-                    xops[nx] = OP_BITS | (l << 27) | (n1 << 16) | (e & ((1u << n1) - 1u));
-                    nx += nb != 0;
-                    if (nb > 16)
-                        hops[nh++] = OP_BITS | (l << 27) | ((nb - 16) << 16) | (e >> 16);
                 }
                 for (uint32_t j = 0; j < nx; j++)
                     ops[nops++] = xops[j];
@@ -1484,10 +1542,11 @@ static int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32_t r1, uint32_
     return (int64_t)nops;
 }
 
-/* x / f for the reverse pass: the high half of x * ceil(2^64 / f) where 128-bit products exist.
- * Exact for 0 < x < 2^32 and 2 <= f <= 1024: x * rcp / 2^64 = x / f + e with 0 <= e < 2^-32,
- * and x / f is at most 1 - 1/f past its floor. f = 1 (rcp 2^64 - 1 gives x - 1) adds 1 back;
- * states are never 0 (at least 2^6 f when divided). */
+/* The quotient q of the reverse pass's x' = x + bias + q * (M - f) (see reverse_ops): x / f for
+ * f >= 2, x - 1 for f = 1 (whose bias adds M - 1: x M + cum either way). Where 128-bit products
+ * exist, the high half of x * rcp[f], rcp[f] = ceil(2^64 / f) (f = 1: 2^64 - 1): exact for
+ * 0 < x < 2^32 and 2 <= f <= 1024, as x * rcp / 2^64 = x / f + e with 0 <= e < 2^-32 and x / f
+ * is at most 1 - 1/f past its floor; states are never 0 (at least 2^6 f when divided). */
 typedef struct {
 #if defined(__SIZEOF_INT128__)
     uint64_t rcp[1025];
@@ -1511,19 +1570,28 @@ static void divider_init(divider *dv)
 static inline uint32_t divide(const divider *dv, uint32_t x, uint32_t f)
 {
 #if defined(__SIZEOF_INT128__)
-    return (uint32_t)(((unsigned __int128)x * dv->rcp[f]) >> 64) + (f == 1);
+    return (uint32_t)(((unsigned __int128)x * dv->rcp[f]) >> 64);
 #else
     (void)dv;
-    return x / f;
+    return x / f - (f == 1);
 #endif
+}
+
+/* A symbol op's low bits (3.3's rANS step, reverse_ops): freq << 11 | bias, bias = cum, plus M - 1
+ * when freq is 1 (divide's quotient is then x - 1). 0: no frequency. */
+static inline uint32_t symbol_op(uint32_t freq, uint32_t cum)
+{
+    return freq ? (freq << 11) | (cum + (freq == 1 ? (1u << M_BITS) - 1u : 0u)) : 0u;
 }
 
 /* Reverse rANS over ops[0..nops) last first: words come out last-read first, so they are written
  * backwards from *wp. One branchless step codes both kinds of op: extra bits are a symbol of
  * frequency 1 and cum = the bits in a table of 2^count (x -> x << count | bits), a symbol op one
  * of frequency f in M = 2^10. Renormalization stores the word either way and moves the pointer
- * only when it is emitted. The caller keeps 2 * nops + 2 bytes free below *wp. */
-static void reverse_ops(const uint32_t *ops, size_t nops, const divider *dv, uint32_t *st, uint8_t **wpp)
+ * only when it is emitted. The caller keeps 2 * nops + 2 bytes free below *wp. Out of line: the
+ * loop keeps its state in registers. */
+static __attribute__((noinline)) void reverse_ops(const uint32_t *ops, size_t nops, const divider *dv, uint32_t *st,
+                                                  uint8_t **wpp)
 {
     uint8_t *wp = *wpp;
     for (size_t i = nops; i-- > 0;) {
@@ -1540,14 +1608,13 @@ static void reverse_ops(const uint32_t *ops, size_t nops, const divider *dv, uin
             xs >>= 16 * emit;
             xs = (xs << nbits) | v;
         } else {
-            uint32_t f = (op >> 10) & 2047u, cum = op & 1023u;
+            uint32_t f = (op >> 11) & 2047u, bias = op & 2047u;
             emit = (xs >> 1) >= f << (32 - M_BITS - 1); /* x >= f * 2^22, in 32 bits */
             wp[-2] = (uint8_t)xs;
             wp[-1] = (uint8_t)(xs >> 8);
             wp -= 2 * emit;
             xs >>= 16 * emit;
-            uint32_t q = divide(dv, xs, f);
-            xs = (q << M_BITS) + (xs - q * f) + cum;
+            xs += bias + divide(dv, xs, f) * ((1u << M_BITS) - f); /* (x / f) M + x % f + cum */
         }
         st[l] = xs;
     }
@@ -1577,16 +1644,29 @@ static void stream_init(stream_ctx *sc, const void *u, const void *u0, uint32_t 
         sc->lane_w[l] = (l + 1) * sc->lw <= width ? sc->lw : width - l * sc->lw;
     for (uint32_t c = 0; c < 4; c++)
         for (uint32_t t = 0; t < 256; t++)
-            sc->packed[c][t] = model->freq[c][t] ? ((uint32_t)model->freq[c][t] << 10) | model->cum[c][t] : 0;
+            sc->packed[c][t] = symbol_op(model->freq[c][t], model->cum[c][t]);
+    for (uint32_t k = 0; k < IMIJ_ENC_CLASSES; k++)
+        sc->class_ops[k] = sc->packed[model->ctx_map[k]];
     for (uint32_t v = 0; v < 1024; v++) {
-        uint32_t t = 255, nb = 0, e;
-        if (n < 32 && v >> n) { /* no such value: with n < m, join_token would shift by msb - m < 0 */
-            sc->lut[v] = (uint16_t)t;
-            continue;
-        }
-        join_token(v, k, m, &t, &nb, &e);
-        sc->lut[v] = (uint16_t)((t > 255 ? 255 : t) | nb << 8);
+        uint32_t t = 255, nb = 0, e = 0;
+        if (n >= 32 || !(v >> n)) /* else no such value: with n < m, join_token would shift by msb - m < 0 */
+            join_token(v, k, m, &t, &nb, &e);
+        sc->tok[v] = (uint8_t)(t > 255 ? 255 : t);
+        sc->xop[v] = nb ? bits_op(0, nb, e) : 0;
     }
+}
+
+/* 3.3: every class maps to one of the 4 contexts, every symbol's cum + freq is at most M */
+static int model_ok(const imij_enc_model *model)
+{
+    for (uint32_t k = 0; k < IMIJ_ENC_CLASSES; k++)
+        if (model->ctx_map[k] > 3)
+            return 0;
+    for (uint32_t c = 0; c < 4; c++)
+        for (uint32_t t = 0; t < 256; t++)
+            if ((uint32_t)model->cum[c][t] + model->freq[c][t] > (1u << M_BITS))
+                return 0;
+    return 1;
 }
 
 int64_t imij_enc_stream(const void *u, const void *u0, uint32_t esize, uint32_t width, uint32_t height,
@@ -1594,7 +1674,7 @@ int64_t imij_enc_stream(const void *u, const void *u0, uint32_t esize, uint32_t 
                         uint8_t *out, size_t cap)
 {
     if (!width || !height || lanes < 1 || lanes > 16 || model->ctx_shift > 31 || model->depth > 32 ||
-        model->depth > 8 * esize || !esize_ok(esize) || (model->cross && !u0))
+        model->depth > 8 * esize || !esize_ok(esize) || (model->cross && !u0) || !model_ok(model))
         return IMIJ_ENC_E_ARGS;
     if (scratch_len < imij_enc_stream_scratch(width, height))
         return IMIJ_ENC_E_SIZE;
@@ -1610,8 +1690,8 @@ int64_t imij_enc_stream(const void *u, const void *u0, uint32_t esize, uint32_t 
     for (uint32_t b = 0; b < blocks; b++) {
         memcpy(checkpoints + 16 * (size_t)b, skip, sizeof skip);
         for (uint32_t r = b * rows; sc.run_min && b + 1 < blocks && r < (b + 1) * rows; r++) { /* no runs: no skips */
-            const uint32_t *ur, *u0r;
-            residual_rows(u, NULL, esize, width, r, rowbuf, &ur, &u0r);
+            const uint32_t *ur, *up, *u0r;
+            residual_rows(u, NULL, esize, width, r, 0, rowbuf, &ur, &up, &u0r);
             skip_row(&sc, ur, r, skip);
         }
     }
