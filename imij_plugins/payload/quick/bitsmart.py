@@ -60,7 +60,7 @@ KIND_DICT_PACKETS = 6
 KIND_REPEAT = 7
 
 _MAX_VARINT_BYTES = 10
-LOOKUP_CHUNK = 1 << 13  # _lookup_into, _lookup: values per step (a multiple of 8)
+LOOKUP_CHUNK = 1 << 13  # _lookup_into, _lookup, pack_bits: values per step (a multiple of 8)
 _MAX_RUN = 62  # 2.13: one packet byte yields at most a 62-pixel run
 _U64_LIMIT = 1 << 64
 _BYTE_VALUES = np.arange(256, dtype=np.uint16)
@@ -100,8 +100,13 @@ def pack_bits(values: np.ndarray, width: int) -> bytes:
         raise ValueError(f"a value does not fit in {width} bits")
     size = _word_dtype_bytes(width)
     words = flat.astype(f"<u{size}", copy=False)
-    bits = np.unpackbits(words.view(np.uint8).reshape(-1, size), axis=1, bitorder="little")
-    return np.packbits(bits[:, :width].reshape(-1), bitorder="little").tobytes()
+    # LOOKUP_CHUNK values (a multiple of 8: whole bytes) at a time: the bit array is a byte per bit
+    out = bytearray()
+    for start in range(0, words.size, LOOKUP_CHUNK):
+        part = words[start : start + LOOKUP_CHUNK]
+        bits = np.unpackbits(part.view(np.uint8).reshape(-1, size), axis=1, bitorder="little")
+        out += np.packbits(bits[:, :width].reshape(-1), bitorder="little").tobytes()
+    return bytes(out)
 
 
 def unpack_bits(data, count: int, width: int) -> np.ndarray:
