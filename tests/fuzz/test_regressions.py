@@ -1,8 +1,9 @@
 """Inputs behind the fuzzing campaign's findings (fuzz/README.md), read through the public API.
 
-Both findings were undefined pointer arithmetic that UBSan reports on every such file (a row
+The C findings were undefined pointer arithmetic that UBSan reports on every such file (a row
 above or a padding column reached through an index that wrapped below zero): each file decodes
 to its known pixels, and under the sanitized build (fuzz/run-tests-sanitized.sh) without a report.
+The damaged files read by path must raise the reader's errors, never Python's BufferError.
 """
 
 from __future__ import annotations
