@@ -94,6 +94,19 @@ QP_INLINE void qp_put(uint8_t *o, uint64_t r, uint64_t g, uint64_t b, uint64_t a
     }
 }
 
+/* 2.13: "After every output pixel, insert its complete tuple into the cache": the tuple goes
+ * into its cache slot (ha: alpha's share of the hash) and out to o. */
+QP_INLINE void qp_emit(uint64_t (*cache)[4], uint8_t *o, uint64_t r, uint64_t g, uint64_t b, uint64_t a, unsigned ha,
+                       int ch, int wb)
+{
+    unsigned h = (qp_hash_rgb(r, g, b, wb) + ha) & 63u;
+    cache[h][0] = r;
+    cache[h][1] = g;
+    cache[h][2] = b;
+    cache[h][3] = a;
+    qp_put(o, r, g, b, a, ch, wb);
+}
+
 /* npixels * channels * word_bytes, or 0 with *ok = 0 on overflow of size_t. */
 static size_t qp_size(size_t npixels, size_t pxb, int *ok)
 {
@@ -138,7 +151,7 @@ QP_INLINE int qp_decode_impl(const uint8_t *src, size_t src_len, uint8_t *dst, s
     memset(cache, 0, sizeof cache);
 
     while (out != out_end) {
-        unsigned tag, h;
+        unsigned tag;
 
         if (p == end)
             return IMIJ_QUICK_E_TRUNCATED;
@@ -201,12 +214,7 @@ QP_INLINE int qp_decode_impl(const uint8_t *src, size_t src_len, uint8_t *dst, s
                 if (count * pxb > (size_t)(out_end - out))
                     return IMIJ_QUICK_E_RUN;
                 /* The pixels of a run share one tuple, so one cache insertion stands for all. */
-                h = (qp_hash_rgb(r, g, b, wb) + ha) & 63u;
-                cache[h][0] = r;
-                cache[h][1] = g;
-                cache[h][2] = b;
-                cache[h][3] = a;
-                qp_put(out, r, g, b, a, ch, wb);
+                qp_emit(cache, out, r, g, b, a, ha, ch, wb);
                 for (size_t k = 1; k < count; k++)
                     memcpy(out + k * pxb, out, pxb);
                 out += count * pxb;
@@ -216,13 +224,7 @@ QP_INLINE int qp_decode_impl(const uint8_t *src, size_t src_len, uint8_t *dst, s
         /* (INDEX and FE/FF cannot break the 1/2-channel equality: FE/FF set three equal words
          * and every cache tuple is zero or an earlier, checked output pixel.) */
 
-        /* 2.13: "After every output pixel, insert its complete tuple into the cache." */
-        h = (qp_hash_rgb(r, g, b, wb) + ha) & 63u;
-        cache[h][0] = r;
-        cache[h][1] = g;
-        cache[h][2] = b;
-        cache[h][3] = a;
-        qp_put(out, r, g, b, a, ch, wb);
+        qp_emit(cache, out, r, g, b, a, ha, ch, wb);
         out += pxb;
     }
 
