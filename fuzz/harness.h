@@ -71,7 +71,10 @@ enum { KIND_U = 0, KIND_I = 1, KIND_F = 2 };
 
 /* What both unit harnesses read after their flags byte: the header's sample type, the slots
  * (1..=4, 1..=8 with 64-bit samples: a hi and a lo word per channel) and their depths (0..=the
- * sample's word: Lsb and Offset maps may have 0 bits, 2.1), lanes 1..=16 (2) and the unit. */
+ * sample's word: Lsb and Offset maps may have 0 bits, 2.1), lanes 1..=16 (2) and the unit, up to
+ * MAX_WIDTH x MAX_HEIGHT (a stripe of a wide image). */
+enum { MAX_WIDTH = 4096, MAX_HEIGHT = 512 };
+
 typedef struct {
     uint32_t bits, kind, nslots, depth[8], lanes, width, height;
 } unit_shape;
@@ -87,8 +90,8 @@ static void take_shape(input *in, uint8_t flags, unit_shape *u)
     for (int s = 0; s < 8; s++)
         u->depth[s] = take_u8(in) % (word + 1);
     u->lanes = 1 + take_u8(in) % 16;
-    u->width = 1 + take_u16(in) % 512;
-    u->height = 1 + take_u16(in) % 256;
+    u->width = 1 + take_u16(in) % MAX_WIDTH;
+    u->height = 1 + take_u16(in) % MAX_HEIGHT;
 }
 
 /* Const channels beside the slots: at most 4 channels below 64-bit samples. */

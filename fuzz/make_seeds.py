@@ -29,7 +29,7 @@ from imij_plugins.payload.head import PRESENT_PALETTE, REC_BILEVEL, REC_TEMPLATE
 from imij_plugins.payload.quick import bitsmart, unit
 from imij_plugins.registry.features import FeatureId
 
-MAX_WIDTH, MAX_HEIGHT = 512, 256  # the harnesses' unit geometry (fuzz_entropy.c, fuzz_level.c)
+MAX_WIDTH, MAX_HEIGHT = 4096, 512  # the harnesses' unit geometry (harness.h take_shape)
 SAMPLE_SEL = {8: 0, 16: 1, 32: 2, 64: 3}
 KINDS = {"u": 0, "i": 1, "f": 2}
 LEVEL_LAYOUTS = range(0x81, 0x85)
@@ -109,7 +109,7 @@ class Capture:
         def wrapped(plan, models, body, width, height, reference, out):
             try:
                 self._unit(plan, bytes(body), width, height, reference is not None)
-            except (KeyError, ValueError):  # a plan the harnesses do not model (no slots, a huge unit)
+            except (KeyError, ValueError):  # a unit larger than the harnesses model
                 pass
             return real(plan, models, body, width, height, reference, out)
         return wrapped
@@ -117,7 +117,7 @@ class Capture:
     def _unit(self, plan, body: bytes, width: int, height: int, reference: bool) -> None:
         models, rec25, rec35, kind = self.raw[id(plan)]
         depths = [s.depth for s in plan.slots]
-        if not depths or width > MAX_WIDTH or height > MAX_HEIGHT:
+        if width > MAX_WIDTH or height > MAX_HEIGHT:  # 2.1: every plan has a slot (Const only on alpha, lo words)
             raise ValueError("outside the harness")
         nslots, channels = len(depths), plan.channel_count
         shape = _shape_prefix(plan.sample_bits, kind, depths, plan.lanes, width, height, channels)
@@ -185,6 +185,8 @@ def images() -> list[tuple[np.ndarray | list[np.ndarray], dict]]:
     for image in (page, two, grays, page > 0):
         for effort in (1, 5, 9):
             out.append((image, {"effort": effort, "stripe_rows": 64}))
+    for effort in (1, 5):  # units wider than 512 and taller than 256 columns, in small bodies
+        out.append((np.tile(grays, (2, 6)), {"effort": effort, "stripe_rows": 288}))
     frames = [rgb, rgb.copy(), np.roll(rgb, 2, axis=1)]
     frames[1][10:20, 10:30] += 3
     out.append((frames, {"durations": 0.1}))  # inter frames
