@@ -92,6 +92,7 @@ class Physical:
     method: str | None = None
     has_axes: bool = False  # the description came from (or needs) an aXES record
     attrs: Mapping[str, object] = field(default_factory=dict)  # other metadata
+    scaled: bool = True  # aXES holds a level: False when no scale is known (then every scale is 1.0)
 
     def dim(self, binding: str) -> Dim | None:
         """The dim bound to ``binding``, if any."""
@@ -147,6 +148,7 @@ def describe(f: ImijFile, index: int | None = None) -> Physical:
         tuple(dims), channels, coordinates, area,
         axes.affine if axes else None, tuple(a.name for a in axes.axes) if axes else (),
         axes.method if axes else None, axes is not None, _other_attrs(f, info.layout, records),
+        scaled=level is not None or axes is None,
     )
 
 
@@ -383,7 +385,8 @@ def _axes(p: Physical) -> tuple[sc.Axes, tuple[int, ...]]:
         raise ValueError(f"the affine is over axes {p.axis_order}, the description has {tuple(rows)}")
     picked = [rows[n] for n in order]
     level = sc.AxisLevel(tuple(s for _, s, _ in picked), tuple(t for _, _, t in picked))
-    axes = sc.Axes(tuple(a for a, _, _ in picked), (level,), p.pixel_is_area, p.method, p.affine)
+    levels = (level,) if p.scaled else ()  # 1.5: u = scale * i + translation, level 0 the image
+    axes = sc.Axes(tuple(a for a, _, _ in picked), levels, p.pixel_is_area, p.method, p.affine)
     coords = tuple(c.index for n in order for c in p.coordinates if c.name == n)  # 1.5: "in axis order"
     return axes, coords
 

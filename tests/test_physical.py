@@ -76,3 +76,13 @@ def test_one_frame_of_a_frames_axis_is_a_coordinate_and_other_pages_ignore_chann
         first, second = physical.describe(f, 0), physical.describe(f, 1)
     assert [(c.name, c.value, c.unit) for c in second.coordinates] == [("t", 35.0, "s")]
     assert first.channels[0].name == "dose" and [c.name for c in second.channels] == ["R", "G", "B"]
+
+
+def test_axes_without_a_level_stay_without_one(tmp_path):
+    path = tmp_path / "unscaled.imi"
+    axes = sc.Axes((sc.Axis("z", 0, sc.BIND_FRAMES, "um"), sc.Axis("y", 0, sc.BIND_ROWS), sc.Axis("x", 0, sc.BIND_COLUMNS)))
+    imij_plugins.write(path, [np.zeros((3, 4), np.uint8)] * 2, kind="pages", science={"axes": axes})
+    with imij_plugins.open(path) as f:
+        p = physical.describe(f)
+    assert not p.scaled and [d.scale for d in p.dims] == [1.0, 1.0, 1.0]
+    assert physical.science(p)["axes"] == axes  # 1.5: no level, so no scale is claimed on writing back

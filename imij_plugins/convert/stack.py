@@ -15,6 +15,7 @@ import itertools
 from dataclasses import dataclass, replace
 from typing import Iterator
 
+from imij_plugins import physical
 from imij_plugins.container.metadata.science import (
     BIND_CHANNELS,
     BIND_COLUMNS,
@@ -25,18 +26,12 @@ from imij_plugins.container.metadata.science import (
     KIND_OTHER,
     KIND_SPACE,
     KIND_TIME,
-    Axes,
-    Axis,
-    AxisLevel,
-    Calibration,
-    ChannelCalibration,
-    Coordinates,
     ScienceRecords,
 )
 
 RASTER = ("y", "x")
 _KINDS = {"x": KIND_SPACE, "y": KIND_SPACE, "z": KIND_SPACE, "t": KIND_TIME, "c": KIND_CHANNEL, "s": KIND_CHANNEL}
-_RASTER_BINDINGS = {"x": BIND_COLUMNS, "y": BIND_ROWS}
+_RASTER_BINDINGS = {"x": "columns", "y": "rows"}
 
 # Source unit spellings -> UDUNITS-2 (1.5: "unit ... UDUNITS-2"); others are kept as written
 _UDUNITS = {
@@ -114,29 +109,41 @@ class Stack:
         return count
 
 
-def science(stack: Stack) -> dict[str, object]:
-    """The aXES, cORD and cALB records (1.5) of a stack with at most one varying page dimension:
-    y and x bound to rows and columns, the channels dimension to channels, a varying page
-    dimension to frames (its index is the page), the others to coordinates with their index in cORD."""
-
-    def binding(d: Dim) -> int:
+def describe(stack: Stack) -> physical.Physical:
+    """The neutral description (``physical.py``) of a stack with at most one varying page dimension:
+    y and x bound to rows and columns, the channels dimension to channels, a varying page dimension
+    to frames (its index is the page), the others to coordinates at their index (cORD). Unknown
+    steps are 1.0, and with no step known the description has no scales (``scaled``)."""
+    dims: dict[str, physical.Dim] = {}
+    coordinates = []
+    for d in stack.dims:
+        kind = physical.KINDS[_KINDS.get(d.name, KIND_OTHER)]
+        scale = 1.0 if d.step is None else d.step
         if d.name in _RASTER_BINDINGS:
-            return _RASTER_BINDINGS[d.name]
-        if d.name == stack.channels:
-            return BIND_CHANNELS
-        return BIND_FRAMES if d.size > 1 else BIND_COORDINATE
+            binding = _RASTER_BINDINGS[d.name]
+        elif d.name == stack.channels:
+            binding = "channels"
+        elif d.size > 1:
+            binding = "frames"
+        else:
+            coordinates.append(physical.Coordinate(d.name, d.index, scale, 0.0, d.unit, kind))
+            continue
+        dims[binding] = physical.Dim(d.name, binding, d.size, scale, 0.0, d.unit, kind)
+    # a channel's name is its cALB quantity (free text)
+    names = stack.names if any(stack.names) else ()
+    return physical.Physical(
+        tuple(dims[b] for b in ("frames", "rows", "columns", "channels") if b in dims),
+        tuple(physical.Channel(n, {"long_name": n} if n else {}) for n in names),
+        tuple(coordinates),
+        axis_order=tuple(d.name for d in stack.dims),
+        has_axes=True,
+        scaled=any(d.step is not None for d in stack.dims),
+    )
 
-    axes = tuple(Axis(d.name, _KINDS.get(d.name, KIND_OTHER), binding(d), d.unit) for d in stack.dims)
-    # 1.5: u = scale * i + translation; one level (the image) when any step is known
-    known = any(d.step is not None for d in stack.dims)
-    levels = (AxisLevel(tuple(d.step or 1.0 for d in stack.dims), (0.0,) * len(stack.dims)),) if known else ()
-    out: dict[str, object] = {"axes": Axes(axes, levels)}
-    coordinates = tuple(d.index for d, a in zip(stack.dims, axes) if a.binding == BIND_COORDINATE)
-    if coordinates:  # 1.5: cORD holds "one signed index per coordinate-bound axis, in axis order"
-        out["coordinates"] = Coordinates(coordinates)
-    if stack.names and any(stack.names):  # a channel's name is its cALB quantity (free text)
-        out["calibration"] = Calibration(tuple(ChannelCalibration(quantity=n or None) for n in stack.names))
-    return out
+
+def science(stack: Stack) -> dict[str, object]:
+    """The aXES, cORD and cALB records (1.5) of a stack with at most one varying page dimension."""
+    return physical.science(describe(stack))
 
 
 def from_science(records: ScienceRecords, pages: int, height: int, width: int, channels: int) -> Stack | None:
