@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from imij_plugins.payload.geometry import WIDE_GROUP, WIDE_IMAGE, Geometry
+from imij_plugins.payload.geometry import WIDE_GROUP, WIDE_IMAGE, Geometry, even_stripe_rows
 from imij_plugins.payload.head import (
     PRESENT_BIT_SMART,
     PRESENT_QUICK,
@@ -42,26 +42,16 @@ def choose_geometry(
     width: int, height: int, stripe_rows: int | None = None, group_cols: int | None = None, *, quick: bool = False
 ) -> Geometry:
     """Stripe height and column groups: section 5's group default, stripes of about UNIT_PIXELS;
-    ``quick``: stripes of QUICK_UNIT_PIXELS (_quick_stripe_rows)."""
+    ``quick``: a quarter of the image within QUICK_UNIT_PIXELS, stripes of even heights."""
     if group_cols is None:
         group_cols = WIDE_GROUP if width >= WIDE_IMAGE else 0
     if stripe_rows is None:
         unit_width = group_cols or width
         if quick:
-            stripe_rows = _quick_stripe_rows(width * height, unit_width, height)
+            stripe_rows = even_stripe_rows(width, height, unit_width, QUICK_UNIT_PIXELS, MIN_STRIPE_ROWS)
         else:
             stripe_rows = max(MIN_STRIPE_ROWS, UNIT_PIXELS // unit_width)
     return Geometry(width, height, min(stripe_rows, height), group_cols)
-
-
-def _quick_stripe_rows(pixels: int, unit_width: int, height: int) -> int:
-    """Rows per stripe for quick units of a quarter of the image within QUICK_UNIT_PIXELS, evened
-    out so that the last stripe is no sliver (the slowest unit sets a parallel decode's pace)."""
-    low, high = QUICK_UNIT_PIXELS
-    unit = min(high, max(low, pixels // 4))
-    rows = max(MIN_STRIPE_ROWS, -(-unit // unit_width))
-    stripes = -(-height // rows)
-    return -(-height // stripes)
 
 
 def encode_quick_payload(

@@ -8,6 +8,17 @@ WIDE_IMAGE = 8192  # 5: writers give images at least 8192 pixels wide column gro
 WIDE_GROUP = 2048
 
 
+
+def even_stripe_rows(width: int, height: int, unit_width: int, pixels: tuple[int, int], min_rows: int) -> int:
+    """Rows per stripe for units of a quarter of the image kept within ``pixels`` (low, high) and at
+    least ``min_rows`` rows, then evened out so that the last stripe is no sliver: units decode in
+    parallel (2.3), and the slowest sets the pace."""
+    low, high = pixels
+    unit = min(high, max(low, width * height // 4))
+    rows = max(min_rows, -(-unit // unit_width))
+    stripes = -(-height // rows)
+    return -(-height // stripes)  # as many stripes, of even heights: units of one size
+
 @dataclass(frozen=True)
 class Geometry:
     """The unit grid a payload head fixes for an image of ``width`` x ``height``."""

@@ -55,14 +55,14 @@ from imij_plugins.payload.entropy.maps import (
     decorrelation_allowed,
     reduce,
 )
-from imij_plugins.payload.entropy.modeling import (SMALL_SLOT, ModelPlan, SlotStats, choose_model, effort_of, estimate_bits,
-                                                   model_bits)
+from imij_plugins.payload.entropy.modeling import (ModelPlan, SlotStats, choose_model, effort_of, estimate_bits, model_bits,
+                                                   small_slot)
 from imij_plugins.payload.entropy.models import PALETTE_DEPTH, TableCode, table_code
 from imij_plugins.payload.entropy.tokens import Scheme
 from imij_plugins.payload.entropy.near import NEAR_SAMPLES, encode_bounds
 from imij_plugins.payload.entropy.stripe import LAYOUT_PALETTE, PALETTE_MAX_DEPTH
 from imij_plugins.payload.entropy.writer import EncodedEntropy, lossless_head, predictor_bytes
-from imij_plugins.payload.geometry import WIDE_GROUP, WIDE_IMAGE, Geometry
+from imij_plugins.payload.geometry import WIDE_GROUP, WIDE_IMAGE, Geometry, even_stripe_rows
 from imij_plugins.payload.parallel import parallel_map
 from imij_plugins.payload.head import (
     REC_NEAR,
@@ -130,11 +130,7 @@ def choose_geometry(width: int, height: int, stripe_rows: int | None, group_cols
     if group_cols and not 1 <= group_cols <= width - 1:
         raise ValueError(f"group_cols {group_cols} outside 1 ..= width - 1")
     if stripe_rows is None:
-        gw = group_cols or width
-        unit = min(UNIT_PIXELS, max(MIN_UNIT_PIXELS, width * height // 4))
-        stripe_rows = max(8, -(-unit // gw))
-        stripes = -(-height // stripe_rows)
-        stripe_rows = -(-height // stripes)  # as many stripes, of even heights: units of one size
+        stripe_rows = even_stripe_rows(width, height, group_cols or width, (MIN_UNIT_PIXELS, UNIT_PIXELS), 8)
     if stripe_rows < 1:
         raise ValueError("stripe_rows must be at least 1")
     return Geometry(width, height, min(stripe_rows, height), group_cols)
@@ -437,9 +433,9 @@ def _plan(img: np.ndarray, layout, effort: int, max_error: float, stripe_rows, g
         bounds = [cdeltas[c] for c in range(C)]  # 2.6: per container channel (<= 32-bit samples)
     decor = decorrelation_allowed(header, slots)
     rgb = header.channels in (3, 4)
-    # choose_model never weighs the cross context of a slot of fewer than SMALL_SLOT positions below
-    # effort 7: such images do not count it (its sums would be 80 KiB per slot, held for nothing)
-    weighs = eff.cross and (W * H >= SMALL_SLOT or effort_of(effort).km_all)
+    # choose_model never weighs the cross context of a small slot: such images do not count it
+    # (its sums would be 80 KiB per slot, held for nothing)
+    weighs = eff.cross and not small_slot(W * H, effort_of(effort))
     cross_slots = tuple(s.index for s in slots if rgb and s.index in (1, 2) and s.cross_allowed) if weighs else ()
     shifts = [max(0, d - 16) for d in depths]
     palette_ok = eff.palette and all(d <= PALETTE_MAX_DEPTH for d in depths)

@@ -281,13 +281,18 @@ def _km_candidates(st: SlotStats, n: int, full: bool) -> list[tuple[int, int]]:
     return near or cands
 
 
+def small_slot(positions: int, eff: ModelEffort) -> bool:
+    """Whether choose_model searches a slot of ``positions`` positions narrowly: under SMALL_SLOT
+    below the full search, one m and no cross context (its time would not pay)."""
+    return positions < SMALL_SLOT and not eff.km_all
+
+
 def choose_model(variants: dict[bool, SlotStats], n: int, ctx_shift: int, eff: ModelEffort,
                  run_min: int = 4) -> ModelPlan:
     """The model with the fewest estimated bits for a slot of depth n; ``variants`` maps cross
     (False, and True where the slot may use it) to its statistics."""
     base = variants[False]
-    # small slots (under 2^16 positions): a narrower search, its time would not pay
-    small = int(base.vcol.sum() + base.zr.sum()) < SMALL_SLOT and not eff.km_all
+    small = small_slot(int(base.vcol.sum() + base.zr.sum()), eff)
     cands = _km_candidates(base, n, eff.km_all)
     if small:
         cands = [km for km in cands if km[1] == 1] or cands[:1]
@@ -331,4 +336,4 @@ _EXTRA_BITS = np.where(np.arange(BUCKETS) < 256, 0, np.maximum(np.frexp(_REPR_A)
 
 
 __all__ = ["ModelEffort", "ModelPlan", "SlotStats", "best_tables", "choose_model", "coded_tables", "effort_of", "estimate_bits",
-           "merge_classes", "model_bits", "partition_classes"]
+           "merge_classes", "model_bits", "partition_classes", "small_slot"]
