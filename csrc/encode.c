@@ -977,6 +977,78 @@ static void row_classes(const uint32_t *restrict ur, const uint32_t *restrict up
     }
 }
 
+/* The model cost of one candidate row r >= 1 of every slot (imij_enc_model_preds): each
+ * position's bucket cost in its context, classes from the row and the chosen row above. */
+IMIJ_CLONES
+static uint64_t row_model_cost(const uint32_t *cand, const uint32_t *up, uint32_t nslots, uint32_t width, uint32_t lw,
+                               const uint32_t *bucket_costs, const uint8_t *ctx_maps, const uint8_t *cross,
+                               uint32_t *tmp, uint8_t *cls)
+{
+    uint64_t total = 0;
+    for (uint32_t s = 0; s < nslots; s++) {
+        const uint32_t *ur = cand + (size_t)s * width;
+        row_classes(ur, up + (size_t)s * width, cross[s] ? cand : NULL, 1, 0, width, lw, width, 0, 1, cls, NULL, tmp);
+        const uint8_t *cm = ctx_maps + (size_t)s * IMIJ_ENC_CLASSES;
+        const uint32_t *bc = bucket_costs + (size_t)s * 4 * IMIJ_ENC_BUCKETS;
+        for (uint32_t c = 0; c < width; c++)
+            total += bc[(size_t)cm[cls[c]] * IMIJ_ENC_BUCKETS + bucket(ur[c])];
+    }
+    return total;
+}
+
+int imij_enc_model_preds(const void *planes, uint32_t esize, uint32_t nslots, uint32_t width, uint32_t height,
+                         uint32_t lanes, const uint32_t *depths, uint32_t mode, uint32_t pred_mask,
+                         const uint32_t *bucket_costs, size_t costs_len, const uint8_t *ctx_maps, const uint8_t *cross,
+                         uint32_t *rows, size_t rows_len, uint8_t *preds, size_t preds_len)
+{
+    if (!width || !height || lanes < 1 || lanes > 16 || nslots < 1 || nslots > 8 || mode > 3 || !esize_ok(esize) ||
+        !(pred_mask & 0x7F) || (pred_mask & ~0x7Fu))
+        return IMIJ_ENC_E_ARGS;
+    if (mode && (nslots < 3 || depths[0] != depths[1] || depths[0] != depths[2]))
+        return IMIJ_ENC_E_ARGS;
+    for (uint32_t s = 0; s < nslots; s++) {
+        if (depths[s] < 1 || depths[s] > 16 || cross[s] > 1)
+            return IMIJ_ENC_E_ARGS;
+        for (uint32_t k = 0; k < IMIJ_ENC_CLASSES; k++)
+            if (ctx_maps[s * IMIJ_ENC_CLASSES + k] > 3)
+                return IMIJ_ENC_E_ARGS;
+    }
+    if (!holds(rows_len, 5 * nslots + 2, width, 1) || !holds(costs_len, nslots, 4, IMIJ_ENC_BUCKETS) ||
+        preds_len < height)
+        return IMIJ_ENC_E_SIZE;
+    size_t plane = (size_t)width * height, row = (size_t)nslots * width;
+    uint32_t lw = (width + lanes - 1) / lanes;
+    const uint32_t *cur[8];
+    uint32_t *up = rows + 2 * row, *cand = up + row, *best = cand + row, *tmp = best + row;
+    uint8_t *cls = (uint8_t *)(tmp + width);
+    slot_rows(planes, esize, nslots, width, plane, 0, rows, cur);
+    residual_row_fast(cur, NULL, nslots, width, plane, 0, lanes, depths, 0, mode, up); /* 2.4: row 0 is W */
+    preds[0] = 0;
+    for (uint32_t r = 1; r < height; r++) {
+        slot_rows(planes, esize, nslots, width, plane, r, rows, cur);
+        uint64_t low = UINT64_MAX;
+        uint32_t chosen = 0;
+        for (uint32_t p = 0; p < 7; p++) {
+            if (!(pred_mask >> p & 1))
+                continue;
+            residual_row_fast(cur, NULL, nslots, width, plane, r, lanes, depths, p, mode, cand);
+            uint64_t cost = row_model_cost(cand, up, nslots, width, lw, bucket_costs, ctx_maps, cross, tmp, cls);
+            if (cost < low) { /* ties: the lowest id */
+                uint32_t *t = best;
+                best = cand;
+                cand = t;
+                low = cost;
+                chosen = p;
+            }
+        }
+        preds[r] = (uint8_t)chosen;
+        uint32_t *t = up;
+        up = best;
+        best = t;
+    }
+    return 0;
+}
+
 /* every value of an esize-byte array (NULL: none) below 2^16 */
 static int below16(const void *u, size_t count, uint32_t esize)
 {

@@ -60,6 +60,22 @@ int imij_enc_residuals(const void *planes, uint32_t esize, const uint32_t *refs,
                        const uint8_t *preds, uint32_t mode, uint32_t *rows, size_t rows_len, void *u,
                        size_t u_len, uint32_t u_esize);
 
+/* Row predictors by the models' costs (5; the highest efforts, after a first choice of models):
+ * rows are chosen one after the other. Row 0 takes predictor 0 (2.4); for r >= 1 every
+ * predictor p (0..6) in pred_mask gives the row's zigzag residuals under decorrelation mode
+ * `mode`, as imij_enc_residuals, and each position costs
+ * bucket_costs[(s * 4 + ctx) * 640 + bucket(u)] with ctx = ctx_maps[s * 16 + class], the class
+ * (3.1, ctx_shift 0) taken from the row itself and the row chosen above it, plus slot 0's u in
+ * slots with cross[s] = 1. The lowest sum over the slots wins (ties: the lowest id) and goes to
+ * preds[r]. Depths 1..16 only (ctx_shift is 0 there). costs_len >= nslots * 4 * 640; rows:
+ * scratch of rows_len >= (5 * nslots + 2) * width uint32; preds_len >= height. Returns 0,
+ * IMIJ_ENC_E_ARGS or IMIJ_ENC_E_SIZE. */
+int imij_enc_model_preds(const void *planes, uint32_t esize, uint32_t nslots, uint32_t width,
+                         uint32_t height, uint32_t lanes, const uint32_t *depths, uint32_t mode,
+                         uint32_t pred_mask, const uint32_t *bucket_costs, size_t costs_len,
+                         const uint8_t *ctx_maps, const uint8_t *cross, uint32_t *rows,
+                         size_t rows_len, uint8_t *preds, size_t preds_len);
+
 /* Near-lossless closed loop (2.6, 5). deltas[s] is slot s's bound (0 = exact). With
  * fixed != 0, preds[] and *mode are given; otherwise, for every mode in mode_mask, rows are
  * chosen one after the other: each predictor in pred_mask reconstructs the row from the

@@ -273,6 +273,11 @@ ENCODER: dict[str, tuple[Callable[[Buffers], tuple], dict[str, tuple[type, int]]
         lambda b: (_ptr(_planes()), 1, _backend.ffi.NULL, S, W, H, 2, _depths(), _ptr(np.zeros(H, np.uint8)), 0,
                    *b["rows"], *b["u"], 1),
         {"rows": (np.uint32, 3 * S * W), "u": (np.uint8, S * H * W)}),
+    "imij_enc_model_preds": (
+        lambda b: (_ptr(_planes()), 1, S, W, H, 2, _depths(), 0, 0x7F,
+                   _ptr(np.zeros(S * 4 * 640, np.uint32), "uint32_t[]"), S * 4 * 640, _ptr(np.zeros(S * 16, np.uint8)),
+                   _ptr(np.zeros(S, np.uint8)), *b["rows"], *b["preds"]),
+        {"rows": (np.uint32, (5 * S + 2) * W), "preds": (np.uint8, H)}),
     "imij_enc_near": (
         lambda b: (_ptr(_planes(np.uint32), "uint32_t[]"), S, W, H, 2, _depths(),
                    _ptr(np.ones(S, np.uint32), "uint32_t[]"), 0, 0x7F, 1, 0, *b["preds"],

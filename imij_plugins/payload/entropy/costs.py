@@ -367,6 +367,65 @@ def residuals(planes: np.ndarray, depths: list[int], lanes: int, preds: list[int
     return u
 
 
+# --- row predictors by model cost ----------------------------------------------------------------
+
+
+def model_preds(planes: np.ndarray, depths: list[int], lanes: int, mode: int, pred_mask: int,
+                bucket_costs: np.ndarray, ctx_maps: np.ndarray, cross: list[bool]) -> list[int]:
+    """encode.h imij_enc_model_preds: per-row predictors (0..6) chosen one row after the other by
+    the models' costs: ``bucket_costs`` (S, 4, 640) uint32 per context and residual bucket,
+    ``ctx_maps`` (S, 16) uint8 (3.3), ``cross`` per slot; depths 1..16."""
+    S, h, w = planes.shape
+    costs_ = np.ascontiguousarray(bucket_costs, dtype=U32)
+    maps = np.ascontiguousarray(ctx_maps, dtype=np.uint8)
+    if costs_.shape != (S, 4, BUCKETS) or maps.shape != (S, CLASSES):
+        raise ValueError("model_preds: bucket_costs (S, 4, 640) and ctx_maps (S, 16)")
+    if _c():
+        ffi, lib = _backend.ffi, _backend.lib
+        pn = _narrow(planes)
+        rows = _scratch("model_preds", (5 * S + 2) * w, U32)
+        preds = np.zeros(h, dtype=np.uint8)
+        code = lib.imij_enc_model_preds(ffi.from_buffer(pn), pn.itemsize, S, w, h, lanes,
+                                        _ptr(ffi, "uint32_t[]", np.asarray(depths, dtype=U32)), mode, pred_mask,
+                                        _ptr(ffi, "uint32_t[]", costs_), costs_.size, _ptr(ffi, "uint8_t[]", maps),
+                                        _ptr(ffi, "uint8_t[]", np.asarray(cross, dtype=np.uint8)),
+                                        _ptr(ffi, "uint32_t[]", rows, True), rows.size,
+                                        _ptr(ffi, "uint8_t[]", preds, True), preds.size)
+        if code:
+            raise ENCODER.error(code, "imij_enc_model_preds")
+        return preds.tolist()
+    return _model_preds_ref(planes, depths, lanes, mode, pred_mask, costs_, maps, cross)
+
+
+def _model_preds_ref(planes, depths, lanes, mode, pred_mask, bucket_costs, ctx_maps, cross) -> list[int]:
+    S, h, w = planes.shape
+    bad_mode = mode > 3 or (mode and (S < 3 or len(set(depths[:3])) > 1))
+    if (not 0 < pred_mask < 0x80 or not all(1 <= n <= 16 for n in depths) or int(ctx_maps.max()) > 3 or bad_mode
+            or not 1 <= lanes <= 16 or not 1 <= S <= 8):
+        raise ValueError("imij_enc_model_preds: bad arguments")
+    tried = [p for p in range(7) if pred_mask >> p & 1]
+    U = {p: residuals(planes, depths, lanes, [0] + [p] * (h - 1), mode).astype(np.int64) for p in tried}
+    B = {p: bucket_of(u) for p, u in U.items()}
+    first, _ = lane_edges(w, lanes)
+    preds, up = [0], U[tried[0]][:, 0]  # 2.4: row 0 is W under every predictor
+    for r in range(1, h):
+        best = None
+        for p in tried:
+            row = U[p][:, r]
+            total = 0
+            for s in range(S):
+                tw = np.zeros(w, dtype=np.int64)
+                tw[1:] = row[s, :-1]
+                sums = np.where(first, 2 * up[s], tw + up[s]) + (row[0] if cross[s] else 0)
+                ctx = ctx_maps[s][np.minimum(bit_length(sums), 15)]
+                total += int(bucket_costs[s, ctx, B[p][s, r]].astype(np.int64).sum())
+            if best is None or total < best[0]:
+                best = (total, p)
+        preds.append(best[1])  # type: ignore[index]
+        up = U[best[1]][:, r]  # type: ignore[index]
+    return preds
+
+
 # --- near-lossless closed loop -------------------------------------------------------------------
 
 

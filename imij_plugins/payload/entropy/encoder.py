@@ -14,7 +14,9 @@ entropy-coded lossless (or near-lossless) DATA payload:
    residuals' context statistics, and a palette stripe where its estimate is smaller (2.5).
    A unit keeps only its choices; its statistics go straight into the payload's sums.
 4. Models (3.2, 3.3, modeling.py): per slot runs, cross context, k and m, greedy context
-   merging, table precision, from every unit's statistics.
+   merging, table precision, from every unit's statistics. At effort 9 each unit's row
+   predictors are then chosen again by what these models make each row cost (costs.model_preds)
+   and the models again from the new statistics, where that lowers their estimate (_refine).
 5. Coding per unit, in parallel: the residuals again from the unit's choices, then tokens and
    reverse rANS (C); then section 5's bilevel / template palette chooser (level_writer) over
    units of at most 256 tuples, and the head and unit records (2, 2.7).
@@ -55,8 +57,8 @@ from imij_plugins.payload.entropy.maps import (
     decorrelation_allowed,
     reduce,
 )
-from imij_plugins.payload.entropy.modeling import (ModelPlan, SlotStats, choose_model, effort_of, estimate_bits, model_bits,
-                                                   small_slot)
+from imij_plugins.payload.entropy.modeling import (ModelPlan, SlotStats, bucket_costs, choose_model, effort_of,
+                                                   estimate_bits, model_bits, small_slot)
 from imij_plugins.payload.entropy.models import PALETTE_DEPTH, TableCode, table_code
 from imij_plugins.payload.entropy.tokens import Scheme
 from imij_plugins.payload.entropy.near import NEAR_SAMPLES, encode_bounds
@@ -106,6 +108,7 @@ class Effort:
     palette: bool  # try palette stripes
     levels: bool = True  # try bilevel / template palette stripes (level_writer's chooser)
     every_level: bool = False  # ... for every unit of at most 256 tuples, not only the likely ones
+    refine: bool = False  # choose the row predictors again by the first models' costs (_refine)
 
 
 EFFORTS = {
@@ -117,7 +120,7 @@ EFFORTS = {
     6: Effort(2, 2, ALL_PREDICTORS, ALL_PREDICTORS, 1, True, True, True, every_level=True),
     7: Effort(2, 1, ALL_PREDICTORS, ALL_PREDICTORS, 1, True, True, True, every_level=True),
     8: Effort(1, 1, ALL_PREDICTORS, ALL_PREDICTORS, 1, True, True, True, every_level=True),
-    9: Effort(1, 1, ALL_PREDICTORS, ALL_PREDICTORS, 1, True, True, True, every_level=True),
+    9: Effort(1, 1, ALL_PREDICTORS, ALL_PREDICTORS, 1, True, True, True, every_level=True, refine=True),
 }
 
 
@@ -500,6 +503,8 @@ def _encode(plan: _Plan, workers: int, unit_table: str, ordinals: bool) -> Encod
 
     models, pmodel = _choose_models(plan, totals)
     del totals
+    if _refinable(plan):
+        models, pmodel = _refine(plan, analyses, models, pmodel, workers)
 
     from imij_plugins import _backend
 
@@ -537,6 +542,57 @@ def _choose_models(plan: _Plan, totals: "_Totals") -> tuple[list[ModelPlan], Mod
         del variants
     pal = totals.palette
     return models, choose_model(_Totals.stats(pal), PALETTE_DEPTH, 0, eff, RUN_MIN) if pal else None
+
+
+def _refinable(plan: _Plan) -> bool:
+    """_refine's reach: exact slots of depths 1 to 16 (ctx_shift 0), no inter-frame reference."""
+    return plan.eff.refine and not plan.near and plan.refs is None and all(1 <= n <= 16 for n in plan.depths)
+
+
+def _refine(plan: _Plan, analyses: list[_Analysis], models: list[ModelPlan], pmodel: ModelPlan | None,
+            workers: int) -> tuple[list[ModelPlan], ModelPlan | None]:
+    """5: every unit's row predictors chosen again, one row after the other, by what the first
+    models make each row cost in its contexts (costs.model_preds, not the bit-length proxy), and
+    the models chosen again from the new residuals. Updates ``analyses``; the units' layouts
+    (palette or slots) and decorrelation modes stay. The cost leaves zero runs out, so where the
+    new models' estimate is not below the first ones' (tiled content of long runs), the first
+    choice stays."""
+    before = [a.preds for a in analyses]
+    slot_costs = np.stack([bucket_costs(m) for m in models])
+    slot_maps = np.array([m.ctx_map for m in models], dtype=np.uint8)
+    cross = [m.cross for m in models]
+    totals = _Totals(len(plan.depths), plan.geo.width * plan.geo.height)
+    buffers = UnitBuffers()
+
+    def again(i: int) -> None:
+        a = analyses[i]
+        planes = plan.planes(i, buffers)
+        if a.palette is None:
+            a.preds = K.model_preds(planes, plan.depths, plan.lanes, a.mode, plan.eff.preds, slot_costs, slot_maps,
+                                    cross)
+            totals.count(plan, K.residuals(planes, plan.depths, plan.lanes, a.preds, a.mode, in_place=True), i)
+            return
+        assert pmodel is not None
+        index_plane = K.palette(planes)[1][None]  # type: ignore[index]  # the analysis found at most 256 tuples
+        a.preds = K.model_preds(index_plane, [PALETTE_DEPTH], plan.lanes, 0, plan.eff.preds,
+                                bucket_costs(pmodel)[None], np.array([pmodel.ctx_map], dtype=np.uint8), [False])
+        pu = K.residuals(index_plane, [PALETTE_DEPTH], plan.lanes, a.preds, 0)
+        totals.take_palette(_slot_stats(plan, pu, PALETTE_DEPTH, 0))
+
+    parallel_map(again, len(analyses), workers)
+    del buffers
+    totals.merge()
+    refined = _choose_models(plan, totals)
+    if _estimate(*refined) < _estimate(models, pmodel):
+        return refined
+    for a, preds in zip(analyses, before):
+        a.preds = preds
+    return models, pmodel
+
+
+def _estimate(models: list[ModelPlan], pmodel: ModelPlan | None) -> int:
+    """The models' summed estimate of the payload's coded bits (* 2^16)."""
+    return sum(m.estimate for m in models) + (pmodel.estimate if pmodel else 0)
 
 
 @dataclass(frozen=True)

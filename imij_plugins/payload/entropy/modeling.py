@@ -19,7 +19,7 @@ import numpy as np
 
 from imij_plugins.payload.entropy import costs as K
 from imij_plugins.payload.entropy.costs import BUCKETS, CLASSES, EncModel
-from imij_plugins.payload.entropy.models import TableCode
+from imij_plugins.payload.entropy.models import M, TableCode
 from imij_plugins.payload.entropy.tokens import Scheme, join_token, valid_parameters
 
 MAX_CONTEXTS = 4
@@ -53,6 +53,7 @@ class ModelPlan:
     ctx_map: tuple[int, ...]
     codes: tuple[TableCode, ...]
     enc: EncModel
+    estimate: int = 0  # estimated bits * 2^16 of the tokens, extra bits and tables it was chosen for
 
 
 def _bucket_values() -> np.ndarray:
@@ -81,6 +82,29 @@ def bucket_tokens(n: int, k: int, m: int) -> np.ndarray:
             t, nb, _ = join_token(u, sch.rk, sch.m)
             out[2, b], out[3, b] = sch.value_tokens + t, nb
     out.flags.writeable = False
+    return out
+
+
+ABSENT_BITS = 24  # bucket_costs: a token without a frequency, as if it took this many bits
+
+
+def bucket_costs(model: ModelPlan) -> np.ndarray:
+    """(4, 640) uint32: per context and residual bucket, the bits * 2^16 of its value token under
+    the model's tables, log2(M / f) plus the extra bits (3.2, 3.3), for costs.model_preds. A
+    token the tables leave without a frequency costs ABSENT_BITS: the models are chosen again
+    from the residuals the costs pick, so it gets one. Zero runs are costed as value tokens."""
+    sch = model.scheme
+    tok = bucket_tokens(sch.n, sch.k, sch.m)
+    out = np.empty((MAX_CONTEXTS, BUCKETS), dtype=np.uint32)
+    fix = 1 << K.COST_FIX
+    freqs = model.enc.freqs
+    for c in range(MAX_CONTEXTS):
+        f = np.zeros(int(tok[0].max()) + 1, dtype=np.int64)
+        table = freqs[min(c, len(freqs) - 1)]  # contexts past the tables are never selected
+        f[: len(table)] = table[: f.size]
+        ft = f[tok[0]]
+        bits = np.where(ft > 0, K.LOG2_FIX[M] - K.LOG2_FIX[ft], ABSENT_BITS * fix)
+        out[c] = bits + tok[1] * fix
     return out
 
 
@@ -317,7 +341,10 @@ def choose_model(variants: dict[bool, SlotStats], n: int, ctx_shift: int, eff: M
     scheme = Scheme(n, k, m)
     enc = EncModel(n, k, m, cross, ctx_shift, run_min if runs else 0, ctx_map,
                    tuple(t[1] for t in tables), tuple(t[2] for t in tables))
-    return ModelPlan(scheme, cross, ctx_shift, ctx_map, tuple(t[0] for t in tables), enc)
+    tok = bucket_tokens(n, k, m)
+    extra = int(st.vcol @ tok[1, : st.vcol.size]) + (int(st.rcol @ tok[3, : st.rcol.size]) if runs else 0)
+    return ModelPlan(scheme, cross, ctx_shift, ctx_map, tuple(t[0] for t in tables), enc,
+                     int(est) + (extra << K.COST_FIX))
 
 
 def estimate_bits(st: SlotStats) -> float:
