@@ -414,6 +414,66 @@ static inline AVX512_FN __m512i simd16_term(__m512i v, __m512i shift, int narrow
     return _mm512_min_epu32(_mm512_srlv_epi32(v, shift), _mm512_set1_epi32(65536));
 }
 
+/* 3.1 token phase of one step for the lanes in `live`: the context sum of W (`wv`), N (at up + ax;
+ * row 0, has_up 0: W again, 2 T(W)) and, with `cross`, slot 0's term (at c0 + ax, always clamped);
+ * each lane's 64-bit entry (`ctx_at`: the slot's ctx_map as table offsets); the state decoded and
+ * renormalised, reading at *w. Lanes not live keep `xs`. *e: the decode entries; *tok: the entries'
+ * SIMD tokens, 0 off `live`. */
+static ALWAYS_INLINE AVX512_FN __m512i simd16_token(const imij_slot_model *m, __m512i ctx_at, __m512i shift,
+                                                    __m512i xs, __m512i wv, const uint32_t *up, const uint32_t *c0,
+                                                    size_t ax, __mmask16 live, int has_up, int cross, const int narrow,
+                                                    const uint8_t **w, __m512i *e, __m512i *tok)
+{
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    const int *ent = (const int *)m->ent; /* 64-bit entries: the decode entry, then the SIMD token */
+    __m512i tw = simd16_term(wv, shift, narrow);
+    __m512i sum = _mm512_add_epi32(tw, has_up ? simd16_term(_mm512_maskz_loadu_epi32(live, up + ax), shift, narrow) : tw);
+    if (cross)
+        sum = _mm512_add_epi32(sum, simd16_term(_mm512_maskz_loadu_epi32(live, c0 + ax), shift, 0));
+    /* 3.1 ctx = ctx_map[min(bit_length(sum), 15)] */
+    __m512i cls =
+        _mm512_min_epu32(_mm512_sub_epi32(_mm512_set1_epi32(32), _mm512_lzcnt_epi32(sum)), _mm512_set1_epi32(15));
+    __m512i slot = _mm512_or_si512(_mm512_permutexvar_epi32(cls, ctx_at),
+                                   _mm512_and_si512(xs, _mm512_set1_epi32(M_SLOTS - 1)));
+    /* each lane's 64-bit entry by two 8-lane gathers (half the elements of two 16-lane 32-bit
+     * gathers), then the decode entries and the tokens each into one vector */
+    __m512i lo = _mm512_i32gather_epi64(_mm512_castsi512_si256(slot), ent, 8);
+    __m512i hi = _mm512_i32gather_epi64(_mm512_extracti64x4_epi64(slot, 1), ent, 8);
+    *e = _mm512_permutex2var_epi32(lo, even, hi);
+    *tok = _mm512_maskz_permutex2var_epi32(live, lo, odd, hi);
+    __m512i freq = _mm512_and_si512(_mm512_srli_epi32(*e, 8), _mm512_set1_epi32(0x7ff));
+    __m512i x1 = _mm512_add_epi32(_mm512_mullo_epi32(freq, _mm512_srli_epi32(xs, M_BITS)), _mm512_srli_epi32(*e, 19));
+    return _mm512_mask_mov_epi32(xs, live, simd16_renorm(x1, live, w));
+}
+
+/* The slot's ctx_map as table offsets (simd16_token's `ctx_at`). */
+static inline AVX512_FN __m512i simd16_ctx_at(const imij_slot_model *m)
+{
+    return _mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)m->ctx_map)), M_BITS);
+}
+
+/* 3.1 extra-bits phase of one step, after simd16_token gave `xt` and `tok` (no token the scalar
+ * path finishes): lanes with nb > 0 take their extra bits and renormalise (every nb <= 16, so the
+ * high phase reads nothing), reading at *w, into *xs; lanes inside a run count it down (their value
+ * is 0); run tokens start their runs (PUT_VALUE: the value is len - 1, capped by `left`,
+ * simd16_left). Stores the in_step lanes' values at `out` and returns them (the next step's W). */
+static ALWAYS_INLINE AVX512_FN __m512i simd16_extra(__m512i xt, __m512i tok, __mmask16 live, __mmask16 in_step,
+                                                    __m512i left, __m512i *xs, __m512i *runs, uint32_t *out,
+                                                    const uint8_t **w)
+{
+    __m512i nb = _mm512_and_si512(_mm512_srli_epi32(tok, 24), _mm512_set1_epi32(31));
+    __m512i ex = _mm512_andnot_si512(_mm512_sllv_epi32(_mm512_set1_epi32(-1), nb), xt);
+    *xs = simd16_renorm(_mm512_srlv_epi32(xt, nb), _mm512_mask_cmpneq_epu32_mask(live, nb, _mm512_setzero_si512()), w);
+    __m512i r = _mm512_mask_sub_epi32(*runs, in_step & ~live, *runs, _mm512_set1_epi32(1));
+    __m512i val = _mm512_add_epi32(_mm512_and_si512(tok, _mm512_set1_epi32(0xffffff)), ex);
+    __mmask16 started = _mm512_test_epi32_mask(tok, _mm512_set1_epi32((int)TOK_RUN));
+    *runs = _mm512_mask_min_epu32(r, started, val, left);
+    val = _mm512_maskz_mov_epi32((__mmask16)~started, val);
+    _mm512_mask_storeu_epi32(out, in_step, val);
+    return val;
+}
+
 /* Steps x .. x_end - 1 of stripe row r (the same nl lanes at each), each as simd_step's, with the
  * lanes' states, runs and previous values kept in registers from one step to the next; the
  * contexts of row 0 and column 0 as 3.1 has them (the sum 2 T(W), 2 T(N), or 0 at both); a
@@ -429,14 +489,8 @@ static inline AVX512_FN int64_t simd16_steps(const imij_slot_model *m, uint32_t 
                                              uint32_t *sym_of, int *half, uint32_t r, uint32_t height,
                                              const lane_geo *g, const int narrow, const int cross)
 {
-    const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi32(1);
-    const __m512i shift = _mm512_set1_epi32((int)m->ctx_shift);
-    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i odd = _mm512_add_epi32(even, one);
-    /* 3.1 ctx = ctx_map[min(bit_length(sum), 15)], as the slot's table offset */
-    const __m512i ctx_at =
-        _mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)m->ctx_map)), M_BITS);
-    const int *ent = (const int *)m->ent; /* 64-bit entries: the decode entry, then the SIMD token */
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i shift = _mm512_set1_epi32((int)m->ctx_shift), ctx_at = simd16_ctx_at(m);
     const size_t active = g->active;
     const uint64_t rows = height - 1 - r;
     const __m512i lane_w = simd16_per_lane(g, g->lw, g->last_w), rows_left = simd16_per_lane(g, rows * g->lw, rows * g->last_w);
@@ -455,25 +509,8 @@ static inline AVX512_FN int64_t simd16_steps(const imij_slot_model *m, uint32_t 
             break;
         const uint8_t *from = slen - pos >= 64 ? s + pos : tail + (pos - tail_at), *w = from;
         size_t ax = (size_t)x * active;
-        __m512i tw = simd16_term(wv, shift, narrow); /* row 0: N taken as W, 2 T(W) */
-        __m512i sum =
-            _mm512_add_epi32(tw, r ? simd16_term(_mm512_maskz_loadu_epi32(live, up + ax), shift, narrow) : tw);
-        if (cross) /* slot 0's term, always clamped */
-            sum = _mm512_add_epi32(sum, simd16_term(_mm512_maskz_loadu_epi32(live, c0 + ax), shift, 0));
-        __m512i cls = _mm512_min_epu32(_mm512_sub_epi32(_mm512_set1_epi32(32), _mm512_lzcnt_epi32(sum)),
-                                       _mm512_set1_epi32(15));
-        __m512i slot = _mm512_or_si512(_mm512_permutexvar_epi32(cls, ctx_at),
-                                       _mm512_and_si512(xs, _mm512_set1_epi32(M_SLOTS - 1)));
-        /* each lane's 64-bit entry by two 8-lane gathers (half the elements of two 16-lane 32-bit
-         * gathers), then the decode entries and the tokens each into one vector */
-        __m512i lo = _mm512_i32gather_epi64(_mm512_castsi512_si256(slot), ent, 8);
-        __m512i hi = _mm512_i32gather_epi64(_mm512_extracti64x4_epi64(slot, 1), ent, 8);
-        __m512i e = _mm512_permutex2var_epi32(lo, even, hi);
-        __m512i tok = _mm512_maskz_permutex2var_epi32(live, lo, odd, hi);
-        __m512i freq = _mm512_and_si512(_mm512_srli_epi32(e, 8), _mm512_set1_epi32(0x7ff));
-        __m512i x1 =
-            _mm512_add_epi32(_mm512_mullo_epi32(freq, _mm512_srli_epi32(xs, M_BITS)), _mm512_srli_epi32(e, 19));
-        __m512i xt = _mm512_mask_mov_epi32(xs, live, simd16_renorm(x1, live, &w));
+        __m512i e, tok;
+        __m512i xt = simd16_token(m, ctx_at, shift, xs, wv, up, c0, ax, live, r != 0, cross, narrow, &w, &e, &tok);
         if (_mm512_movepi32_mask(tok)) { /* a token the scalar path finishes */
             _mm512_storeu_si512(st, xt);
             _mm512_storeu_si512(sym_of, _mm512_and_si512(e, _mm512_set1_epi32(0xff)));
@@ -481,22 +518,10 @@ static inline AVX512_FN int64_t simd16_steps(const imij_slot_model *m, uint32_t 
             pos += (size_t)(w - from);
             break;
         }
-        /* extra-bits phase (lanes with nb > 0 only): every nb <= 16, so the high phase reads nothing */
-        __m512i nb = _mm512_and_si512(_mm512_srli_epi32(tok, 24), _mm512_set1_epi32(31));
-        __m512i ex = _mm512_andnot_si512(_mm512_sllv_epi32(_mm512_set1_epi32(-1), nb), xt);
-        xs = simd16_renorm(_mm512_srlv_epi32(xt, nb), _mm512_mask_cmpneq_epu32_mask(live, nb, zero), &w);
+        wv = simd16_extra(xt, tok, live, in_step, simd16_left(lane_w, rows_left, x), &xs, &runs, row + ax, &w);
         pos += (size_t)(w - from);
         if (pos > slen)
             return IMIJ_ENT_E_WORDS;
-        /* a lane inside a run: tok and ex are 0, so its value is 0; its run counts down */
-        runs = _mm512_mask_sub_epi32(runs, in_step & ~live, runs, one);
-        __m512i val = _mm512_add_epi32(_mm512_and_si512(tok, _mm512_set1_epi32(0xffffff)), ex);
-        /* run tokens start their runs (PUT_VALUE): the value is the run's len - 1 */
-        __mmask16 started = _mm512_test_epi32_mask(tok, _mm512_set1_epi32((int)TOK_RUN));
-        runs = _mm512_mask_min_epu32(runs, started, val, simd16_left(lane_w, rows_left, x));
-        val = _mm512_maskz_mov_epi32((__mmask16)~started, val);
-        _mm512_mask_storeu_epi32(row + ax, in_step, val);
-        wv = val;
     }
     if (pos > slen)
         return IMIJ_ENT_E_WORDS;
@@ -791,9 +816,7 @@ static ALWAYS_INLINE AVX512_FN int64_t simd16_group(group_stream *gs, const int 
                                                     uint32_t x, uint32_t x_end, uint32_t r0, uint32_t height,
                                                     const lane_geo *g, const int narrow)
 {
-    const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi32(1);
-    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i odd = _mm512_add_epi32(even, one);
+    const __m512i zero = _mm512_setzero_si512();
     const size_t active = g->active;
     const __mmask16 in_step = (__mmask16)((1u << nl) - 1u);
     __m512i runs[GROUP_MAX], xs[GROUP_MAX], wv[GROUP_MAX], ctx_at[GROUP_MAX], shift[GROUP_MAX], rows_left[GROUP_MAX];
@@ -813,7 +836,7 @@ static ALWAYS_INLINE AVX512_FN int64_t simd16_group(group_stream *gs, const int 
         wv[k] = !x ? (r[k] ? _mm512_maskz_loadu_epi32(in_step, up[k]) : zero) /* as simd16_steps */
                    : _mm512_maskz_loadu_epi32(in_step, row[k] + (x - 1) * active);
         pos[k] = gs[k].ss->pos;
-        ctx_at[k] = _mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)gs[k].m->ctx_map)), M_BITS);
+        ctx_at[k] = simd16_ctx_at(gs[k].m);
         shift[k] = _mm512_set1_epi32((int)gs[k].m->ctx_shift);
     }
     uint32_t x0 = x;
@@ -845,43 +868,19 @@ static ALWAYS_INLINE AVX512_FN int64_t simd16_group(group_stream *gs, const int 
         for (int k = 0; k < K; k++) { /* token phase; nothing kept until no stream needs the scalar path */
             size_t slen = gs[k].ss->len;
             from[k] = w[k] = slen - pos[k] >= 64 ? gs[k].s + pos[k] : gs[k].tail + (pos[k] - gs[k].tail_at);
-            __m512i tw = simd16_term(wv[k], shift[k], narrow); /* row 0: N taken as W, 2 T(W) */
-            __m512i sum = _mm512_add_epi32(
-                tw, r[k] ? simd16_term(_mm512_maskz_loadu_epi32(live[k], up[k] + ax), shift[k], narrow) : tw);
-            if (gs[k].cross) /* slot 0's term, always clamped */
-                sum = _mm512_add_epi32(sum, simd16_term(_mm512_maskz_loadu_epi32(live[k], c0[k] + ax), shift[k], 0));
-            __m512i cls = _mm512_min_epu32(_mm512_sub_epi32(_mm512_set1_epi32(32), _mm512_lzcnt_epi32(sum)),
-                                           _mm512_set1_epi32(15));
-            __m512i slot = _mm512_or_si512(_mm512_permutexvar_epi32(cls, ctx_at[k]),
-                                           _mm512_and_si512(xs[k], _mm512_set1_epi32(M_SLOTS - 1)));
-            const int *ent = (const int *)gs[k].m->ent;
-            __m512i lo = _mm512_i32gather_epi64(_mm512_castsi512_si256(slot), ent, 8);
-            __m512i hi = _mm512_i32gather_epi64(_mm512_extracti64x4_epi64(slot, 1), ent, 8);
-            __m512i e = _mm512_permutex2var_epi32(lo, even, hi);
-            tok[k] = _mm512_maskz_permutex2var_epi32(live[k], lo, odd, hi);
-            __m512i freq = _mm512_and_si512(_mm512_srli_epi32(e, 8), _mm512_set1_epi32(0x7ff));
-            __m512i x1 =
-                _mm512_add_epi32(_mm512_mullo_epi32(freq, _mm512_srli_epi32(xs[k], M_BITS)), _mm512_srli_epi32(e, 19));
-            xt[k] = _mm512_mask_mov_epi32(xs[k], live[k], simd16_renorm(x1, live[k], &w[k]));
+            __m512i e;
+            xt[k] = simd16_token(gs[k].m, ctx_at[k], shift[k], xs[k], wv[k], up[k], c0[k], ax, live[k], r[k] != 0,
+                                 gs[k].cross, narrow, &w[k], &e, &tok[k]);
             scalar |= _mm512_movepi32_mask(tok[k]);
         }
         if (scalar)
             break;
-        for (int k = 0; k < K; k++) { /* extra-bits phase, as simd16_steps */
-            __m512i nb = _mm512_and_si512(_mm512_srli_epi32(tok[k], 24), _mm512_set1_epi32(31));
-            __m512i ex = _mm512_andnot_si512(_mm512_sllv_epi32(_mm512_set1_epi32(-1), nb), xt[k]);
-            xs[k] = simd16_renorm(_mm512_srlv_epi32(xt[k], nb), _mm512_mask_cmpneq_epu32_mask(live[k], nb, zero), &w[k]);
+        for (int k = 0; k < K; k++) { /* extra-bits phase */
+            wv[k] = simd16_extra(xt[k], tok[k], live[k], in_step, simd16_left(lane_w, rows_left[k], x), &xs[k], &runs[k],
+                                 row[k] + ax, &w[k]);
             pos[k] += (size_t)(w[k] - from[k]);
             if (pos[k] > gs[k].ss->len)
                 return IMIJ_ENT_E_WORDS;
-            runs[k] = _mm512_mask_sub_epi32(runs[k], in_step & ~live[k], runs[k], one);
-            __m512i val = _mm512_add_epi32(_mm512_and_si512(tok[k], _mm512_set1_epi32(0xffffff)), ex);
-            /* run tokens start their runs (PUT_VALUE): the value is the run's len - 1 */
-            __mmask16 started = _mm512_test_epi32_mask(tok[k], _mm512_set1_epi32((int)TOK_RUN));
-            runs[k] = _mm512_mask_min_epu32(runs[k], started, val, simd16_left(lane_w, rows_left[k], x));
-            val = _mm512_maskz_mov_epi32((__mmask16)~started, val);
-            _mm512_mask_storeu_epi32(row[k] + ax, in_step, val);
-            wv[k] = val;
         }
         x++;
     }
