@@ -21,7 +21,9 @@ import numpy as np
 from imij_plugins import _backend
 from imij_plugins.payload.entropy.maps import native_order
 from imij_plugins.payload.entropy.models import M, normalize
+from imij_plugins.payload.entropy.near import quantize
 from imij_plugins.payload.entropy.rans import Lanes, encode_stream, tokenize
+from imij_plugins.payload.entropy.stripe import predict
 from imij_plugins.payload.entropy.tokens import RUN_CAP, Scheme
 from imij_plugins.payload.kernel_codes import ENCODER
 
@@ -125,11 +127,10 @@ def bucket_of(u: np.ndarray) -> np.ndarray:
     return np.where(u < 256, u, big)
 
 
-def lane_edges(w: int, lanes: int) -> tuple[np.ndarray, np.ndarray]:
+def lane_edges(ln: Lanes) -> tuple[np.ndarray, np.ndarray]:
     """Per column: is it a lane's first column, its last (2.3)."""
-    ln = Lanes.of(w, lanes)
-    first = np.zeros(w, dtype=bool)
-    last = np.zeros(w, dtype=bool)
+    first = np.zeros(ln.gw, dtype=bool)
+    last = np.zeros(ln.gw, dtype=bool)
     for s, width in zip(ln.starts, ln.widths):
         first[s] = True
         last[s + width - 1] = True
@@ -256,7 +257,7 @@ def _costs_ref(planes, depths, lanes, decor, pred_mask, mode_mask, row_step, col
         pred_mask &= ~INTER_PREDICTORS
     V = planes.astype(np.int64)
     R = None if refs is None else refs.astype(np.int64)
-    first, last = lane_edges(w, lanes)
+    first, last = lane_edges(Lanes.of(w, lanes))
     cols = np.arange(0, w, col_step)
     rows = np.arange(0, h, row_step)
     masks = [(1 << n) - 1 for n in depths]
@@ -295,6 +296,27 @@ def _predict(p: int, nb, ref, mask: int) -> np.ndarray:
     if p == 8:
         return (nb[0] + R - RW) & mask
     return (nb[1] + R - RN) & mask
+
+
+def plane_residuals(V: np.ndarray, R: np.ndarray | None, preds, edges: tuple[np.ndarray, np.ndarray],
+                    mask: int) -> np.ndarray:
+    """Section 4's residuals (V - prediction) mod 2^n of one int64 plane with row predictors
+    ``preds`` (7-9 against the int64 reference plane R); edges: lane_edges."""
+    first, last = edges
+    h, w = V.shape
+    pred = np.zeros((h, w), dtype=np.int64)
+    pred[0] = R[0] if preds[0] == 7 else _row0_pred(V[0], first)  # type: ignore[index]
+    if h > 1:
+        rows = np.arange(1, h)
+        nb = _neighbours(V, rows, first, last)
+        ref = None
+        if R is not None:
+            RW, RN = _neighbours(R, rows, first, last)[:2]
+            ref = (R[rows], RW, RN)
+        for p in set(preds[1:h]):
+            sel = np.flatnonzero(np.asarray(preds[1:h]) == p)
+            pred[sel + 1] = _predict(p, nb, ref, mask)[sel]
+    return (V - pred) & mask
 
 
 def choose(cost: np.ndarray, mode_mask: int) -> tuple[int, list[int], int]:
@@ -341,23 +363,8 @@ def residuals(planes: np.ndarray, depths: list[int], lanes: int, preds: list[int
         raise ValueError("imij_enc_residuals: bad arguments")
     V = planes.astype(np.int64)
     R = None if refs is None else refs.astype(np.int64)
-    first, last = lane_edges(w, lanes)
-    ds = []
-    for s in range(S):
-        mask = (1 << depths[s]) - 1
-        pred = np.zeros((h, w), dtype=np.int64)
-        pred[0] = R[s, 0] if preds[0] == 7 else _row0_pred(V[s, 0], first)  # type: ignore[index]
-        if h > 1:
-            rows = np.arange(1, h)
-            nb = _neighbours(V[s], rows, first, last)
-            ref = None
-            if R is not None:
-                RW, RN = _neighbours(R[s], rows, first, last)[:2]
-                ref = (R[s][rows], RW, RN)
-            for p in set(preds[1:]):
-                sel = np.flatnonzero(np.asarray(preds[1:]) == p)
-                pred[sel + 1] = _predict(p, nb, ref, mask)[sel]
-        ds.append((V[s] - pred) & mask)
+    edges = lane_edges(Lanes.of(w, lanes))
+    ds = [plane_residuals(V[s], None if R is None else R[s], preds, edges, (1 << depths[s]) - 1) for s in range(S)]
     if mode:
         ds[1], ds[2] = decor_forward(ds[0], ds[1], ds[2], mode, depths[0])
     u = np.stack([zigzag(d, n) for d, n in zip(ds, depths)]).astype(dtype)
@@ -406,7 +413,7 @@ def _model_preds_ref(planes, depths, lanes, mode, pred_mask, bucket_costs, ctx_m
     tried = [p for p in range(7) if pred_mask >> p & 1]
     U = {p: residuals(planes, depths, lanes, [0] + [p] * (h - 1), mode).astype(np.int64) for p in tried}
     B = {p: bucket_of(u) for p, u in U.items()}
-    first, _ = lane_edges(w, lanes)
+    first, _ = lane_edges(Lanes.of(w, lanes))
     preds, up = [0], U[tried[0]][:, 0]  # 2.4: row 0 is W under every predictor
     for r in range(1, h):
         best = None
@@ -454,13 +461,9 @@ def near(planes: np.ndarray, depths: list[int], deltas: list[int], lanes: int, d
     return _near_ref(planes, depths, deltas, lanes, decor, pred_mask, mode_mask, preds, mode)
 
 
-def _quantize(e: int, delta: int) -> int:
-    q = (abs(e) + delta) // (2 * delta + 1)
-    return q if e >= 0 else -q
-
-
-def _near_row(src, recon, r, p, depths, deltas, ln: Lanes):
-    """One row of every slot with predictor p: (rec rows, d rows) as lists."""
+def near_row(src, recon, r, p, depths, deltas, ln: Lanes):
+    """2.6 closed loop, one row r of every slot with predictor p (of src, lists of rows per slot,
+    above the reconstructed rows recon): (reconstructed rows, residuals mod 2^n) as lists."""
     recs, ds = [], []
     for s, n in enumerate(depths):
         mask = (1 << n) - 1
@@ -479,9 +482,9 @@ def _near_row(src, recon, r, p, depths, deltas, ln: Lanes):
                     N = prev[c]
                     W, NW = (row[c - 1], prev[c - 1]) if x else (N, N)
                     NE = prev[c + 1] if x + 1 < width else N
-                    pr = _predict1(p, W, N, NW, NE, mask)
+                    pr = predict(p, W, N, NW, NE, 0, 0, 0, mask)
                 if delta:
-                    q = _quantize(srow[c] - pr, delta)
+                    q = quantize(srow[c] - pr, delta)
                     row[c] = min(max(pr + q * step, 0), mask)
                     d[c] = q & mask
                 else:
@@ -490,27 +493,6 @@ def _near_row(src, recon, r, p, depths, deltas, ln: Lanes):
         recs.append(row)
         ds.append(d)
     return recs, ds
-
-
-def _predict1(p: int, W: int, N: int, NW: int, NE: int, mask: int) -> int:
-    if p == 0:
-        return W
-    if p == 1:
-        return N
-    if p == 2:
-        return (W + N) >> 1
-    if p == 3:
-        lo, hi = min(W, N), max(W, N)
-        return lo if NW >= hi else hi if NW <= lo else W + N - NW
-    if p == 4:
-        return (W + N - NW) & mask
-    if p == 5:
-        b = W + N - NW
-        pa, pb, pc = abs(b - W), abs(b - N), abs(b - NW)
-        if pa <= pb and pa <= pc:
-            return W
-        return N if pb <= pc else NW
-    return (W + NE) >> 1
 
 
 def _zz1(d: int, n: int) -> int:
@@ -564,7 +546,7 @@ def _near_ref(planes, depths, deltas, lanes, decor, pred_mask, mode_mask, preds,
                 for p in range(PREDICTORS):
                     if (p != 0) if r == 0 else not pred_mask >> p & 1:
                         continue
-                    recs, ds = _near_row(src, recon, r, p, depths, deltas, ln)
+                    recs, ds = near_row(src, recon, r, p, depths, deltas, ln)
                     cost = sum(int(v).bit_length() for row in _coded_rows(ds, depths, md) for v in row)
                     if found is None or cost < found[0]:
                         found = (cost, p, recs)
@@ -580,7 +562,7 @@ def _near_ref(planes, depths, deltas, lanes, decor, pred_mask, mode_mask, preds,
     recon = [[None] * h for _ in range(S)]
     u = np.zeros((S, h, w), dtype=U32)
     for r in range(h):
-        recs, ds = _near_row(src, recon, r, preds[r], depths, deltas, ln)
+        recs, ds = near_row(src, recon, r, preds[r], depths, deltas, ln)
         for s in range(S):
             recon[s][r] = recs[s]
         u[:, r, :] = np.array(_coded_rows(ds, depths, mode), dtype=U32)
@@ -655,7 +637,7 @@ def _classes_ref(u: np.ndarray, u0: np.ndarray | None, lanes: int, shift: int) -
     """3.1's class of every position (vectorized)."""
     h, w = u.shape
     t = np.minimum(u.astype(np.int64) >> shift, 1 << 16)
-    first, _ = lane_edges(w, lanes)
+    first, _ = lane_edges(Lanes.of(w, lanes))
     tw = np.zeros((h, w), dtype=np.int64)
     tw[:, 1:] = t[:, :-1]
     tn = np.zeros((h, w), dtype=np.int64)

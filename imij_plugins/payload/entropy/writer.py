@@ -22,6 +22,7 @@ import numpy as np
 from imij_plugins.container.header import Header
 from imij_plugins.errors import ImijError
 from imij_plugins.payload.encode import choose_geometry
+from imij_plugins.payload.entropy.costs import decor_forward, lane_edges, near_row, plane_residuals, zigzag
 from imij_plugins.payload.entropy.level_writer import LevelCoder, LevelOptions
 from imij_plugins.payload.entropy.maps import (
     CONST,
@@ -46,9 +47,9 @@ from imij_plugins.payload.entropy.models import (
     table_code,
     write_model,
 )
-from imij_plugins.payload.entropy.near import encode_bounds, quantize, read_bounds
+from imij_plugins.payload.entropy.near import encode_bounds, read_bounds
 from imij_plugins.payload.entropy.rans import Event, Lanes, encode_stream, tokenize
-from imij_plugins.payload.entropy.stripe import LAYOUT_PALETTE, PALETTE_MAX_DEPTH, predict
+from imij_plugins.payload.entropy.stripe import LAYOUT_PALETTE, PALETTE_MAX_DEPTH
 from imij_plugins.payload.entropy.tokens import Scheme, clamped_k, valid_parameters
 from imij_plugins.payload.geometry import Geometry
 from imij_plugins.payload.head import (
@@ -159,120 +160,14 @@ class EncodedEntropy(NamedTuple):
 # --- helpers ---------------------------------------------------------------------------------
 
 
-def _zigzag_mod(d: np.ndarray, n: int) -> np.ndarray:
-    """u = zigzag(sext_n(d)): the residual whose unzigzag mod 2^n is d (4 step 1)."""
-    if n == 0:
-        return np.zeros(d.shape, dtype=U64)
-    d = d.astype(np.int64)
-    s = d - ((d >> (n - 1)) & 1) * (1 << n)
-    return np.where(s >= 0, 2 * s, -2 * s - 1).astype(U64)
-
-
-def _lane_geometry(lanes: Lanes) -> tuple[np.ndarray, np.ndarray]:
-    first = np.zeros(lanes.gw, dtype=bool)
-    last = np.zeros(lanes.gw, dtype=bool)
-    for s, w in zip(lanes.starts, lanes.widths):
-        first[s] = True
-        last[s + w - 1] = True
-    return first, last
-
-
-def predict_exact(V: np.ndarray, preds: list[int], lanes: Lanes, n: int, R: np.ndarray | None) -> np.ndarray:
-    """Section 4's predictions from exact values, vectorized (the decoder's loop is the reference)."""
-    h, w = V.shape
-    V = V.astype(np.int64)
-    mask = (1 << n) - 1
-    first, last = _lane_geometry(lanes)
-    pred = np.zeros((h, w), dtype=np.int64)
-    # row 0: W with W = 0 at a lane's first column, or 7 (R)
-    row0_w = np.zeros(w, dtype=np.int64)
-    row0_w[1:] = V[0, :-1]
-    row0_w[first] = 0
-    pred[0] = R[0] if preds[0] == 7 else row0_w
-    if h > 1:
-        N = V[:-1]
-        W = np.empty_like(N)
-        W[:, 1:] = V[1:, :-1]
-        W[:, first] = N[:, first]
-        NW = np.empty_like(N)
-        NW[:, 1:] = V[:-1, :-1]
-        NW[:, first] = N[:, first]
-        NE = np.empty_like(N)
-        NE[:, :-1] = V[:-1, 1:]
-        NE[:, last] = N[:, last]
-        lo, hi = np.minimum(W, N), np.maximum(W, N)
-        cand = {
-            0: W,
-            1: N,
-            2: (W + N) >> 1,
-            3: np.where(NW >= hi, lo, np.where(NW <= lo, hi, W + N - NW)),
-            4: (W + N - NW) & mask,
-            6: (W + NE) >> 1,
-        }
-        base = W + N - NW
-        pa, pb, pc = np.abs(base - W), np.abs(base - N), np.abs(base - NW)
-        cand[5] = np.where((pa <= pb) & (pa <= pc), W, np.where(pb <= pc, N, NW))
-        if R is not None:
-            Rr = R.astype(np.int64)
-            Rc = Rr[1:]
-            RN = Rr[:-1]
-            RW = np.empty_like(Rc)
-            RW[:, 1:] = Rr[1:, :-1]
-            RW[:, first] = RN[:, first]
-            cand[7] = Rc
-            cand[8] = (W + Rc - RW) & mask
-            cand[9] = (N + Rc - RN) & mask
-        for r in range(1, h):
-            pred[r] = cand[preds[r]][r - 1]
-    return (V - pred) & mask
-
-
-def residuals_near(V: np.ndarray, preds: list[int], lanes: Lanes, n: int, delta: int) -> tuple[np.ndarray, np.ndarray]:
-    """2.6 closed loop: quantized residuals (mod 2^n) and the values a decoder reconstructs."""
-    h, w = V.shape
-    mask = (1 << n) - 1
-    step = 2 * delta + 1
-    src = V.tolist()
-    rec: list[list[int]] = []
-    dres = np.zeros((h, w), dtype=U64)
-    prev: list[int] = []
-    for r in range(h):
-        p = preds[r]
-        row = [0] * w
-        for start, width in zip(lanes.starts, lanes.widths):
-            for x in range(width):
-                c = start + x
-                if r == 0:
-                    pred = row[c - 1] if x else 0
-                else:
-                    N = prev[c]
-                    W, NW = (row[c - 1], prev[c - 1]) if x else (N, N)
-                    NE = prev[c + 1] if x < width - 1 else N
-                    pred = predict(p, W, N, NW, NE, 0, 0, 0, mask)
-                q = quantize(src[r][c] - pred, delta)
-                row[c] = min(max(pred + q * step, 0), mask)
-                dres[r, c] = q & mask
-        rec.append(row)
-        prev = row
-    return dres, np.array(rec, dtype=U64)
-
-
-def _forward_decorrelation(g: np.ndarray, r: np.ndarray, b: np.ndarray, mode: int, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The residual transform whose undo (4 step 2) gives back (r, b)."""
-    mask = np.int64((1 << n) - 1)
-    g64, r64, b64 = g.astype(np.int64), r.astype(np.int64), b.astype(np.int64)
-    if mode == 0:
-        return r, b
-    rc = (r64 - g64) & mask
-    if mode == 1:
-        bc = (b64 - g64) & mask
-    elif mode == 2:
-        bc = (b64 - r64) & mask
-    else:
-        def sx(a: np.ndarray) -> np.ndarray:
-            return a - ((a >> (n - 1)) & 1) * (1 << n) if n else np.zeros_like(a)
-        bc = (b64 - ((sx(r64) + sx(g64)) >> 1)) & mask
-    return rc.astype(U64), bc.astype(U64)
+def residuals_near(V: np.ndarray, preds: list[int], lanes: Lanes, n: int, delta: int) -> np.ndarray:
+    """2.6 closed loop: one plane's quantized residuals (mod 2^n), int64."""
+    src, recon, ds = [V.astype(np.int64).tolist()], [[]], []
+    for r, p in enumerate(preds[: V.shape[0]]):
+        rec, d = near_row(src, recon, r, p, [n], [delta], lanes)
+        recon[0].append(rec[0])
+        ds.append(d[0])
+    return np.array(ds, dtype=np.int64).reshape(V.shape)
 
 
 def _choose_km(us: list[np.ndarray], n: int, choice: ModelChoice) -> tuple[int, int]:
@@ -443,8 +338,8 @@ def encode_entropy_payload(image: np.ndarray, *, options: EntropyOptions | None 
                 for s, value in zip(slots, entry):
                     prefix += bytes([value]) if s.depth <= 8 else value.to_bytes(2, "little")
             prefix += predictor_bytes(preds)
-            d = predict_exact(index_plane, preds, lanes, PALETTE_DEPTH, None)
-            u = _zigzag_mod(d, PALETTE_DEPTH)
+            d = plane_residuals(index_plane.astype(np.int64), None, preds, lane_edges(lanes), (1 << PALETTE_DEPTH) - 1)
+            u = zigzag(d, PALETTE_DEPTH)
             units.append(_Unit(bytes(prefix), [_Stream(u.tolist(), -1)], uc.slack_words))
             continue
         decor = uc.decor if uc.decor is not None else (1 if decor_ok else 0)
@@ -455,16 +350,16 @@ def encode_entropy_payload(image: np.ndarray, *, options: EntropyOptions | None 
         ds = []
         for s, v, delta in zip(slots, vals, bounds):
             if delta:
-                dq, _ = residuals_near(v, preds, lanes, s.depth, delta)
-                ds.append(dq)
+                ds.append(residuals_near(v, preds, lanes, s.depth, delta))
             else:
                 R = None
                 if uses_ref:
                     R = reduce(ref_words[y0 : y0 + h, x0 : x0 + w, s.coded.channel], s.coded)  # type: ignore[index]
-                ds.append(predict_exact(v, preds, lanes, s.depth, R).astype(U64))
+                R64 = None if R is None else R.astype(np.int64)
+                ds.append(plane_residuals(v.astype(np.int64), R64, preds, lane_edges(lanes), (1 << s.depth) - 1))
         if decor:
-            ds[1], ds[2] = _forward_decorrelation(ds[0], ds[1], ds[2], decor, slots[0].depth)
-        streams = [_Stream(_zigzag_mod(d, s.depth).tolist(), s.index) for s, d in zip(slots, ds)]
+            ds[1], ds[2] = decor_forward(ds[0], ds[1], ds[2], decor, slots[0].depth)
+        streams = [_Stream(zigzag(d, s.depth).tolist(), s.index) for s, d in zip(slots, ds)]
         units.append(_Unit(bytes([decor]) + predictor_bytes(preds), streams, uc.slack_words))
 
     # 3.3: model parameters from all units' residuals
