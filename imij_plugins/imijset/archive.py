@@ -150,27 +150,25 @@ class Archive:
         if self._closed:
             raise ValueError("the archive is closed")
 
-    def entry(self, key: int) -> Entry:
-        """The live entry with ``key`` (KeyError when there is none)."""
+    def _locate(self, key: int):
+        """(segment, leaf, index) of the live entry with ``key`` (KeyError when there is none)."""
         self._check_open()
         if not 0 <= key <= U64_MAX:
             raise KeyError(key)
         hit = self._snapshot.locate(key)
         if hit is None:
             raise KeyError(key)
-        seg, leaf, i = hit
+        return hit
+
+    def entry(self, key: int) -> Entry:
+        """The live entry with ``key`` (KeyError when there is none)."""
+        seg, leaf, i = self._locate(key)
         leaf.full(f"generation {seg.generation} leaf at {leaf.offset}")
         return leaf.entry(i, seg.generation)
 
     def get(self, key: int) -> bytes:
         """The blob stored under ``key``, checked against its digest."""
-        self._check_open()
-        if not 0 <= key <= U64_MAX:
-            raise KeyError(key)
-        hit = self._snapshot.locate(key)
-        if hit is None:
-            raise KeyError(key)
-        _, leaf, i = hit
+        _, leaf, i = self._locate(key)
         return self._blob(key, *leaf.blob_range(i))
 
     def blob(self, entry: Entry) -> bytes:
