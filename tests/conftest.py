@@ -6,8 +6,14 @@ import os
 from typing import Iterator
 
 import pytest
+from hypothesis import settings
 
 from imij_plugins import _backend
+
+# No test fails on time: on a shared 2-core CI machine any example can stall past hypothesis's
+# default 200 ms deadline, which would fail a run at random (tests that set deadline=None already).
+settings.register_profile("imij", deadline=None)
+settings.load_profile("imij")
 
 
 @pytest.fixture(params=["c", "python"])
