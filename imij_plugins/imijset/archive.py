@@ -150,7 +150,7 @@ class Archive:
         if self._closed:
             raise ValueError("the archive is closed")
 
-    def _locate(self, key: int):
+    def _locate(self, key: int) -> tuple:
         """(segment, leaf, index) of the live entry with ``key`` (KeyError when there is none)."""
         self._check_open()
         if not 0 <= key <= U64_MAX:

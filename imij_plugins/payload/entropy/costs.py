@@ -313,8 +313,9 @@ def plane_residuals(V: np.ndarray, R: np.ndarray | None, preds, edges: tuple[np.
         if R is not None:
             RW, RN = _neighbours(R, rows, first, last)[:2]
             ref = (R[rows], RW, RN)
-        for p in set(preds[1:h]):
-            sel = np.flatnonzero(np.asarray(preds[1:h]) == p)
+        row_preds = np.asarray(preds[1:h])
+        for p in np.unique(row_preds).tolist():
+            sel = np.flatnonzero(row_preds == p)
             pred[sel + 1] = _predict(p, nb, ref, mask)[sel]
     return (V - pred) & mask
 

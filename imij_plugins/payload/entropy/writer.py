@@ -325,6 +325,7 @@ def encode_entropy_payload(image: np.ndarray, *, options: EntropyOptions | None 
             continue
         levels.consider(index, uc, vals, lanes)
         preds = _row_predictors(uc.predictors, h)
+        edges = lane_edges(lanes)
         uses_ref = any(p >= 7 for p in preds)
         if uses_ref and not inter_ok:
             raise ValueError("predictors 7-9 need a reference of at most 32-bit samples and no bounds (4, 2.6)")
@@ -338,7 +339,7 @@ def encode_entropy_payload(image: np.ndarray, *, options: EntropyOptions | None 
                 for s, value in zip(slots, entry):
                     prefix += bytes([value]) if s.depth <= 8 else value.to_bytes(2, "little")
             prefix += predictor_bytes(preds)
-            d = plane_residuals(index_plane.astype(np.int64), None, preds, lane_edges(lanes), (1 << PALETTE_DEPTH) - 1)
+            d = plane_residuals(index_plane.astype(np.int64), None, preds, edges, (1 << PALETTE_DEPTH) - 1)
             u = zigzag(d, PALETTE_DEPTH)
             units.append(_Unit(bytes(prefix), [_Stream(u.tolist(), -1)], uc.slack_words))
             continue
@@ -356,7 +357,7 @@ def encode_entropy_payload(image: np.ndarray, *, options: EntropyOptions | None 
                 if uses_ref:
                     R = reduce(ref_words[y0 : y0 + h, x0 : x0 + w, s.coded.channel], s.coded)  # type: ignore[index]
                 R64 = None if R is None else R.astype(np.int64)
-                ds.append(plane_residuals(v.astype(np.int64), R64, preds, lane_edges(lanes), (1 << s.depth) - 1))
+                ds.append(plane_residuals(v.astype(np.int64), R64, preds, edges, (1 << s.depth) - 1))
         if decor:
             ds[1], ds[2] = decor_forward(ds[0], ds[1], ds[2], decor, slots[0].depth)
         streams = [_Stream(zigzag(d, s.depth).tolist(), s.index) for s, d in zip(slots, ds)]
