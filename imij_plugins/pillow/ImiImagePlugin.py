@@ -87,6 +87,29 @@ _PAGES = ("pages", "mixed pages")
 _DEFAULT_CICPS = frozenset(api.LAYOUT_DEFAULT_CICPS.values())
 
 
+_MODE_ATTR = "_mode" if isinstance(getattr(Image.Image, "mode", None), property) else "mode"
+_IM_ATTR = "_im" if isinstance(getattr(Image.Image, "im", None), property) else "im"
+
+
+def _bomb_check(size: tuple[int, int]) -> None:
+    """Refuse a size above twice ``Image.MAX_IMAGE_PIXELS`` before anything is allocated: the check
+    ``Image._decompression_bomb_check(size, error_only=True)`` makes in WebP's ``_open`` (Pillow 13),
+    written here with public names because that private keyword exists in Pillow 13 only."""
+    limit = Image.MAX_IMAGE_PIXELS
+    pixels = max(1, size[0]) * max(1, size[1])
+    if limit is not None and pixels > 2 * limit:
+        msg = f"Image size ({pixels} pixels) exceeds limit of {2 * limit} pixels, could be decompression bomb DOS attack."
+        raise Image.DecompressionBombError(msg)
+
+
+def _has_transparency(im: Image.Image) -> bool:
+    """``Image.has_transparency_data`` (Pillow 10.1+), with its rule written out for older Pillow."""
+    found = getattr(im, "has_transparency_data", None)
+    if found is not None:
+        return bool(found)
+    return im.mode in ("LA", "La", "PA", "RGBA", "RGBa") or "transparency" in im.info
+
+
 def _accept(prefix: bytes) -> bool:
     return api.is_imi(prefix)
 
@@ -138,7 +161,7 @@ class ImiImageFile(ImageFile.ImageFile):
         pages = self.imij.kind in _PAGES
         for index in range(self.imij.n_frames if pages else 1):
             described = self.imij.image_info(index)
-            Image._decompression_bomb_check((described.width, described.height), error_only=True)
+            _bomb_check((described.width, described.height))
 
         self.n_frames = self.imij.n_frames
         self.is_animated = self.n_frames > 1
@@ -184,9 +207,9 @@ class ImiImageFile(ImageFile.ImageFile):
             self._entry = modes.open_mode(described.layout, described.dtype, described.sig_bits)
             mode = self._entry.mode if self._entry else modes.nominal_mode(described.layout, described.dtype)
             size = (described.width, described.height)
-            if self._im is not None and (mode != self._mode or size != self._size):
-                self._im = None  # a new core image when the frame's size or mode changes (Pillow #8439)
-            self._mode, self._size = mode, size
+            if self._core_image() is not None and (mode != self.mode or size != self.size):
+                self._drop_core_image()  # a new core image when the frame's size or mode changes (Pillow #8439)
+            self._set_mode_size(mode, size)
         if self._durations:  # ms, as GIF, APNG and WebP report them; timestamp: when the frame starts
             self.info["duration"] = float(self._durations[frame] * 1000)
             self.info["timestamp"] = float(sum(self._durations[:frame]) * 1000)
@@ -200,9 +223,27 @@ class ImiImageFile(ImageFile.ImageFile):
         return exif
 
     def _getexif(self) -> dict[int, Any] | None:
+        """The legacy flat Exif dict (as WebP's): IFD0 with the Exif IFD merged in and GPS as a dict."""
         if "exif" not in self.info:
             return None
-        return self.getexif()._get_merged_dict()
+        exif = self.getexif()
+        merged = dict(exif)
+        merged.update(exif.get_ifd(ExifTags.IFD.Exif))
+        if ExifTags.IFD.GPSInfo in exif:
+            merged[ExifTags.IFD.GPSInfo] = exif.get_ifd(ExifTags.IFD.GPSInfo)
+        return merged
+
+    # Pillow 10.1 made ``mode`` a read-only property over ``_mode``, and Pillow 11 ``im`` one over
+    # ``_im``; before, both were plain attributes. These three work on Pillow 9.3 to 13.
+    def _set_mode_size(self, mode: str, size: tuple[int, int]) -> None:
+        setattr(self, _MODE_ATTR, mode)
+        self._size = size
+
+    def _core_image(self) -> Any:
+        return getattr(self, _IM_ATTR, None)
+
+    def _drop_core_image(self) -> None:
+        setattr(self, _IM_ATTR, None)
 
     def seek(self, frame: int) -> None:
         if not self._seek_check(frame):
@@ -241,15 +282,15 @@ class ImiImageFile(ImageFile.ImageFile):
         if best is None:
             return None
         self._preview, self._entry = best
-        self._mode, self._size = self._entry.mode, (self._preview.width, self._preview.height)
-        self._im = None
+        self._set_mode_size(self._entry.mode, (self._preview.width, self._preview.height))
+        self._drop_core_image()
         self.info["imij_preview"] = self.size
         return self.mode, (0, 0, float(self.size[0]), float(self.size[1]))
 
     def load(self) -> Image.core.PixelAccess | None:
         """Decode the current frame or page (or the preview ``draft()`` chose); a failure is an
         OSError that is also the core's error (Pillow's convention for load)."""
-        if self._loaded_frame != self._frame or self._im is None:
+        if self._loaded_frame != self._frame or self._core_image() is None:
             try:
                 samples = self._decode()
             except ImijError as e:
@@ -323,7 +364,7 @@ def _stored(im: Image.Image) -> api.Frame:
         msg = f"cannot write mode {im.mode} as IMI"  # as PngImagePlugin._save
         raise OSError(msg)
     if entry.via is not None:
-        im = im.convert("RGBA" if entry.expands_palette and im.has_transparency_data else entry.via)
+        im = im.convert("RGBA" if entry.expands_palette and _has_transparency(im) else entry.via)
     array = np.asarray(im)
     if array.ndim == 2:
         array = array[:, :, None]
@@ -472,7 +513,7 @@ def _one_mode(images: list[Image.Image]) -> list[Image.Image]:
     if len(found) == 1 or not found <= {"1", "L", "LA", "RGB", "RGBA", "P", "PA"}:
         return images
     colour = any(i.mode in ("RGB", "RGBA", "P", "PA") for i in images)
-    alpha = any(i.mode in ("LA", "RGBA", "PA") or (i.mode == "P" and i.has_transparency_data) for i in images)
+    alpha = any(i.mode in ("LA", "RGBA", "PA") or (i.mode == "P" and _has_transparency(i)) for i in images)
     mode = _COMMON_MODES[(colour, alpha)]
     return [i.convert(mode) for i in images]
 

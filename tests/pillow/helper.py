@@ -6,6 +6,7 @@ import io
 from typing import Any
 
 import numpy as np
+import PIL
 from PIL import Image
 
 import imij_plugins
@@ -17,6 +18,7 @@ from imij_plugins.wire.varint import encode_varint, read_varint
 imij_plugins.pillow.register_pillow()
 
 RNG_SEED = 42
+PILLOW_VERSION = tuple(int(part) for part in PIL.__version__.split(".")[:2])
 
 
 def assert_image_equal(a: Image.Image, b: Image.Image, msg: str = "") -> None:
