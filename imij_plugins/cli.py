@@ -18,6 +18,7 @@ import numpy as np
 
 import imij_plugins
 from imij_plugins.convert import cli as convert_cli
+from imij_plugins.desktop import cli as desktop_cli
 from imij_plugins.errors import ImijError
 
 
@@ -223,6 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+", metavar="FILE")
     p.set_defaults(func=cmd_verify)
     convert_cli.add_parser(sub)
+    desktop_cli.add_parser(sub)
     sub.add_parser("set", help="IMIJ-Set archives: ls, add, get, compact, verify (imij set --help)", add_help=False)
     p = sub.add_parser("demo", help="write built-in sample images as IMI and PNG, read them back, compare")
     p.add_argument("--out", metavar="DIR", help="where to write the files (default: a new temporary folder)")
