@@ -4,10 +4,12 @@ without a half-written state."""
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from dataclasses import replace
 from typing import BinaryIO, Callable, Sequence
 
+from imij_plugins._platform import fsync_file, replace as replace_file
 from imij_plugins.container.checksum import PieceHasher, choose_piece_log2, make_piece_table
 from imij_plugins.container.chunks import DATA, UIDX, chunk_start, encode_chunk
 from imij_plugins.container.file import SIGNATURE
@@ -199,7 +201,12 @@ def _umask() -> int:
 
 def write_atomic(dst: str | os.PathLike | BinaryIO, data: bytes | Callable[[BinaryIO], object]) -> None:
     """Write ``data`` (bytes, or a function that writes to a binary stream) to a path through a
-    temporary file and a rename, or to an open binary file."""
+    temporary file and a rename, or to an open binary file.
+
+    The path then holds the old file or the complete new one. On Windows, where a file another
+    program has open or mapped cannot be replaced, this waits briefly and then raises
+    PermissionError with the old file in place.
+    """
     produce = data if callable(data) else (lambda f: f.write(data))  # type: ignore[misc, arg-type]
     if hasattr(dst, "write"):
         produce(dst)  # type: ignore[arg-type]
@@ -212,10 +219,11 @@ def write_atomic(dst: str | os.PathLike | BinaryIO, data: bytes | Callable[[Bina
         with os.fdopen(fd, "wb") as f:
             produce(f)
             f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+            fsync_file(f.fileno())
+        replace_file(tmp, path)
     except BaseException:
         try:
+            os.chmod(tmp, stat.S_IREAD | stat.S_IWRITE)  # Windows deletes no read-only file
             os.unlink(tmp)
         except FileNotFoundError:
             pass

@@ -16,6 +16,7 @@ import numpy as np
 import xxhash
 
 import imij_plugins
+from imij_plugins._platform import BINARY, fsync_directory, lock_writer, pread, unlock_writer
 from imij_plugins.errors import Corrupt, ImijError
 from imij_plugins.imijset.columns import U64_MAX
 from imij_plugins.imijset.entries import CICP, Description, Entry, describe
@@ -27,11 +28,6 @@ from imij_plugins.imijset.reader import DEFAULT_CACHE_BYTES, PageSource, Snapsho
 from imij_plugins.imijset.sequence import ATTRIBUTE as SEQUENCE_ATTRIBUTE
 from imij_plugins.imijset.sequence import SequenceIndex, SequenceRecord, SequenceReference, encode_sequence_index
 from imij_plugins.imijset.writer import Output, Placement, SegmentWriter
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: no advisory lock
-    fcntl = None  # type: ignore[assignment]
 
 Mode = Literal["r", "a", "w"]
 
@@ -84,11 +80,13 @@ class Archive:
         self.durable = durable
         self._batch: SegmentWriter | None = None
         self._closed = False
+        self._locked = False
         created = mode != "r" and not os.path.exists(self.path)
-        self._fd = os.open(self.path, os.O_RDONLY if mode == "r" else os.O_RDWR | os.O_CREAT, 0o666)
+        self._fd = os.open(self.path, (os.O_RDONLY if mode == "r" else os.O_RDWR | os.O_CREAT) | BINARY, 0o666)
         try:
             if mode != "r":
-                self._lock()
+                lock_writer(self._fd, self.path)
+                self._locked = True
                 if mode == "w":
                     os.ftruncate(self._fd, 0)
             self._sync_directory = created or mode == "w"
@@ -97,15 +95,8 @@ class Archive:
             self._snapshot = Snapshot(self._source, self._recover(size, scan_budget))
             self._out = Output(self._fd, size) if mode != "r" else None
         except BaseException:
-            os.close(self._fd)
+            self._release()
             raise
-
-    def _lock(self) -> None:
-        if fcntl is not None:
-            try:
-                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise BlockingIOError(f"{self.path} is open for writing elsewhere") from None
 
     def _recover(self, size: int, budget: int) -> list[Footer]:
         """The newest valid footer and its chain; an empty file has no generation yet."""
@@ -113,7 +104,7 @@ class Archive:
             return []
 
         def raw(offset: int, length: int) -> bytes:
-            return os.pread(self._fd, length, offset)
+            return pread(self._fd, length, offset)
 
         def accept(footer: Footer, start: int, window: bytes) -> None:
             # Commit footer: "Recovery checks the root page, not every descendant."
@@ -382,7 +373,11 @@ class Archive:
 
     def _release(self) -> None:
         self._closed = True
-        os.close(self._fd)
+        try:
+            if self._locked:
+                unlock_writer(self._fd)
+        finally:
+            os.close(self._fd)
 
     def __enter__(self) -> "Archive":
         return self
@@ -410,12 +405,3 @@ def _check_reference(value: object) -> None:
         SequenceReference.parse(bytes(value))
     except ImijError as exc:
         raise ValueError(str(exc)) from None
-
-
-def fsync_directory(path: str) -> None:
-    """Make a new file's directory entry durable."""
-    fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import tempfile
 
-from imij_plugins.imijset.archive import Archive, fsync_directory
+from imij_plugins._platform import fsync_directory, replace_unlocked
+from imij_plugins.imijset.archive import Archive
 from imij_plugins.imijset.writer import Placement
 
 
@@ -19,6 +20,9 @@ def compact(source: Archive, dst: str | os.PathLike, *, placement: Placement = "
     """Write ``source``'s live entries to ``dst`` (through a temporary file and a rename); return the count.
 
     Every page of ``source`` is checked by the listing and every blob by its digest as it is copied.
+    ``source`` is never modified, and ``dst`` is the old file or the complete new one: an archive
+    writer holding ``dst`` makes this raise BlockingIOError, and on Windows so does any program
+    holding it open (PermissionError, after a brief wait).
     """
     path = os.fspath(dst)
     if os.path.exists(path) and os.path.samefile(path, source.path):
@@ -32,7 +36,7 @@ def compact(source: Archive, dst: str | os.PathLike, *, placement: Placement = "
             for _, entry in source.items():
                 out.append_entry(entry, source.blob(entry))
                 count += 1
-        os.replace(tmp, path)
+        replace_unlocked(tmp, path)
         if durable:
             fsync_directory(path)
     except BaseException:

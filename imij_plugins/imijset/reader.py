@@ -8,13 +8,13 @@ its header before parsing; every fetch below a parent then checks what the paren
 from __future__ import annotations
 
 import heapq
-import os
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Iterator, Union
 
 import xxhash
 
+from imij_plugins._platform import pread
 from imij_plugins.errors import Corrupt, ImijError
 from imij_plugins.imijset.branches import UNBOUNDED, Bounds, Branch, Child, narrow, parse_branch, within
 from imij_plugins.imijset.footer import Footer
@@ -46,7 +46,7 @@ class PageSource:
         """``length`` committed bytes at ``offset``; a range past the committed end is Corrupt."""
         if offset + length > self.limit:
             raise Corrupt(f"{what}: bytes {offset}+{length} lie past the committed end {self.limit}")
-        data = os.pread(self.fd, length, offset)
+        data = pread(self.fd, length, offset)
         if len(data) != length:
             raise Corrupt(f"{what}: the file ends before {offset + length}")
         return data

@@ -12,6 +12,7 @@ from typing import Literal
 
 import xxhash
 
+from imij_plugins._platform import fsync_file, pwrite
 from imij_plugins.imijset.branches import Bounds, Child, encode_branch, union
 from imij_plugins.imijset.columns import U64_MAX, uvarint
 from imij_plugins.imijset.entries import OPAQUE, OPAQUE_BYTES, Description, cicp_key, filename_key
@@ -58,7 +59,7 @@ class Output:
     def _pwrite(self, data: bytes | bytearray) -> None:
         view = memoryview(data)
         while view:
-            n = os.pwrite(self.fd, view, self._flushed)
+            n = pwrite(self.fd, view, self._flushed)
             self._flushed += n
             view = view[n:]
 
@@ -66,7 +67,7 @@ class Output:
         """Flush, then make the bytes durable when the caller asked for durability."""
         self.flush()
         if durable:
-            _datasync(self.fd)
+            fsync_file(self.fd)
 
     def truncate(self, position: int) -> None:
         """Drop every byte from ``position`` on (only ever an uncommitted batch)."""
@@ -74,8 +75,6 @@ class Output:
         os.ftruncate(self.fd, position)
         self.position = self._flushed = position
 
-
-_datasync = getattr(os, "fdatasync", os.fsync)  # the file's data and size, not its timestamps
 
 
 class LeafBuilder:

@@ -11,6 +11,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, TypeVar
 
+from imij_plugins._platform import after_fork_in_child
+
 T = TypeVar("T")
 
 _lock = threading.Lock()
@@ -25,7 +27,7 @@ def _reset_after_fork() -> None:
     _pool, _pool_size = None, 0
 
 
-os.register_at_fork(after_in_child=_reset_after_fork)
+after_fork_in_child(_reset_after_fork)
 
 
 def _executor(helpers: int) -> ThreadPoolExecutor:
