@@ -350,6 +350,27 @@ def test_archive_writers_exclude_each_other(tmp_path: Path, branch: str) -> None
         assert list(arc.keys()) == [1, 2]
 
 
+def test_compaction_never_replaces_an_archive_a_writer_holds(tmp_path: Path, branch: str) -> None:
+    import imij_plugins.imijset as imijset
+
+    src, dst = tmp_path / "src.imijset", tmp_path / "dst.imijset"
+    with imijset.open(src, "w") as arc:
+        arc.append(1, b"compacted")
+    with imijset.open(src) as source, imijset.open(dst, "w") as writer:
+        writer.append(5, b"held")
+        with pytest.raises(BlockingIOError):
+            source.compact(dst)
+        writer.commit()
+        writer.append(6, b"after")  # its commits still reach the file named dst
+    with imijset.open(dst) as arc:
+        assert list(arc.keys()) == [5, 6]
+    with imijset.open(src) as source:
+        assert source.compact(dst) == 1
+    with imijset.open(dst) as arc:
+        assert list(arc.keys()) == [1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dst.imijset", "src.imijset"]
+
+
 def test_a_lock_error_that_is_no_conflict_passes_through(tmp_path: Path, branch: str) -> None:
     p = tmp_path / "a"
     p.write_bytes(b"")
