@@ -13,6 +13,7 @@
 #include "bilevel.h"
 #include "entropy_dispatch.h"
 #include "imij_kernels.h"
+#include "internal/portable.h"
 #include "rans_avx2.inc"
 
 #define LVL_M 1024u
@@ -491,7 +492,7 @@ static AVX2_FN int template_candidates_simd(lvl_rans *rs, const lvl_tail *tl, co
                 uint32_t cv[8];
                 _mm256_storeu_si256((__m256i *)cv, cand[h][j]);
                 for (uint32_t d = dm; d; d &= d - 1) {
-                    uint32_t i = (uint32_t)__builtin_ctz(d);
+                    uint32_t i = imij_ctz32(d);
                     row[offs[8 * h + i] + x] = (uint8_t)cv[i];
                 }
                 live[h] = _mm256_andnot_si256(done, live[h]);
@@ -554,7 +555,7 @@ static int decode_template(lvl_rans *rs, const imij_template_tables *tt, uint32_
                     if (err)
                         return err;
                     for (; left; left &= left - 1)
-                        open[nopen++] = (uint32_t)__builtin_ctz(left);
+                        open[nopen++] = imij_ctz32(left);
                     goto escape;
                 }
                 for (uint32_t l = 0; l < la; l++) {

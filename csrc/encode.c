@@ -8,6 +8,7 @@
 #include "encode.h"
 #include "models.h"
 #include "clones.inc"
+#include "internal/portable.h"
 #include "predictors.inc"
 #include "runs.inc"
 
@@ -15,8 +16,6 @@
 #define RUN_CAP 32768u
 #define UNTRIED_P 7
 
-static inline uint32_t bl32(uint32_t z) { return z ? 32u - (uint32_t)__builtin_clz(z) : 0u; }
-static inline uint32_t bl64(uint64_t z) { return z ? 64u - (uint32_t)__builtin_clzll(z) : 0u; }
 static inline uint32_t mask_of(uint32_t n) { return n >= 32 ? 0xffffffffu : ((1u << n) - 1u); }
 
 /* Planes and residuals come in their narrowest type: esize 1, 2 or 4 bytes per value. */
@@ -474,23 +473,23 @@ static void costs_generic(const void *planes, uint32_t esize, const uint32_t *re
                     }
                     d[s] = (row[c] - pr) & masks[s];
                     if (s >= nc || s == 0)
-                        common += bl32(zz(d[s], depths[s]));
+                        common += imij_bitlen32(zz(d[s], depths[s]));
                 }
                 if (nc) {
                     uint32_t n = depths[0], mk = masks[0];
                     if (mode_mask & 1) {
-                        cr0 += bl32(zz(d[1], n));
-                        cb0 += bl32(zz(d[2], n));
+                        cr0 += imij_bitlen32(zz(d[1], n));
+                        cb0 += imij_bitlen32(zz(d[2], n));
                     }
                     if (mode_mask & 14) {
-                        crg += bl32(zz((d[1] - d[0]) & mk, n));
+                        crg += imij_bitlen32(zz((d[1] - d[0]) & mk, n));
                         if (mode_mask & 2)
-                            cbg += bl32(zz((d[2] - d[0]) & mk, n));
+                            cbg += imij_bitlen32(zz((d[2] - d[0]) & mk, n));
                         if (mode_mask & 4)
-                            cbr += bl32(zz((d[2] - d[1]) & mk, n));
+                            cbr += imij_bitlen32(zz((d[2] - d[1]) & mk, n));
                         if (mode_mask & 8) {
                             int64_t half = (sx(d[1], n) + sx(d[0], n)) >> 1;
-                            cba += bl32(zz((uint32_t)((int64_t)d[2] - half) & mk, n));
+                            cba += imij_bitlen32(zz((uint32_t)((int64_t)d[2] - half) & mk, n));
                         }
                     }
                 }
@@ -752,7 +751,7 @@ static uint64_t near_cost(const uint32_t *d, uint32_t nslots, uint32_t width, co
                 decor_fwd(mode, d[c], d[width + c], d[2 * (size_t)width + c], depths[0], &ro, &bo);
                 v = s == 1 ? ro : bo;
             }
-            cost += bl32(zz(v, depths[s]));
+            cost += imij_bitlen32(zz(v, depths[s]));
         }
     }
     return cost;
@@ -843,7 +842,7 @@ static inline uint32_t bucket(uint32_t u)
 {
     if (u < 256)
         return u;
-    uint32_t msb = 31u - (uint32_t)__builtin_clz(u);
+    uint32_t msb = 31u - imij_clz32(u);
     return 256u + (msb - 8u) * 16u + ((u >> (msb - 4u)) & 15u);
 }
 
@@ -888,7 +887,7 @@ static uint32_t zero_span(const void *u, uint32_t esize, size_t at, uint32_t n)
 /* Zero positions from (r, x) on in lane order within the lane (columns c0 .. c0 + lane_w), at
  * most `limit`. Out of line: only run candidates need it, and the token loops keep their
  * registers. */
-static __attribute__((noinline)) uint32_t zeros_ahead(const void *u, uint32_t esize, uint32_t width, uint32_t height,
+static IMIJ_NOINLINE uint32_t zeros_ahead(const void *u, uint32_t esize, uint32_t width, uint32_t height,
                                                       uint32_t c0, uint32_t lane_w, uint32_t r, uint32_t x, uint32_t limit)
 {
     uint32_t count = 0;
@@ -905,7 +904,7 @@ static __attribute__((noinline)) uint32_t zeros_ahead(const void *u, uint32_t es
 
 static inline uint32_t cls_of(uint64_t sum)
 {
-    uint32_t c = bl64(sum);
+    uint32_t c = imij_bitlen64(sum);
     return c > 15 ? 15 : c;
 }
 
@@ -1102,7 +1101,7 @@ static void count_classes(const uint8_t *cls, uint32_t n, uint32_t (*part)[IMIJ_
 /* Positions inside a run: each counts into zr of its class (cls) and cross class (xcls, NULL
  * without). Kept out of line: the statistics loop stays small for the positions that take
  * tokens. */
-static __attribute__((noinline)) void count_run(const uint8_t *cls, const uint8_t *xcls, uint32_t n,
+static IMIJ_NOINLINE void count_run(const uint8_t *cls, const uint8_t *xcls, uint32_t n,
                                                 uint32_t (*zpart)[IMIJ_ENC_CLASSES], uint32_t (*xzpart)[IMIJ_ENC_CLASSES])
 {
     count_classes(cls, n, zpart);
@@ -1431,7 +1430,7 @@ static inline void join_token(uint32_t v, uint32_t kp, uint32_t m, uint32_t *t, 
         *e = 0;
         return;
     }
-    uint32_t msb = 31u - (uint32_t)__builtin_clz(v);
+    uint32_t msb = 31u - imij_clz32(v);
     uint32_t n = msb - m;
     uint32_t top = v >> n;
     *t = (1u << kp) + ((msb - kp) << m) + (top - (1u << m));
@@ -1548,7 +1547,7 @@ static void row_contexts(const stream_ctx *sc, const uint32_t *ur, const uint32_
  * extra bits (OP_BITS | lane << 27 | count << 16 | bits, at most 16 bits per op). rows: 3 *
  * width scratch. Returns the op count, or -3 when a symbol has no frequency in its table. Out of
  * line, as reverse_ops. */
-static __attribute__((noinline)) int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32_t r1, uint32_t *skip,
+static IMIJ_NOINLINE int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32_t r1, uint32_t *skip,
                                                    uint32_t *rows, uint32_t *ops)
 {
     uint32_t width = sc->width, lw = sc->lw, active = sc->active;
@@ -1620,7 +1619,7 @@ static __attribute__((noinline)) int64_t block_ops(const stream_ctx *sc, uint32_
  * 0 < x < 2^32 and 2 <= f <= 1024, as x * rcp / 2^64 = x / f + e with 0 <= e < 2^-32 and x / f
  * is at most 1 - 1/f past its floor; states are never 0 (at least 2^6 f when divided). */
 typedef struct {
-#if defined(__SIZEOF_INT128__)
+#if IMIJ_HAVE_MULHI64
     uint64_t rcp[1025];
 #else
     int unused;
@@ -1629,7 +1628,7 @@ typedef struct {
 
 static void divider_init(divider *dv)
 {
-#if defined(__SIZEOF_INT128__)
+#if IMIJ_HAVE_MULHI64
     dv->rcp[0] = 0;
     dv->rcp[1] = ~(uint64_t)0;
     for (uint32_t f = 2; f <= 1024; f++)
@@ -1641,8 +1640,8 @@ static void divider_init(divider *dv)
 
 static inline uint32_t divide(const divider *dv, uint32_t x, uint32_t f)
 {
-#if defined(__SIZEOF_INT128__)
-    return (uint32_t)(((unsigned __int128)x * dv->rcp[f]) >> 64);
+#if IMIJ_HAVE_MULHI64
+    return (uint32_t)imij_mulhi64(x, dv->rcp[f]);
 #else
     (void)dv;
     return x / f - (f == 1);
@@ -1662,7 +1661,7 @@ static inline uint32_t symbol_op(uint32_t freq, uint32_t cum)
  * of frequency f in M = 2^10. Renormalization stores the word either way and moves the pointer
  * only when it is emitted. The caller keeps 2 * nops + 2 bytes free below *wp. Out of line: the
  * loop keeps its state in registers. */
-static __attribute__((noinline)) void reverse_ops(const uint32_t *ops, size_t nops, const divider *dv, uint32_t *st,
+static IMIJ_NOINLINE void reverse_ops(const uint32_t *ops, size_t nops, const divider *dv, uint32_t *st,
                                                   uint8_t **wpp)
 {
     uint8_t *wp = *wpp;
@@ -2023,10 +2022,10 @@ int imij_enc_best_tables(const int64_t *H, uint32_t ctxs, uint32_t width, uint32
         if (!n)
             return IMIJ_ENC_E_ARGS;
         for (uint32_t s = 0, prev = 0; s < n; s++) { /* the exponents' gamma codes (3.3) */
-            e[s] = bl64((uint64_t)h[s]);
+            e[s] = imij_bitlen64((uint64_t)h[s]);
             int32_t d = (int32_t)e[s] - (int32_t)prev;
             uint32_t z = (uint32_t)(d >= 0 ? 2 * d : -2 * d - 1) + 1;
-            gamma += 2 * bl32(z) - 1;
+            gamma += 2 * imij_bitlen32(z) - 1;
             prev = e[s];
         }
         for (uint32_t p = prec_lo; p <= prec_hi; p++) {

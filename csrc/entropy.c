@@ -21,6 +21,7 @@
 
 #include "entropy_dispatch.h"
 #include "imij_kernels.h"
+#include "internal/portable.h"
 #include "clones.inc"
 #include "predictors.inc"
 #include "runs.inc"
@@ -66,21 +67,6 @@ static int rd_varint(reader *r, uint64_t *v)
 }
 
 static inline uint32_t mask_of(uint32_t n) { return n >= 32 ? 0xffffffffu : ((1u << n) - 1u); }
-
-/* The bit length of a context sum (< 2^18). */
-static inline uint32_t bit_length(uint32_t v)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    return v ? 32u - (uint32_t)__builtin_clz(v) : 0u;
-#else
-    uint32_t n = 0;
-    while (v) {
-        n++;
-        v >>= 1;
-    }
-    return n;
-#endif
-}
 
 /* 3.1: T(v) = min(v >> ctx_shift, 2^16). */
 static inline uint32_t ctx_term(uint32_t v, uint32_t shift)
@@ -240,13 +226,6 @@ static inline uint32_t run_length(uint64_t len1, uint32_t l, uint32_t x, uint32_
         }                                                                                          \
     } while (0)
 
-#if defined(__GNUC__) || defined(__clang__)
-#define ALWAYS_INLINE __attribute__((always_inline)) inline
-#else
-#define ALWAYS_INLINE inline
-#endif
-
-
 /* `span` steps of lanes 0..nl-1 inside their zero runs, from `at` (lane-interleaved, `active`
  * lanes per step): every value 0, every run counted down (3.1). */
 static inline void zero_steps(uint32_t *at, uint32_t active, uint32_t nl, uint32_t span, uint32_t *run)
@@ -383,7 +362,7 @@ static inline AVX512_FN __m512i simd16_renorm(__m512i xs, __mmask16 live, const 
 {
     __mmask16 need = _mm512_mask_cmplt_epu32_mask(live, xs, _mm512_set1_epi32((int)STATE_LOW));
     __m512i words = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)*w)); /* little-endian u16 */
-    *w += 2 * (uint32_t)__builtin_popcount(need);
+    *w += 2 * imij_popcnt32(need);
     return _mm512_mask_or_epi32(xs, need, _mm512_slli_epi32(xs, 16), _mm512_maskz_expand_epi32(need, words));
 }
 
@@ -419,10 +398,10 @@ static inline AVX512_FN __m512i simd16_term(__m512i v, __m512i shift, int narrow
  * each lane's 64-bit entry (`ctx_at`: the slot's ctx_map as table offsets); the state decoded and
  * renormalised, reading at *w. Lanes not live keep `xs`. *e: the decode entries; *tok: the entries'
  * SIMD tokens, 0 off `live`. */
-static ALWAYS_INLINE AVX512_FN __m512i simd16_token(const imij_slot_model *m, __m512i ctx_at, __m512i shift,
-                                                    __m512i xs, __m512i wv, const uint32_t *up, const uint32_t *c0,
-                                                    size_t ax, __mmask16 live, int has_up, int cross, const int narrow,
-                                                    const uint8_t **w, __m512i *e, __m512i *tok)
+static IMIJ_ALWAYS_INLINE AVX512_FN __m512i simd16_token(const imij_slot_model *m, __m512i ctx_at, __m512i shift,
+                                                         __m512i xs, __m512i wv, const uint32_t *up, const uint32_t *c0,
+                                                         size_t ax, __mmask16 live, int has_up, int cross, const int narrow,
+                                                         const uint8_t **w, __m512i *e, __m512i *tok)
 {
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
@@ -458,9 +437,9 @@ static inline AVX512_FN __m512i simd16_ctx_at(const imij_slot_model *m)
  * high phase reads nothing), reading at *w, into *xs; lanes inside a run count it down (their value
  * is 0); run tokens start their runs (PUT_VALUE: the value is len - 1, capped by `left`,
  * simd16_left). Stores the in_step lanes' values at `out` and returns them (the next step's W). */
-static ALWAYS_INLINE AVX512_FN __m512i simd16_extra(__m512i xt, __m512i tok, __mmask16 live, __mmask16 in_step,
-                                                    __m512i left, __m512i *xs, __m512i *runs, uint32_t *out,
-                                                    const uint8_t **w)
+static IMIJ_ALWAYS_INLINE AVX512_FN __m512i simd16_extra(__m512i xt, __m512i tok, __mmask16 live, __mmask16 in_step,
+                                                         __m512i left, __m512i *xs, __m512i *runs, uint32_t *out,
+                                                         const uint8_t **w)
 {
     __m512i nb = _mm512_and_si512(_mm512_srli_epi32(tok, 24), _mm512_set1_epi32(31));
     __m512i ex = _mm512_andnot_si512(_mm512_sllv_epi32(_mm512_set1_epi32(-1), nb), xt);
@@ -542,10 +521,10 @@ static inline AVX512_FN int64_t simd16_steps(const imij_slot_model *m, uint32_t 
  * rows"). `narrow` (a constant at each call) says ctx_shift is 0 and this slot's residuals are
  * below 2^16 (its value tokens end below 2^n, 3.2), so T(v) = min(v >> ctx_shift, 2^16) is v
  * itself for them; `cross` adds slot 0's term. Every term is at most 2^16, so sums stay below 2^18. */
-static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *body, const imij_slot_model *m,
-                                        uint32_t width, uint32_t height, uint32_t lanes, uint32_t r0,
-                                        uint32_t rows, uint32_t *u, const uint32_t *up0, const uint32_t *u0,
-                                        uint32_t xb, uint32_t xe, const int narrow, const int cross, const int simd)
+static IMIJ_ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *body, const imij_slot_model *m,
+                                             uint32_t width, uint32_t height, uint32_t lanes, uint32_t r0,
+                                             uint32_t rows, uint32_t *u, const uint32_t *up0, const uint32_t *u0,
+                                             uint32_t xb, uint32_t xe, const int narrow, const int cross, const int simd)
 {
     lane_geo g = geometry(width, lanes);
     const uint32_t lw = g.lw, active = g.active, last_w = g.last_w;
@@ -624,7 +603,7 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
                 w_valid = taken == 1;
                 if (taken == 1) {
                     for (; started; started &= started - 1) { /* run tokens start their runs (PUT_VALUE) */
-                        uint32_t l = (uint32_t)__builtin_ctz(started);
+                        uint32_t l = imij_ctz32(started);
                         run[l] = run_length(w_prev[l], l, x, r, height, &g);
                         w_prev[l] = 0;
                         row[(size_t)x * active + l] = 0;
@@ -663,7 +642,7 @@ static ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_t *bo
                 if (cross) /* slot 0 may be deeper than this slot: its term is always clamped */
                     sum += ctx_term(c0[at], shift);
 #undef TERM
-                uint32_t e = (uint32_t)table_of[bit_length(sum)][st[l] & (M_SLOTS - 1)]; /* the low half */
+                uint32_t e = (uint32_t)table_of[imij_bitlen32(sum)][st[l] & (M_SLOTS - 1)]; /* the low half */
                 uint32_t xs = (e >> 8 & 0x7ffu) * (st[l] >> M_BITS) + (e >> 19);
                 RENORM(xs);
                 st[l] = xs;
@@ -738,14 +717,24 @@ static int simd_path = -1;
 static int simd_supported(void)
 {
 #if IMIJ_ENT_AVX2
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("popcnt"))
+    uint32_t r[4];
+    imij_cpuid(0, 0, r);
+    uint32_t top = r[0];
+    if (top < 7)
         return 0;
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
-        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("avx512vl"))
-        return 2;
-    return 1;
+    imij_cpuid(1, 0, r);
+    /* ECX: OSXSAVE (27), AVX (28), POPCNT (23) */
+    if ((r[2] & (1u << 27 | 1u << 28 | 1u << 23)) != (1u << 27 | 1u << 28 | 1u << 23))
+        return 0;
+    uint64_t xcr0 = imij_xgetbv0();
+    if ((xcr0 & 0x6) != 0x6) /* the OS saves the XMM and YMM registers */
+        return 0;
+    imij_cpuid(7, 0, r);
+    if (!(r[1] & 1u << 5)) /* EBX: AVX2 */
+        return 0;
+    /* EBX: AVX512F (16), DQ (17), CD (28), BW (30), VL (31); the OS saves opmask and ZMM (XCR0 7:5) */
+    uint32_t avx512 = 1u << 16 | 1u << 17 | 1u << 28 | 1u << 30 | 1u << 31;
+    return (r[1] & avx512) == avx512 && (xcr0 & 0xe0) == 0xe0 ? 2 : 1;
 #else
     return 0;
 #endif
@@ -812,9 +801,9 @@ typedef struct {
  * lane inside a zero run takes the step without reading; while every stream's are, the steps are
  * passed over at once. Stops before a step where some stream's token is one the scalar path
  * finishes (no stream has taken that step). Returns the steps taken, or IMIJ_ENT_E_WORDS. */
-static ALWAYS_INLINE AVX512_FN int64_t simd16_group(group_stream *gs, const int K, uint32_t nl, const uint32_t *u0,
-                                                    uint32_t x, uint32_t x_end, uint32_t r0, uint32_t height,
-                                                    const lane_geo *g, const int narrow)
+static IMIJ_ALWAYS_INLINE AVX512_FN int64_t simd16_group(group_stream *gs, const int K, uint32_t nl, const uint32_t *u0,
+                                                         uint32_t x, uint32_t x_end, uint32_t r0, uint32_t height,
+                                                         const lane_geo *g, const int narrow)
 {
     const __m512i zero = _mm512_setzero_si512();
     const size_t active = g->active;
@@ -895,9 +884,9 @@ static ALWAYS_INLINE AVX512_FN int64_t simd16_group(group_stream *gs, const int 
 /* One row of each of the K streams of `gs` side by side (each at its block row i, in the block of
  * stripe rows from r0; u0: slot 0's block rows): simd16_group, and where it stops, that step stream
  * by stream on decode_rows' path. */
-static ALWAYS_INLINE AVX512_FN int group_row_as(group_stream *gs, const int K, const uint8_t *body, uint32_t width,
-                                                uint32_t height, uint32_t lanes, uint32_t r0, const uint32_t *u0,
-                                                const int narrow)
+static IMIJ_ALWAYS_INLINE AVX512_FN int group_row_as(group_stream *gs, const int K, const uint8_t *body, uint32_t width,
+                                                     uint32_t height, uint32_t lanes, uint32_t r0, const uint32_t *u0,
+                                                     const int narrow)
 {
     lane_geo g = geometry(width, lanes);
     for (uint32_t x = 0; x < g.lw;) {

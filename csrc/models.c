@@ -2,6 +2,7 @@
  * normalized, and the used-bit value lists of records 25 / 35 (2.10, 2.14). The Python
  * references are models.py (read_table, normalize) and bilevel.py (read_used_values). */
 #include "models.h"
+#include "internal/portable.h"
 
 #define TABLE_M 1024u     /* 3: M = 2^10 */
 #define MAX_ZEROS 24u     /* 3.3: gamma codes have at most 24 leading zero bits */
@@ -112,7 +113,7 @@ int imij_read_table(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t a
         uint64_t window = peek(&b, MAX_ZEROS + 1);
         if (!window)
             return b.end - b.pos > MAX_ZEROS ? IMIJ_TBL_E_GAMMA : IMIJ_TBL_E_END;
-        uint32_t zeros = (uint32_t)__builtin_ctzll(window);
+        uint32_t zeros = imij_ctz64(window);
         uint64_t low;
         b.pos += zeros + 1;
         if ((err = take(&b, zeros, &low)))

@@ -11,12 +11,9 @@
 #include <string.h>
 
 #include "imij_kernels.h"
+#include "internal/portable.h"
 
-#if defined(__GNUC__) || defined(__clang__)
-#define QP_INLINE static inline __attribute__((always_inline))
-#else
-#define QP_INLINE static inline
-#endif
+#define QP_INLINE static IMIJ_ALWAYS_INLINE
 
 /* 2.13: "Let D be the sample storage width (8, 16, 32 or 64). All arithmetic is unsigned
  * modulo 2^D". Words live in uint64_t, masked to D bits after every addition. */
