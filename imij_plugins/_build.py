@@ -1,12 +1,16 @@
 """cffi out-of-line API-mode build of the C kernels in ``csrc/`` (ECOSYSTEM.md section 4).
 
 The cdef is every header in ``csrc/`` with its preprocessor lines removed, so the declarations
-live in one place (each kernel family may keep its own header). ``optional=True`` lets ``pip install`` succeed without a compiler;
-the package then runs on its pure-Python reference kernels.
+live in one place (each kernel family may keep its own header); private helpers live in
+``csrc/*.inc`` and ``csrc/internal/``, outside the cdef. ``optional=True`` lets ``pip install``
+succeed without a compiler (the package then runs on its pure-Python reference kernels), unless
+``IMIJ_REQUIRE_C=1``, which release builds set so a failed compile fails the build (setup.py then
+also checks the built module loads).
 """
 
 import os
 import pathlib
+import sys
 import sysconfig
 
 from cffi import FFI
@@ -16,6 +20,9 @@ _CSRC = _ROOT / "csrc"
 
 
 _HEADERS = sorted(_CSRC.glob("*.h"))
+_PRIVATE = sorted([*_CSRC.glob("*.inc"), *_CSRC.glob("internal/*.h")])
+
+REQUIRE_C = os.environ.get("IMIJ_REQUIRE_C") == "1"
 
 # IMIJ_SANITIZE=1: kernels under AddressSanitizer and UndefinedBehaviorSanitizer, built with clang
 # (fuzz/run-tests-sanitized.sh; run with the sanitizer runtime preloaded, fuzz/README.md)
@@ -30,6 +37,20 @@ def _cdef() -> str:
     return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
 
 
+def _compile_args() -> list[str]:
+    """Optimized, C99, and without debug info unless sanitizing (MSVC spells its flags apart)."""
+    if sys.platform == "win32" and "CC" not in os.environ:
+        return ["/O2", "/std:c11"]
+    return ["-O1", "-std=c99", *_SANITIZE] if SANITIZE else ["-O3", "-std=c99", "-g0"]
+
+
+def _link_args() -> list[str]:
+    """Release links on Linux drop every symbol table but the dynamic one (the wheel ships stripped)."""
+    if SANITIZE:
+        return _SANITIZE
+    return ["-s"] if sys.platform.startswith("linux") else []
+
+
 ffibuilder = FFI()
 ffibuilder.cdef(_cdef())
 ffibuilder.set_source(
@@ -37,10 +58,10 @@ ffibuilder.set_source(
     "\n".join(f'#include "{h.name}"' for h in _HEADERS),
     sources=sorted(str(p.relative_to(_ROOT)) for p in _CSRC.glob("*.c")),
     include_dirs=[str(_CSRC.relative_to(_ROOT))],
-    depends=sorted(str(p.relative_to(_ROOT)) for p in [*_HEADERS, *_CSRC.glob("*.inc")]),  # rebuild when they change
-    extra_compile_args=["-O1" if SANITIZE else "-O3", "-std=c99", *(_SANITIZE if SANITIZE else [])],
-    extra_link_args=_SANITIZE if SANITIZE else [],
-    optional=True,
+    depends=sorted(str(p.relative_to(_ROOT)) for p in [*_HEADERS, *_PRIVATE]),  # rebuild when they change
+    extra_compile_args=_compile_args(),
+    extra_link_args=_link_args(),
+    optional=not REQUIRE_C,
     py_limited_api=not sysconfig.get_config_var("Py_GIL_DISABLED"),
 )
 

@@ -1,4 +1,5 @@
-"""The C kernels (csrc/) build for the platforms the wheels target, checked from this Linux host.
+"""The C kernels (csrc/) build for the platforms the wheels target, and a build that must have
+them (``IMIJ_REQUIRE_C=1``) fails when they do not compile or load; checked from this Linux host.
 
 Cross compilers build and link every ``csrc/*.c`` into one shared object, as the wheel build
 does: for Windows with mingw-w64, for aarch64 Linux and for musl (Alpine), whose loader then loads
@@ -10,14 +11,18 @@ Debian package to install (.ci/run installs them all).
 
 from __future__ import annotations
 
+import os
 import pathlib
 import re
 import shutil
 import subprocess
+import sys
+import zipfile
 
 import pytest
 
-CSRC = pathlib.Path(__file__).resolve().parents[1] / "csrc"
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+CSRC = ROOT / "csrc"
 SOURCES = sorted(CSRC.glob("*.c"))
 
 # Non-portable C as errors; other warnings (e.g. variables only the x86 SIMD paths use) stay warnings.
@@ -171,3 +176,48 @@ def test_msvc_builds_the_simd_paths_only_on_x64(tmp_path: pathlib.Path, target: 
                      for line in lines)
     assert ("decode_rows_avx512" in text and "__cpuidex" in text and "_xgetbv" in text) == simd
     assert "_BitScanForward" in text  # MSVC's spelling of the bit scans, not the portable loops
+
+
+# ---- IMIJ_REQUIRE_C=1: a build without working kernels fails instead of shipping the fallback ----
+
+# A constructor calling a function nothing defines: compiles and links (a shared object may leave
+# symbols undefined), then the loader rejects the module, as musl's did the IFUNC relocations.
+UNLOADABLE = "void imij_nowhere(void);\n__attribute__((constructor)) static void imij_broken(void) { imij_nowhere(); }\n"
+
+
+def source_copy(tmp_path: pathlib.Path) -> pathlib.Path:
+    """The project without build products, for pip to build in (it builds in the tree)."""
+    ignore = shutil.ignore_patterns(".git", "build", "dist", "*.so", "*.egg-info", "__pycache__", ".hypothesis", ".corpus")
+    return pathlib.Path(shutil.copytree(ROOT, tmp_path / "src", ignore=ignore))
+
+
+def pip_wheel(src: pathlib.Path, out: pathlib.Path, **env: str) -> subprocess.CompletedProcess:
+    """``pip wheel`` of ``src`` into ``out`` with ``env`` added (in build isolation: the build
+    requirements are pyproject.toml's, not this environment's)."""
+    base = {k: v for k, v in os.environ.items() if k not in ("IMIJ_REQUIRE_C", "IMIJ_BACKEND", "PYTHONPATH", "CFLAGS")}
+    return subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(out), str(src)],
+        capture_output=True, text=True, env={**base, **env}, timeout=600,
+    )
+
+
+@pytest.mark.slow_build
+def test_require_c_fails_the_build_without_a_compiler(tmp_path: pathlib.Path) -> None:
+    src = source_copy(tmp_path)
+    failed = pip_wheel(src, tmp_path / "required", IMIJ_REQUIRE_C="1", CC="false")
+    assert failed.returncode != 0 and not list((tmp_path / "required").glob("*.whl"))
+    assert "building 'imij_plugins._kernels' extension" in failed.stdout + failed.stderr  # it failed compiling
+    optional = pip_wheel(src, tmp_path / "optional", CC="false")  # the default: optional kernels
+    (wheel,) = (tmp_path / "optional").glob("*.whl")
+    assert optional.returncode == 0 and not any("_kernels" in n for n in zipfile.ZipFile(wheel).namelist())
+
+
+@pytest.mark.slow_build
+def test_require_c_fails_the_build_when_the_kernels_do_not_load(tmp_path: pathlib.Path) -> None:
+    need("gcc", "gcc")
+    src = source_copy(tmp_path)
+    (tmp_path / "unloadable.h").write_text(UNLOADABLE)
+    failed = pip_wheel(src, tmp_path / "wheels", IMIJ_REQUIRE_C="1", CFLAGS=f"-include {tmp_path / 'unloadable.h'}")
+    output = failed.stdout + failed.stderr
+    assert failed.returncode != 0 and not list((tmp_path / "wheels").glob("*.whl"))
+    assert "fails to load" in output and "imij_nowhere" in output
