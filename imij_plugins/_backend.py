@@ -11,10 +11,23 @@ import os
 import warnings
 from typing import Iterator
 
+_KERNELS = "imij_plugins._kernels"
+
+
+def _unavailable(error: ImportError) -> str:
+    """Why the C kernels cannot serve: never built (no compiler at install), or rejected on load."""
+    if isinstance(error, ModuleNotFoundError) and error.name == _KERNELS:
+        return "the C kernels were not built"
+    return f"the C kernels were built but failed to load ({type(error).__name__}: {error})"
+
+
 try:
     from imij_plugins._kernels import ffi, lib
-except ImportError:  # built without a compiler: the references serve
+
+    _UNAVAILABLE: str | None = None
+except ImportError as import_error:  # the pure-Python references serve
     ffi = lib = None
+    _UNAVAILABLE = _unavailable(import_error)
 
 POLICIES = ("auto", "c", "python")
 
@@ -33,9 +46,9 @@ def _initial() -> str:
         return "python"
     if lib is None:
         if policy == "c":
-            raise ImportError(f"IMIJ_BACKEND=c but the C kernels were not built: {_HOW_TO_BUILD}")
+            raise ImportError(f"IMIJ_BACKEND=c but {_UNAVAILABLE}: {_HOW_TO_BUILD}")
         warnings.warn(
-            f"imij_plugins: C kernels not built, using the slow pure-Python backend; {_HOW_TO_BUILD}",
+            f"imij_plugins: {_UNAVAILABLE}; using the slow pure-Python backend; {_HOW_TO_BUILD}",
             RuntimeWarning,
             stacklevel=3,
         )
