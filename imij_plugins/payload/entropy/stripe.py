@@ -270,7 +270,9 @@ def assemble(plan: UnitPlan, coded: list[np.ndarray | None], height: int, width:
     words = [_word(plan.sample_bits, cc, coded[cc.index]) for cc in plan.chans]
     if plan.sample_bits == 64:  # a 64-bit sample is (hi << 32) | lo: coded channels ch and C + ch
         for ch in range(C):
-            raw[:, :, ch] = (np.asarray(words[ch], dtype=U64) << U64(32)) | words[C + ch]
+            # both words as uint64: under numpy 1.x a uint64 scalar | Python int is float64 and raises
+            hi, lo = np.asarray(words[ch], dtype=U64), np.asarray(words[C + ch], dtype=U64)
+            raw[:, :, ch] = (hi << U64(32)) | lo
     else:
         for cc, word in zip(plan.chans, words):
             raw[:, :, cc.channel] = word
