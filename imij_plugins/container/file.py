@@ -11,10 +11,10 @@ from imij_plugins.container.checksum import PieceTable, mismatched_ranges, read_
 from imij_plugins.container.chunks import ANIM, CSUM, DATA, FRAM, UIDX, Chunk, MeasureOpen, iter_chunks
 from imij_plugins.container.header import Header, checksum_piece_log2, read_header
 from imij_plugins.errors import Corrupt, ImijError
+from imij_plugins.signature import SIGNATURE, is_imi
 from imij_plugins.wire.cursor import Cursor
 from imij_plugins.wire.varint import read_varint
 
-SIGNATURE = b"IMIJ\r\n\x87\n"  # 1: "IMIJ\r\n\x87\n"
 INDEX_FOOTER = 20  # 2.7: data_len u64, chunk_len u64, tag
 
 
@@ -59,11 +59,6 @@ class Container:
         if int.from_bytes(payload[-12:-4], "little") != last.size:
             return None
         return payload
-
-
-def is_imi(prefix: bytes) -> bool:
-    """Whether ``prefix`` starts with the 8-byte IMI signature."""
-    return bytes(prefix[:8]) == SIGNATURE
 
 
 def read_container(
