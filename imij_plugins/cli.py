@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import compileall
-import importlib.util
 import io
 import os
 import site
@@ -16,6 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
+import _imij_pillow_autoload as hook
 import imij_plugins
 from imij_plugins.convert import cli as convert_cli
 from imij_plugins.desktop import cli as desktop_cli
@@ -132,19 +132,23 @@ def _png_bytes(image: np.ndarray) -> bytes | None:
 
 
 PTH_NAME = "imij_plugins_pillow_autoload.pth"
-HOOK_MODULE = "_imij_pillow_autoload"
+HOOK_MODULE = hook.__name__
 
 
-def _pth_line(path: str) -> str:
-    """The .pth line: imports the hook; if imij-plugins is gone, says so in one line, not a traceback.
+def _pth_line(hook_dir: str) -> str:
+    """The .pth line: imports the hook, or does nothing, silently, when imij-plugins is gone.
 
-    site.py runs the .pth files of a venv twice (CPython issue #75723): a failed import leaves None
-    in ``sys.modules``, so that the second run says nothing.
+    ``hook_dir`` is where the hook module was installed when the line was written. A per-user hook
+    runs before site.py has put the system-wide site-packages on sys.path: when the hook is not
+    importable yet, the line imports it from ``hook_dir``. A second hook (user and environment
+    both enabled) finds it imported and does nothing; site.py running a venv's .pth files twice
+    (CPython issue #75723) is the same case.
     """
+    hook_file = os.path.join(hook_dir, f"{HOOK_MODULE}.py")
     code = (
-        f"if {HOOK_MODULE!r} not in sys.modules:\n try:\n  import {HOOK_MODULE}\n except Exception as e:\n"
-        f"  sys.modules[{HOOK_MODULE!r}] = None\n"
-        f"  print('imij-plugins: Pillow autoload is off (' + repr(e) + '); delete ' + {path!r} + ' to remove it', file=sys.stderr)\n"
+        f"if {HOOK_MODULE!r} not in sys.modules:\n try:\n  import {HOOK_MODULE}\n except ImportError:\n"
+        f"  import os\n  if os.path.isfile({hook_file!r}):\n   sys.path.append({hook_dir!r})\n"
+        f"   try:\n    import {HOOK_MODULE}\n   finally:\n    sys.path.remove({hook_dir!r})\n"
     )
     return f"import sys; exec({ascii(code)})\n"  # ASCII: site.py reads .pth files in the locale encoding
 
@@ -168,11 +172,21 @@ def _write_atomically(path: str, text: str) -> None:
         raise
 
 
+def _permission_hints(action: str, user: bool) -> list[str]:
+    """What to do when the site-packages directory is not writable: per user, or as an administrator."""
+    hints = []
+    if action == "enable" and not user and site.ENABLE_USER_SITE:
+        user_pth = os.path.join(site.getusersitepackages(), PTH_NAME)
+        hints.append(f"  for your user only: imij pillow-autoload enable --user (writes {user_pth})")
+    hints.append(f"  for everyone using this Python: run 'imij pillow-autoload {action}' as an administrator")
+    return hints
+
+
 def cmd_pillow_autoload(args: argparse.Namespace) -> int:
     """Enable, disable or report the .pth hook that registers IMI for programs that never import imij_plugins."""
-    directory = args.site_dir or sysconfig.get_paths()["purelib"]
+    directory = site.getusersitepackages() if args.user else args.site_dir or sysconfig.get_paths()["purelib"]
     path = os.path.join(directory, PTH_NAME)
-    line = _pth_line(path)
+    line = _pth_line(os.path.dirname(hook.__file__))
     try:
         with open(path, encoding="ascii", errors="replace") as f:
             current: str | None = f.read()
@@ -190,17 +204,15 @@ def cmd_pillow_autoload(args: argparse.Namespace) -> int:
         return 0
     try:
         if args.action == "enable":
-            hook = importlib.util.find_spec(HOOK_MODULE)
-            if hook is None or not hook.origin:
-                print(f"imij pillow-autoload enable: the hook module {HOOK_MODULE} is not installed; reinstall imij-plugins", file=sys.stderr)
-                return 1
             # The hook's .pyc, so that start-up loads it rather than compiling it (0.5 ms against 2 ms,
             # measured): pip writes .pyc files, but an editable install under PYTHONDONTWRITEBYTECODE has
             # none. Fails silently (a read-only install): then Python compiles it at each start-up.
-            compileall.compile_file(hook.origin, quiet=2)
+            compileall.compile_file(hook.__file__, quiet=2)
             if current == line:
                 print(f"Pillow autoload already enabled: {path}")
             else:
+                if args.user:
+                    os.makedirs(directory, exist_ok=True)  # the user site-packages may not exist yet
                 _write_atomically(path, line)
                 print(f"Pillow autoload {'enabled' if current is None else 'updated'}: {path}")
         elif current is None:
@@ -210,6 +222,8 @@ def cmd_pillow_autoload(args: argparse.Namespace) -> int:
             print(f"Pillow autoload disabled: removed {path}")
     except OSError as exc:
         print(f"imij pillow-autoload {args.action}: cannot change {path}: {exc.strerror or exc}", file=sys.stderr)
+        if isinstance(exc, PermissionError):
+            print("\n".join(_permission_hints(args.action, args.user)), file=sys.stderr)
         return 1
     return 0
 
@@ -236,10 +250,16 @@ def build_parser() -> argparse.ArgumentParser:
         "IMI with Pillow when a program first imports PIL.Image. Run 'disable' before 'pip uninstall imij-plugins'.",
     )
     p.add_argument("action", choices=["enable", "disable", "status"])
-    p.add_argument(
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
         "--site-dir",
         metavar="DIR",
         help=f"the site-packages directory to change (default: this environment's, {sysconfig.get_paths()['purelib']})",
+    )
+    where.add_argument(
+        "--user",
+        action="store_true",
+        help=f"change your user site-packages instead, creating it if needed ({site.getusersitepackages()})",
     )
     p.set_defaults(func=cmd_pillow_autoload)
     return parser

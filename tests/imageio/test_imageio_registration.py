@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
+import textwrap
 
 import imageio.v3 as iio
 import numpy as np
@@ -43,6 +46,23 @@ def test_registered_imwrite_writes_imi(registered, tmp_path):
     iio.imwrite(path, image())
     assert path.read_bytes()[:8] == SIGNATURE
     np.testing.assert_array_equal(iio.imread(path), image())
+
+
+def test_importing_imij_plugins_registers_when_imageio_is_imported(tmp_path):
+    """``import imij_plugins`` imports neither imageio nor numpy: it registers once the program imports imageio."""
+    path = tmp_path / "x.imi"
+    code = f"""
+        import sys
+        import imij_plugins
+        print(sorted(m for m in sys.modules if m.split(".")[0] in ("imageio", "numpy")))
+        import imageio.v3 as iio
+        from imageio.config import known_plugins
+        print(list(known_plugins)[0], known_plugins.get("IMIJSET") is not None)
+        iio.imwrite({str(path)!r}, __import__("numpy").zeros((2, 3), "uint8"))
+        """
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=False)
+    assert (result.stdout, result.stderr) == ("[]\nIMI True\n", "")
+    assert path.read_bytes()[:8] == SIGNATURE
 
 
 def test_register_is_idempotent(registered):

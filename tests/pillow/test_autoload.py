@@ -3,40 +3,48 @@
 The hook is tested where Python really runs it, at start-up: in a throwaway venv (made in
 milliseconds, without pip) that sees this environment's packages through one .pth file, but not
 this environment's own autoload hook, so that the results do not depend on whether a developer
-enabled it here.
+enabled it here. What it costs ``import PIL.Image`` is asserted as the modules it imports (no
+numpy, cffi or codec module), not as a time.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.util
 import json
 import os
 import re
+import shutil
 import site
 import subprocess
+import sys
+import sysconfig
 import textwrap
 import venv
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import _imij_pillow_autoload as hook
 import imij_plugins
 from imij_plugins.cli import HOOK_MODULE, PTH_NAME, main
 
+HOOK_DIR = os.path.dirname(hook.__file__)
 
-@dataclass
+
+@dataclasses.dataclass
 class Env:
-    """A throwaway venv: its interpreter and its site-packages (where the CLI writes by default)."""
+    """A throwaway Python: its interpreter, its site-packages (where the CLI writes by default), its environment."""
 
     python: str
     site_dir: Path
+    environ: dict[str, str] | None = None  # None: this process's environment
 
     def run(self, *args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
         """Run this venv's Python with ``args``; with ``check``, fail the test on a non-zero exit."""
-        result = subprocess.run([self.python, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+        result = subprocess.run([self.python, *args], cwd=cwd, capture_output=True, text=True, timeout=120, env=self.environ)
         if check:
             assert result.returncode == 0, result.stderr
         return result
@@ -53,14 +61,19 @@ def _make_venv(root: Path, parent_sites: list[str]) -> Env:
     purelib = subprocess.run(
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True, check=True
     ).stdout.strip()
-    for parent in parent_sites:  # the editable-install finder, distutils hack...: everything but our hook
+    _add_parent_sites(Path(purelib), parent_sites)
+    return Env(python, Path(purelib))
+
+
+def _add_parent_sites(site_dir: Path, parent_sites: list[str]) -> None:
+    """Make ``site_dir``'s start-up process ``parent_sites`` too: the editable-install finder...: everything but our hook."""
+    for parent in parent_sites:
         code = (
             f"P = {parent!r}\nif P not in sys.path:\n sys.path.append(P)\n import os, site\n"
             f" for n in sorted(os.listdir(P)):\n  if n.endswith('.pth') and n != {PTH_NAME!r}:\n   site.addpackage(P, n, None)\n"
         )
-        with open(os.path.join(purelib, "_parent_site.pth"), "a", encoding="ascii") as f:  # sorts before ours
+        with open(site_dir / "_parent_site.pth", "a", encoding="ascii") as f:  # sorts before ours
             f.write(f"import sys; exec({ascii(code)})\n")
-    return Env(python, Path(purelib))
 
 
 @pytest.fixture
@@ -88,7 +101,7 @@ def test_enable_writes_one_import_line_and_is_idempotent(tmp_path, capsys):
     assert "is not a site-packages directory of this Python" in err
     text = pth.read_text(encoding="ascii")
     assert text.count("\n") == 1 and text.startswith("import ")  # site.py executes lines that start so
-    assert f"import {HOOK_MODULE}" in text and str(pth) in text
+    assert f"import {HOOK_MODULE}" in text and HOOK_DIR in text  # where to find it before site.py has finished
     assert main(["pillow-autoload", "enable", "--site-dir", str(tmp_path)]) == 0
     assert capsys.readouterr().out == f"Pillow autoload already enabled: {pth}\n"
     assert pth.read_text(encoding="ascii") == text
@@ -126,6 +139,38 @@ def test_enable_into_a_missing_directory_fails_clearly(tmp_path, capsys):
     assert main(["pillow-autoload", "enable", "--site-dir", str(missing)]) == 1
     err = capsys.readouterr().err
     assert f"imij pillow-autoload enable: cannot change {missing / PTH_NAME}: No such file or directory" in err
+
+
+@pytest.fixture
+def user_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This process's user site-packages moved to a temporary directory that does not exist yet."""
+    directory = tmp_path / "home" / "site-packages"
+    monkeypatch.setattr(site, "USER_SITE", str(directory))
+    monkeypatch.setattr(site, "ENABLE_USER_SITE", True)
+    return directory
+
+
+def test_enable_user_writes_the_user_site_creating_it(user_site, capsys):
+    assert main(["pillow-autoload", "enable", "--user"]) == 0
+    assert capsys.readouterr().out == f"Pillow autoload enabled: {user_site / PTH_NAME}\n"
+    assert f"import {HOOK_MODULE}" in (user_site / PTH_NAME).read_text(encoding="ascii")
+    assert main(["pillow-autoload", "disable", "--user"]) == 0
+    assert not (user_site / PTH_NAME).exists()
+
+
+def test_enable_without_permission_says_where_and_how(user_site, tmp_path, monkeypatch, capsys):
+    def refuse(*args: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "replace", refuse)  # as a root-owned site-packages refuses a user (tests may run as root)
+    assert main(["pillow-autoload", "enable", "--site-dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[1:] == [
+        f"imij pillow-autoload enable: cannot change {tmp_path / PTH_NAME}: Permission denied",
+        f"  for your user only: imij pillow-autoload enable --user (writes {user_site / PTH_NAME})",
+        "  for everyone using this Python: run 'imij pillow-autoload enable' as an administrator",
+    ]
+    assert list(tmp_path.iterdir()) == []  # no .pth, no temporary file
 
 
 def test_enable_writes_the_hook_bytecode(tmp_path):
@@ -180,6 +225,46 @@ def test_plain_pillow_program_opens_thumbnails_and_saves_imi(env, image, tmp_pat
     assert result.returncode != 0 and "UnidentifiedImageError" in result.stderr  # the hook did the work
 
 
+# What the hook adds to ``import PIL.Image``: the registration stand-ins, no numpy, cffi or codec module.
+IMPORTED_WITH_PIL_IMAGE = {
+    "imij_plugins",
+    "imij_plugins._version",
+    "imij_plugins.pillow",
+    "imij_plugins.pillow.registration",
+    "imij_plugins.signature",
+}
+
+
+def _imij_imports(importtime: str) -> set[str]:
+    """The modules of imij-plugins (package and hook) that ``python -X importtime`` reports in ``importtime``."""
+    names = (line.rpartition("|")[2].strip() for line in importtime.splitlines() if line.startswith("import time:"))
+    return {name for name in names if name.split(".")[0] in ("imij_plugins", HOOK_MODULE)}
+
+
+def test_import_pil_image_loads_five_small_modules_and_the_codec_on_first_open(env, image, tmp_path):
+    env.autoload("enable", tmp_path)
+    code = textwrap.dedent(
+        f"""
+        import sys
+        print("-- import PIL.Image", file=sys.stderr)
+        import PIL.Image
+        print(" ".join(sorted(sys.modules)))
+        print("-- first open", file=sys.stderr)
+        with PIL.Image.open({str(image)!r}) as im:
+            im.load()
+            print(im.format, im.size, type(im).__name__)
+        """
+    )
+    result = env.run("-X", "importtime", "-c", code, cwd=tmp_path)
+    at_start, at_pil_image, at_open = re.split(r"^-- .*$", result.stderr, flags=re.M)
+    assert _imij_imports(at_start) == {HOOK_MODULE}
+    assert _imij_imports(at_pil_image) == IMPORTED_WITH_PIL_IMAGE
+    loaded, opened = result.stdout.splitlines()
+    assert not {"numpy", "cffi", "_cffi_backend"} & set(loaded.split())
+    assert opened == "IMI (64, 48) ImiImageFile"
+    assert {"imij_plugins.api", "imij_plugins.pillow.ImiImagePlugin"} <= _imij_imports(at_open)  # the codec, on first use
+
+
 def test_importing_imij_plugins_first_registers_once_and_quietly(env, tmp_path):
     env.autoload("enable", tmp_path)
     result = env.run("-c", "import imij_plugins; from PIL import Image; print(Image.ID.count('IMI'))", cwd=tmp_path)
@@ -187,35 +272,19 @@ def test_importing_imij_plugins_first_registers_once_and_quietly(env, tmp_path):
 
 
 def test_pil_image_imported_before_the_hook_registers_at_once(env, tmp_path):
-    code = f"import sys, PIL.Image; import {HOOK_MODULE}; print('IMI' in PIL.Image.OPEN, sys.meta_path[0].__module__)"
-    result = env.run("-c", code, cwd=tmp_path)
-    assert result.stdout.split()[0] == "True" and result.stdout.split()[1] != HOOK_MODULE  # no finder left behind
+    """No finder is left behind once Pillow and imageio (which the package also waits for) are registered."""
+    code = (
+        f"import sys, PIL.Image; import {HOOK_MODULE} as hook; print('IMI' in PIL.Image.OPEN, hook.Finder in sys.meta_path); "
+        "import imageio.config as c; print('IMI' in c.known_plugins, hook.Finder in sys.meta_path)"
+    )
+    assert env.run("-c", code, cwd=tmp_path).stdout == "True True\nTrue False\n"
 
 
-def test_hook_imports_nothing_else_at_startup_and_costs_under_2ms(env, tmp_path):
+def test_hook_imports_nothing_else_at_startup(env, tmp_path):
     listing = "import sys; print(' '.join(sorted(sys.modules)))"
     without = set(env.run("-c", listing, cwd=tmp_path).stdout.split())
     env.autoload("enable", tmp_path)
     assert set(env.run("-c", listing, cwd=tmp_path).stdout.split()) - without == {HOOK_MODULE}
-    timings = []
-    for _ in range(5):  # the best of 5: the machine is shared
-        err = env.run("-X", "importtime", "-c", "pass", cwd=tmp_path).stderr
-        match = re.search(rf"^import time:\s+\d+ \|\s+(\d+) \|\s+{HOOK_MODULE}$", err, re.M)
-        assert match, err
-        timings.append(int(match.group(1)))
-    assert min(timings) < 2000, timings  # microseconds, cumulative (finding, loading and running it)
-
-
-def test_a_stale_hook_is_one_line_on_stderr(tmp_path, capsys):
-    """imij-plugins uninstalled, .pth left behind: Python starts, says so once (site.py runs venv .pth files twice)."""
-    bare = _make_venv(tmp_path / "bare", [])
-    assert main(["pillow-autoload", "enable", "--site-dir", str(bare.site_dir)]) == 0
-    result = bare.run("-c", "print('ok')", cwd=tmp_path)
-    assert result.stdout == "ok\n"
-    assert result.stderr.splitlines() == [
-        f"imij-plugins: Pillow autoload is off (ModuleNotFoundError(\"No module named '{HOOK_MODULE}'\")); "
-        f"delete {bare.site_dir / PTH_NAME} to remove it"
-    ]
 
 
 def test_a_broken_imij_plugins_is_one_line_and_pillow_still_works(env, tmp_path):
@@ -227,8 +296,74 @@ def test_a_broken_imij_plugins_is_one_line_and_pillow_still_works(env, tmp_path)
     result = env.run("-c", code, cwd=tmp_path)
     assert result.stdout == "PNG\n"
     assert result.stderr.splitlines() == [
-        "imij-plugins: Pillow autoload could not register IMI (RuntimeError: broken install); Pillow works without it"
+        "imij-plugins: could not register IMI with Pillow (RuntimeError: broken install); Pillow works without it"
     ]
+
+
+# --- pip uninstall, user and system-wide installs -------------------------------------------------------
+
+
+def test_after_uninstall_python_starts_silently(tmp_path):
+    """pip uninstall removes the hook module and the package but not the .pth: nothing runs, nothing is printed."""
+    install = tmp_path / "install"  # imij-plugins as pip installs it: the hook module next to the package
+    shutil.copytree(Path(imij_plugins.__file__).parent, install / "imij_plugins", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(hook.__file__, install)
+    env = _make_venv(tmp_path / "venv", [])
+    with open(env.site_dir / "_paths.pth", "w", encoding="ascii") as f:  # numpy, Pillow...: not the editable finder
+        f.writelines(f"{p}\n" for p in [str(install), *site.getsitepackages()])
+    assert env.autoload("enable", tmp_path) == f"Pillow autoload enabled: {env.site_dir / PTH_NAME}\n"
+    program = "import PIL.Image; print('IMI' in PIL.Image.OPEN)"
+    assert env.run("-c", program, cwd=tmp_path).stdout == "True\n"
+    shutil.rmtree(install / "imij_plugins")  # the package gone, the hook module left
+    result = env.run("-c", program, cwd=tmp_path)
+    assert (result.stdout, result.stderr) == ("False\n", "")
+    (install / f"{HOOK_MODULE}.py").unlink()  # both gone
+    shutil.rmtree(install / "__pycache__")
+    result = env.run("-c", program, cwd=tmp_path)
+    assert (result.stdout, result.stderr) == ("False\n", "")
+    assert env.run("-c", "pass", cwd=tmp_path).stderr == ""
+
+
+def _system_python(root: Path, user_base: Path) -> Env:
+    """A Python that is no venv, so site.py runs the user site's .pth files before its own site-packages.
+
+    Its prefix (PYTHONHOME) is ``root``: this Python's standard library, linked, and a site-packages
+    of its own, which sees this environment's packages as a system-wide install would hold them.
+    """
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    lib = root / "lib" / stdlib.name
+    (lib / "site-packages").mkdir(parents=True)
+    for entry in stdlib.iterdir():
+        if entry.name != "site-packages":
+            (lib / entry.name).symlink_to(entry)
+    environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONNOUSERSITE", "VIRTUAL_ENV", "PYTHONPATH")}
+    system = Env(sys._base_executable, lib / "site-packages", {**environ, "PYTHONHOME": str(root), "PYTHONUSERBASE": str(user_base)})
+    _add_parent_sites(system.site_dir, [p for p in site.getsitepackages() if os.path.isdir(p)])
+    return system
+
+
+@pytest.mark.skipif(os.name == "nt", reason="links a POSIX standard library")
+def test_a_user_hook_with_a_system_wide_install_registers_once(image, tmp_path):
+    """A per-user hook runs before site.py adds the system-wide site-packages, where imij-plugins is.
+
+    A second hook, system-wide, changes nothing: IMI registers once.
+    """
+    system = _system_python(tmp_path / "system", tmp_path / "userbase")
+    user_site = Path(system.run("-c", "import site; print(site.getusersitepackages())", cwd=tmp_path).stdout.strip())
+    assert system.run("-m", "imij_plugins.cli", "pillow-autoload", "enable", "--user", cwd=tmp_path).stdout == (
+        f"Pillow autoload enabled: {user_site / PTH_NAME}\n"
+    )
+    code = (
+        f"import sys; finders = sys.meta_path.count(sys.modules[{HOOK_MODULE!r}].Finder); "
+        f"from PIL import Image; im = Image.open({str(image)!r}); print(finders, Image.ID.count('IMI'), im.format, im.size)"
+    )
+    result = system.run("-c", code, cwd=tmp_path)
+    assert (result.stdout, result.stderr) == ("1 1 IMI (64, 48)\n", "")
+    assert system.run("-m", "imij_plugins.cli", "pillow-autoload", "enable", cwd=tmp_path).stdout == (
+        f"Pillow autoload enabled: {system.site_dir / PTH_NAME}\n"
+    )
+    result = system.run("-c", code, cwd=tmp_path)
+    assert (result.stdout, result.stderr) == ("1 1 IMI (64, 48)\n", "")
 
 
 # --- multiprocessing "spawn": workers are new interpreters ---------------------------------------------

@@ -89,3 +89,64 @@ def test_options_are_set_and_kept():
 def test_the_package_exports():
     assert set(imij_plugins.pillow.__all__) == {"ImiImageFile", "register_pillow"}
     assert imij_plugins.pillow.ImiImageFile.format == "IMI"
+
+
+# --- lazy registration: the codec loads on the first .imi open or save ---------------------------------
+
+CODEC = ("numpy", "cffi", "_cffi_backend", "imij_plugins.api", "imij_plugins.payload", "imij_plugins.container", "imij_plugins.pillow.ImiImagePlugin")
+
+LOADED = "import sys; loaded = lambda: sorted(m for m in sys.modules if m.startswith(CODEC) or m.split('.')[0] in ('PIL', 'imageio'))"
+
+
+def _loaded_codec_then(code: str) -> str:
+    """Run ``code`` after a line that defines ``loaded()``: the codec and library modules imported so far."""
+    return _run(f"CODEC = {CODEC!r}\n{LOADED}\n{textwrap.dedent(code)}")
+
+
+@pytest.mark.parametrize("first_use", ["open", "save", "save_all"])
+def test_import_imij_plugins_loads_nothing_until_the_first_imi_open_or_save(first_use, tmp_path):
+    path = str(tmp_path / "x.imi")
+    Image.new("RGB", (3, 2), (1, 2, 3)).save(path, format="IMI")
+    use = {
+        "open": f"Image.open({path!r}).load()",
+        "save": f"Image.new('L', (2, 2)).save({path!r})",
+        "save_all": f"Image.new('L', (2, 2)).save({path!r}, save_all=True, append_images=[Image.new('L', (2, 2), 9)])",
+    }[first_use]
+    out = _loaded_codec_then(
+        f"""
+        import imij_plugins
+        print(loaded())
+        from PIL import Image
+        print([m for m in loaded() if not m.startswith("PIL")], Image.OPEN["IMI"][0].__name__, Image.EXTENSION[".imi"], Image.MIME["IMI"])
+        {use}
+        print(Image.OPEN["IMI"][0] is sys.modules["imij_plugins.pillow.ImiImagePlugin"].ImiImageFile, Image.open({path!r}).format)
+        """
+    )
+    assert out.splitlines() == ["[]", "[] _open IMI image/x.imi", "True IMI"]  # the real plugin replaced the stand-ins
+
+
+def test_register_pillow_registers_stand_ins_then_the_plugin(tmp_path):
+    out = _loaded_codec_then(
+        f"""
+        from PIL import Image
+        import imij_plugins.pillow
+        imij_plugins.pillow.register_pillow()
+        print([m for m in loaded() if not m.startswith("PIL")], Image.ID.count("IMI"), "IMI" in Image.SAVE, "IMI" in Image.SAVE_ALL)
+        Image.new("RGB", (3, 2), (1, 2, 3)).save({str(tmp_path / "x.imi")!r})
+        imij_plugins.pillow.register_pillow()  # the plugin is loaded: its own entries, not the stand-ins again
+        print(Image.OPEN["IMI"][0].__name__, Image.ID.count("IMI"))
+        """
+    )
+    assert out.splitlines() == ["[] 1 True True", "ImiImageFile 1"]
+
+
+def test_the_stand_ins_accept_the_signature_only():
+    out = _loaded_codec_then(
+        """
+        import imij_plugins
+        from PIL import Image
+        accept = Image.OPEN["IMI"][1]
+        print(accept(b"IMIJ\\r\\n\\x87\\n" + bytes(8)), accept(b"\\x89PNG\\r\\n\\x1a\\n" + bytes(8)), accept(b"IMIJ"), [m for m in loaded() if not m.startswith("PIL")])
+        """
+    )
+    assert out == "True False False []"  # checked without loading the codec

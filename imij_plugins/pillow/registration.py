@@ -1,0 +1,60 @@
+"""Registers IMI with Pillow without loading the codec: each entry imports the real plugin on first use.
+
+Pillow finds a format through its registries: open (with an accept check), save, save_all, file
+extension and MIME type. ``register`` fills them with stand-ins that import ``ImiImagePlugin``
+(numpy and the codec) when an ``.imi`` file is first opened or saved; that import registers the
+real entries in their place. So the autoload hook at ``import PIL.Image``, ``import imij_plugins``
+and ``register_pillow()`` cost a few small imports. The accept check is the signature test itself,
+which imports nothing.
+"""
+
+import sys
+
+from PIL import Image
+
+from imij_plugins.signature import is_imi
+
+TYPE_CHECKING = False  # no typing import on this path (Pillow 9 does not import it): see _imij_pillow_autoload
+if TYPE_CHECKING:
+    from types import ModuleType
+    from typing import IO
+
+FORMAT = "IMI"
+EXTENSION = ".imi"
+MIME = "image/x.imi"  # no registered type; the spec names its own unregistered types in the x. tree
+PLUGIN = "imij_plugins.pillow.ImiImagePlugin"
+
+
+def register() -> None:
+    """Register IMI with Pillow: the real plugin's entries once it is loaded, else the stand-ins; idempotent."""
+    plugin = sys.modules.get(PLUGIN)
+    if plugin is not None:
+        plugin._register()
+        return
+    Image.register_open(FORMAT, _open, is_imi)
+    Image.register_save(FORMAT, _save)
+    Image.register_save_all(FORMAT, _save_all)
+    Image.register_extension(FORMAT, EXTENSION)
+    Image.register_mime(FORMAT, MIME)
+
+
+def _plugin() -> "ModuleType":
+    """The real plugin; importing it the first time replaces these stand-ins with its own entries."""
+    from imij_plugins.pillow import ImiImagePlugin
+
+    return ImiImagePlugin
+
+
+def _open(fp: "IO[bytes]", filename: "str | bytes") -> "Image.Image":
+    """Pillow's open factory: the real plugin's image file."""
+    return _plugin().ImiImageFile(fp, filename)
+
+
+def _save(im: "Image.Image", fp: "IO[bytes]", filename: "str | bytes") -> None:
+    """Pillow's save handler: the real plugin's."""
+    _plugin()._save(im, fp, filename)
+
+
+def _save_all(im: "Image.Image", fp: "IO[bytes]", filename: "str | bytes") -> None:
+    """Pillow's save_all handler: the real plugin's."""
+    _plugin()._save_all(im, fp, filename)
