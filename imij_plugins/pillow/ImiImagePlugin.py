@@ -41,6 +41,17 @@ Saving
     back to ``im.info``; content light level, diffuse white and science records describe the
     pixels and are written only when passed (the spec's unsafe-to-copy chunks, 1.1).
     Unknown keywords are ignored, as Pillow's own plugins do.
+
+    Modes follow ``modes.SAVE_MODES``. IMI has no colour key, so an image whose
+    ``info["transparency"]`` is one (PNG tRNS on 1/L/RGB/16-bit gray, a GIF frame without a
+    palette) is stored with the key made alpha, as Pillow's WebP writer turns it into RGBA: 1 and
+    L become LA, RGB becomes RGBA (``convert("RGBA")`` of the reopened image is the source's), and
+    16-bit gray becomes 16-bit GrayAlpha (alpha 0 or 65535), which keeps every bit for
+    ``im.imij.read()`` and opens in Pillow as 8-bit LA, as a 16-bit gray+alpha PNG does. A dpi of
+    (0, 0) in ``im.info`` (DCX, PCX: unknown) is left out. Exif that does not parse is written as
+    it is, as Pillow's writers do; a dpi cannot join it then and is left out with a warning.
+    Animation frames are brought to one mode (the smallest of 1/L/LA/RGB/RGBA holding them all);
+    the file's metadata is the first image's.
 """
 
 from __future__ import annotations
@@ -354,28 +365,44 @@ def _to_pillow(samples: np.ndarray, entry: modes.OpenMode) -> np.ndarray:
 # --------------------------------------------------------------------
 # Saving
 
-_LAYOUT_BY_CHANNELS = {1: "Gray", 2: "GrayAlpha", 3: "RGB", 4: "RGBA"}
+def _reduced(im: Image.Image) -> Image.Image:
+    """``im`` in the Pillow mode it is stored as: a colour key made alpha (``modes.KEYED_TRANSPARENCY``),
+    a ``via`` mode converted to, a palette expanded to RGB(A), or to L(A) when every colour is gray."""
+    if im.info.get("transparency") is not None and im.mode in modes.KEYED_TRANSPARENCY:
+        return im.convert(modes.KEYED_TRANSPARENCY[im.mode])
+    entry = modes.SAVE_MODES.get(im.mode)
+    if entry is None or entry.via is None:
+        return im
+    im = im.convert("RGBA" if entry.expands_palette and _has_transparency(im) else entry.via)
+    if entry.expands_palette:
+        array = np.asarray(im)
+        if (array[..., 0] == array[..., 1]).all() and (array[..., 1] == array[..., 2]).all():
+            im = im.convert("LA" if im.mode == "RGBA" else "L")  # exact: L of equal R, G, B is that value
+    return im
 
 
 def _stored(im: Image.Image) -> api.Frame:
     """The (H, W, C) array, layout and significant bits a Pillow image is stored as (``modes.SAVE_MODES``)."""
+    key = im.info.get("transparency")
+    if isinstance(key, int) and im.mode in modes.KEYED_16_BIT:
+        gray = np.asarray(im)
+        if gray.size and not 0 <= int(gray.min()) <= int(gray.max()) <= 0xFFFF:  # mode I
+            msg = f"cannot write mode {im.mode} with a transparency key as IMI: samples outside 0..65535"
+            raise OSError(msg)
+        alpha = np.where(gray == key, 0, 0xFFFF)
+        return api.Frame(np.stack([gray, alpha], axis=2).astype(np.uint16), "GrayAlpha")
+    im = _reduced(im)
     entry = modes.SAVE_MODES.get(im.mode)
     if entry is None:
         msg = f"cannot write mode {im.mode} as IMI"  # as PngImagePlugin._save
         raise OSError(msg)
-    if entry.via is not None:
-        im = im.convert("RGBA" if entry.expands_palette and _has_transparency(im) else entry.via)
     array = np.asarray(im)
     if array.ndim == 2:
         array = array[:, :, None]
     if array.dtype == np.bool_:
         array = array.astype(np.uint8)  # mode 1: 0/1, declared with 1 significant bit
-    if not entry.expands_palette:
-        sig_bits = (entry.sig_bits,) * array.shape[2] if entry.sig_bits is not None else None
-        return api.Frame(array, entry.layout, sig_bits)
-    if (array[..., 0] == array[..., 1]).all() and (array[..., 1] == array[..., 2]).all():
-        array = array[..., [0, 3]] if array.shape[2] == 4 else array[..., :1]  # a gray palette: L(A)
-    return api.Frame(array, _LAYOUT_BY_CHANNELS[array.shape[2]])
+    sig_bits = (entry.sig_bits,) * array.shape[2] if entry.sig_bits is not None else None
+    return api.Frame(array, entry.layout, sig_bits)
 
 
 def _metadata(im: Image.Image) -> dict[str, Any]:
@@ -395,6 +422,8 @@ def _metadata(im: Image.Image) -> dict[str, Any]:
             value = value[len(EXIF_PREFIX) :]  # eXIf holds the TIFF header onward (PNG and WebP _save)
         out[key] = value
     dpi = info.get("dpi", im.info.get("dpi"))  # written as Exif resolution tags by the core
+    if dpi and "dpi" not in info and not all(float(v) > 0 for v in dpi):
+        dpi = None  # (0, 0) in im.info (DCX, PCX): unknown, omitted; a dpi passed to save is checked
     if dpi:
         out["dpi"] = (float(dpi[0]), float(dpi[1]))
     if "cicp" in info:
@@ -464,16 +493,18 @@ def _save_all(im: Image.Image, fp: IO[bytes], filename: str | bytes) -> None:
     if sum(getattr(s, "n_frames", 1) for s in sequence) == 1:
         _save(im, fp, filename)  # one frame: a still image, as WebPImagePlugin._save_all does
         return
-    options = _options(im)
     pages = bool(info.get("pages", False))
     duration = info.get("duration")
     images: list[Image.Image] = []
     durations: list[Fraction] = []
     positions = [(s, s.tell()) for s in sequence]
     try:
+        im.seek(0)  # the file's metadata is the first image's (a TIFF or MPO page has its own)
+        options = _options(im)
         for source in sequence:
             for index in range(getattr(source, "n_frames", 1)):
                 source.seek(index)
+                source.load()  # WebP and AVIF set a frame's info["duration"] when they load it
                 if isinstance(duration, (list, tuple)):
                     ms = duration[len(images)] if len(images) < len(duration) else 0
                 elif duration is None:
@@ -493,7 +524,7 @@ def _save_all(im: Image.Image, fp: IO[bytes], filename: str | bytes) -> None:
         return
     loop = info.get("loop", im.info.get("loop", 0))
     loop = 1 if loop is None else int(loop)  # GIF's loop=None plays once
-    images = _one_mode(images)
+    images = _one_mode([_reduced(i) for i in images])
     if len({i.size for i in images}) > 1 or len({i.mode for i in images}) > 1:
         what = "size" if len({i.size for i in images}) > 1 else "mode"
         msg = f"animation frames must share one {what} (pass pages=True to write pages of different {what}s)"
@@ -506,15 +537,13 @@ _COMMON_MODES = {(False, False): "L", (False, True): "LA", (True, False): "RGB",
 
 
 def _one_mode(images: list[Image.Image]) -> list[Image.Image]:
-    """Animation frames in one mode: mixed 1/L/LA/RGB/RGBA/P/PA frames converted to the smallest
-    mode that holds them all, as APNG and GIF writers convert frames; other mixes are left to
-    the core, which refuses frames that differ (pages may)."""
+    """Animation frames (already ``_reduced``) in one mode: mixed 1/L/LA/RGB/RGBA frames converted
+    to the smallest mode that holds them all, as Pillow's APNG, GIF and WebP writers bring frames to
+    one mode; other mixes are left to the core, which refuses frames that differ (pages may)."""
     found = {i.mode for i in images}
-    if len(found) == 1 or not found <= {"1", "L", "LA", "RGB", "RGBA", "P", "PA"}:
+    if len(found) == 1 or not found <= {"1", "L", "LA", "RGB", "RGBA"}:
         return images
-    colour = any(i.mode in ("RGB", "RGBA", "P", "PA") for i in images)
-    alpha = any(i.mode in ("LA", "RGBA", "PA") or (i.mode == "P" and _has_transparency(i)) for i in images)
-    mode = _COMMON_MODES[(colour, alpha)]
+    mode = _COMMON_MODES[(bool(found & {"RGB", "RGBA"}), bool(found & {"LA", "RGBA"}))]
     return [i.convert(mode) for i in images]
 
 

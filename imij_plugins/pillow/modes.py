@@ -106,6 +106,15 @@ SAVE_MODES: dict[str, SaveMode] = {
 }
 
 
+# A mode without alpha whose info["transparency"] is a colour key (PNG tRNS, a GIF frame without a
+# palette): stored with the key made alpha, as Pillow's convert() makes it, so that nothing is
+# dropped and the reopened image's convert("RGBA") is the source's. 16-bit gray has no Pillow mode
+# with alpha: it is stored as 16-bit GrayAlpha (KEYED_16_BIT), which opens as 8-bit LA like a
+# 16-bit gray+alpha PNG, every bit kept for im.imij.read().
+KEYED_TRANSPARENCY: dict[str, str] = {"1": "LA", "L": "LA", "RGB": "RGBA"}
+KEYED_16_BIT = frozenset({"I;16", "I;16L", "I;16B", "I;16N", "I"})  # I: older Pillow's 16-bit PNG
+
+
 def sample_name(dtype: np.dtype) -> str:
     """The IMI sample type name of a numpy dtype: ``u8``, ``u16``, ``f16``, ``i32``..."""
     dt = np.dtype(dtype)

@@ -6,7 +6,7 @@ import io
 
 import numpy as np
 import pytest
-from PIL import Image, ImageSequence
+from PIL import Image, ImageSequence, features
 
 import imij_plugins
 
@@ -231,3 +231,62 @@ def test_mode_1_pages():
         assert_image_equal(im, pages[0])
         im.seek(2)
         assert_image_equal(im, pages[2])
+
+
+def _reopened_as(fmt: str, frames: list[Image.Image], **params) -> Image.Image:
+    """``frames`` saved by Pillow's own ``fmt`` writer and opened again (not loaded)."""
+    buf = io.BytesIO()
+    frames[0].save(buf, format=fmt, save_all=True, append_images=frames[1:], **params)
+    return Image.open(buf)
+
+
+@pytest.mark.skipif(not features.check("webp"), reason="Pillow without WebP")
+def test_webp_frame_durations_are_read_after_each_frame_loads():
+    """WebP and AVIF set a frame's info["duration"] in load(), not seek() (``iss634.webp``)."""
+    durations = [0, 70, 60, 70]
+    with _reopened_as("WEBP", _moving_square(4), duration=durations, loop=2, lossless=True) as source:
+        data = save_bytes(source, save_all=True)
+    with Image.open(io.BytesIO(data)) as im:
+        assert [frame.info["duration"] for frame in ImageSequence.Iterator(im)] == pytest.approx(durations)
+        assert im.info["loop"] == 2
+
+
+def _palette_frame(index: int) -> Image.Image:
+    im = Image.new("P", (8, 6), index)
+    im.putpalette([0, 0, 0, 0, 0, 255])  # black, blue
+    im.info["transparency"] = b"\xff\x80"  # opaque, half transparent
+    return im
+
+
+def test_apng_frames_that_reduce_to_different_modes_animate_in_one_mode():
+    """Palette frames with alpha where one uses only black (LA) and one blue (RGBA), as
+    ``apng/mode_palette_1bit_alpha.png``: brought to one mode as Pillow's APNG and WebP writers do."""
+    frames = [_palette_frame(0), _palette_frame(1)]
+    try:
+        _reopened_as("PNG", frames)
+    except ValueError:
+        pytest.skip("this Pillow's APNG writer cannot write palette frames with alpha")
+    with _reopened_as("PNG", frames, duration=[100, 200]) as source:
+        data = save_bytes(source, save_all=True)
+    with _reopened_as("PNG", frames, duration=[100, 200]) as source:  # Pillow loses an APNG's palette on rewind
+        wanted = [frame.convert("RGBA") for frame in ImageSequence.Iterator(source)]
+    with Image.open(io.BytesIO(data)) as im:
+        assert (im.info["imij_kind"], im.n_frames, im.mode) == ("animation", 2, "RGBA")
+        for index, want in enumerate(wanted):
+            im.seek(index)
+            assert_image_equal(im.convert("RGBA"), want, f"frame {index}")
+            assert im.info["duration"] == [100, 200][index]
+
+
+def test_save_all_from_a_later_page_writes_the_first_pages_metadata():
+    """A TIFF or MPO page has its own info; the file's metadata is the first image's."""
+    pages = [sample_image("L", (6, 4)), sample_image("RGB", (5, 3))]
+    pages[1].encoderinfo = {"dpi": (1, 1)}  # each page's own (Pillow 11+); older Pillow gives every page the first's
+    with _reopened_as("TIFF", pages, dpi=(300, 300)) as source:
+        source.seek(1)
+        if source.info["dpi"] == (300, 300):
+            pytest.skip("this Pillow's TIFF writer gives every page the first page's dpi")
+        data = save_bytes(source, save_all=True, pages=True)
+        assert source.tell() == 1
+    with Image.open(io.BytesIO(data)) as im:
+        assert im.info["dpi"] == pytest.approx((300, 300))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import io
+import struct
 
 import numpy as np
 import pytest
@@ -224,3 +225,58 @@ def test_an_unparsable_exif_is_written_and_has_no_orientation():
 def test_metadata_with_every_kind_of_sample(mode):
     with _opened(save_bytes(sample_image(mode), exif=_exif())) as im:
         assert im.getexif()[ExifTags.Base.Make] == "imij"
+
+
+def _exif_with_thumbnail() -> bytes:
+    """Little-endian Exif with IFD0 (Make) and an IFD1 describing a 4-byte JPEG thumbnail, as a
+    camera writes it (``flower.jpg`` of Pillow's test images); Pillow's Exif writer has no IFD1."""
+    ifd0 = struct.pack("<H", 1) + struct.pack("<HHI4s", 0x010F, 2, 4, b"cam\x00") + struct.pack("<I", 26)
+    ifd1 = struct.pack("<H", 3) + b"".join(
+        struct.pack("<HHII", tag, kind, 1, value) for tag, kind, value in ((0x0103, 3, 6), (0x0201, 4, 68), (0x0202, 4, 4))
+    )
+    return b"II*\x00" + struct.pack("<I", 8) + ifd0 + ifd1 + struct.pack("<I", 0) + b"\xff\xd8\xff\xd9"
+
+
+def _jpeg(**params: object) -> Image.Image:
+    buf = io.BytesIO()
+    sample_image("RGB").save(buf, format="JPEG", **params)
+    im = Image.open(buf)
+    im.load()
+    return im
+
+
+def test_the_thumbnail_ifd_survives_when_dpi_joins_the_exif():
+    source = _jpeg(exif=b"Exif\x00\x00" + _exif_with_thumbnail(), dpi=(300, 300))
+    assert source.info["dpi"] == (300, 300)
+    with _opened(save_bytes(source)) as out:
+        exif = out.getexif()
+        assert exif[ExifTags.Base.Make] == "cam"
+        assert dict(exif.get_ifd(ExifTags.IFD.IFD1)) == dict(source.getexif().get_ifd(ExifTags.IFD.IFD1))
+        thumbnail_at = exif.get_ifd(ExifTags.IFD.IFD1)[0x0201]
+        assert out.info["exif"][6 + thumbnail_at : 6 + thumbnail_at + 4] == b"\xff\xd8\xff\xd9"  # still where IFD1 says
+        assert out.info["dpi"] == pytest.approx((300, 300))
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"\xff\xff\xff\xff\x00\x00\x00\x08\x00\x00", b"MM\x00*\x00\x00\x00"],  # invalid-exif.jpg, truncated_exif_dpi.jpg
+    ids=["bad-header", "truncated"],
+)
+def test_exif_that_does_not_parse_is_carried_through_and_the_dpi_left_out_with_a_warning(raw):
+    source = _jpeg(dpi=(72, 72))
+    source.info["exif"] = b"Exif\x00\x00" + raw
+    with pytest.warns(UserWarning, match=r"dpi \(72.0, 72.0\) not written"):
+        data = save_bytes(source)
+    with _opened(data) as out:
+        assert out.info["exif"] == b"Exif\x00\x00" + raw  # as Pillow's PNG, WebP, JPEG and TIFF writers keep it
+        assert "dpi" not in out.info
+
+
+def test_an_unknown_resolution_of_0_0_in_info_is_left_out():
+    """DCX and PCX files say (0, 0) when they carry no resolution (``hopper.dcx``)."""
+    source = sample_image("RGB")
+    source.info["dpi"] = (0, 0)
+    with _opened(save_bytes(source)) as out:
+        assert "dpi" not in out.info and "exif" not in out.info
+    with pytest.raises(ValueError, match="dpi"):
+        save_bytes(source, dpi=(0, 0))  # a resolution passed to save is still checked

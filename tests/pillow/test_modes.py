@@ -215,3 +215,56 @@ def test_load_failures_are_oserrors_as_pillow_programs_expect():
         assert isinstance(e, imij_plugins.Corrupt)
     else:
         raise AssertionError("a damaged file loaded")
+
+
+def _png_with_key(mode: str, key: object, array: np.ndarray) -> Image.Image:
+    """A PNG with a tRNS colour key, opened: what ``1_trns.png``, ``l_trns.png``, ``i_trns.png`` and
+    ``rgb_trns.png`` of Pillow's test images are (a mode without alpha and ``info["transparency"]``)."""
+    buf = io.BytesIO()
+    Image.fromarray(array).convert(mode).save(buf, format="PNG", transparency=key)
+    im = Image.open(buf)
+    im.load()
+    assert im.mode == mode and im.info["transparency"] == key
+    return im
+
+
+@pytest.mark.parametrize(
+    ("mode", "key", "alpha_mode"),
+    [("1", 255, "LA"), ("L", 7, "LA"), ("RGB", (1, 2, 3), "RGBA")],
+)
+def test_a_transparency_key_is_stored_as_alpha(mode, key, alpha_mode):
+    rng = np.random.default_rng(5)
+    array = rng.integers(0, 8, (9, 11, 3), dtype=np.uint8) if mode == "RGB" else rng.integers(0, 8, (9, 11), dtype=np.uint8)
+    if mode == "1":
+        array = array * 255 // 7
+    array[0, :3] = key if mode != "1" else 255  # the key occurs
+    source = _png_with_key(mode, key, array)
+    out = reopen(save_bytes(source))
+    assert out.mode == alpha_mode
+    assert_image_equal(out.convert("RGBA"), source.convert("RGBA"))
+    assert 0 in np.asarray(out)[..., -1]
+
+
+def test_a_transparency_key_on_16_bit_gray_keeps_every_bit_as_16_bit_gray_alpha():
+    array = np.arange(99, dtype=np.uint16).reshape(9, 11) * 661
+    source = Image.fromarray(array)  # as PNG opens 16-bit gray with tRNS (Pillow 9.4's PNG writer cannot make one)
+    source.info["transparency"] = 661 * 5
+    data = save_bytes(source)
+    stored = imij_plugins.read(data)
+    assert stored.dtype == np.uint16 and stored.shape == (9, 11, 2)
+    assert (stored[..., 0] == array).all()
+    assert (stored[..., 1] == np.where(array == 661 * 5, 0, 0xFFFF)).all()
+    out = reopen(data)  # Pillow has no 16-bit mode with alpha: LA from the high byte, as 16-bit PNG
+    assert out.mode == "LA"
+    assert (np.asarray(out)[..., 0] == array >> 8).all()
+
+
+def test_frames_with_a_transparency_key_animate_with_alpha():
+    """A GIF frame without a palette opens as L (or RGB) with ``info["transparency"]``."""
+    frames = [sample_image("L", seed=s) for s in (1, 2)]
+    frames[0].info["transparency"] = int(np.asarray(frames[0])[0, 0])
+    with Image.open(io.BytesIO(save_bytes(frames[0], save_all=True, append_images=frames[1:]))) as im:
+        assert im.mode == "LA" and im.n_frames == 2
+        for index, frame in enumerate(frames):
+            im.seek(index)
+            assert_image_equal(im.convert("RGBA"), frame.convert("RGBA"), f"frame {index}")
