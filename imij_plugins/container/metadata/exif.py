@@ -16,8 +16,10 @@ _ORDERS = {b"II": "<", b"MM": ">"}
 def _ifd0(exif: bytes) -> tuple[str, dict[int, bytes], int]:
     """Byte order, IFD0's 12-byte entries by tag (as stored) and the next-IFD offset (IFD1, or 0)."""
     order = _ORDERS.get(exif[:2])
-    if order is None or len(exif) < 8 or struct.unpack(order + "H", exif[2:4])[0] != 42:
+    if order is None or len(exif) < 4 or struct.unpack(order + "H", exif[2:4])[0] != 42:
         raise Corrupt(f"Exif does not start with a TIFF header: {exif[:8].hex()}")
+    if len(exif) < 8:
+        raise Corrupt(f"Exif of {len(exif)} bytes ends inside its TIFF header")
     (offset,) = struct.unpack(order + "I", exif[4:8])
     if offset + 2 > len(exif):
         raise Corrupt(f"Exif IFD0 at {offset} is past its {len(exif)} bytes")
