@@ -4,14 +4,16 @@
 (2.3) of a file larger than ``block_bytes`` (a region read decodes only the units it overlaps).
 ``from_archive`` stacks an archive's entries (one task per entry) and ``to_bag`` gives them as a
 bag of records with their keys, filenames and attributes. Shapes and dtypes come from headers
-alone; pixels decode in the tasks, through the core API. Tasks carry paths, not open files, so
-they run in any worker process that sees the same files.
+alone; pixels decode in the tasks, through the core API. A task carries its own path or key and a
+small shared reader, never the whole list, so a graph grows by a few hundred bytes per file; tasks
+run in any worker process that sees the same files.
 """
 
 from __future__ import annotations
 
 import glob
 import os
+import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence, Union
 
@@ -19,22 +21,35 @@ import dask.array as da
 import dask.bag as db
 import numpy as np
 from dask.base import tokenize
+from dask.highlevelgraph import HighLevelGraph
 
 import imij_plugins
 from imij_plugins import imijset
+from imij_plugins.errors import ImijError
 
-__all__ = ["BLOCK_BYTES", "from_archive", "imread", "to_bag"]
+__all__ = ["BLOCK_BYTES", "ImageMismatch", "from_archive", "imread", "natural_key", "to_bag"]
 
 Paths = Union[str, "os.PathLike[str]", Iterable[Union[str, "os.PathLike[str]"]]]
+Shape = tuple[int, ...]
 #: Decoded bytes above which ``imread`` splits one image into bands of whole stripes.
 BLOCK_BYTES = 128 << 20
+_DIGITS = re.compile(r"(\d+)")
+
+
+class ImageMismatch(ImijError):
+    """A file of a stack whose image differs in shape or dtype from the first file's (which sets the array's)."""
+
+
+def natural_key(path: str) -> list[object]:
+    """A sort key that orders numbers in names by value (img2 before img10), as dask-image does."""
+    return [int(part) if i % 2 else part for i, part in enumerate(_DIGITS.split(path))]
 
 
 def _paths(files: Paths) -> list[str]:
-    """A glob pattern's matches in sorted order, one path, or a sequence of paths."""
+    """A glob pattern's matches in natural order, one path, or a sequence of paths as given."""
     if isinstance(files, (str, os.PathLike)):
         path = os.fspath(files)
-        found = sorted(glob.glob(path)) if glob.has_magic(path) else [path]
+        found = sorted(glob.glob(path), key=natural_key) if glob.has_magic(path) else [path]
     else:
         found = [os.fspath(p) for p in files]
     if not found:
@@ -42,11 +57,16 @@ def _paths(files: Paths) -> list[str]:
     return found
 
 
-def _shape_dtype(src: imij_plugins.api.Source, index: int = 0, *, partial: bool = False) -> tuple[tuple[int, ...], np.dtype]:
-    """The (H, W[, C]) shape (Gray without its channel axis) and dtype ``read(index)`` returns, from headers."""
+def _array_shape(info: imij_plugins.ImageInfo) -> Shape:
+    """The (H, W[, C]) shape ``imread`` gives an image: Gray without its channel axis."""
+    return info.shape[:2] if info.channels == 1 else info.shape
+
+
+def _shape_dtype(src: imij_plugins.api.Source, index: int = 0, *, partial: bool = False) -> tuple[Shape, np.dtype]:
+    """The shape (``_array_shape``) and dtype image ``index`` of ``src`` reads as, from headers."""
     with imij_plugins.open(src, verify=False, partial=partial) as f:
         info = f.image_info(index)
-    return (info.shape[:2] if info.channels == 1 else info.shape), info.dtype
+    return _array_shape(info), info.dtype
 
 
 def _stripe_rows(path: str, index: int, height: int) -> int:
@@ -68,46 +88,73 @@ def _squeezed(image: np.ndarray) -> np.ndarray:
     return image[..., 0] if image.shape[-1] == 1 else image
 
 
+def _mismatch(path: str, shape: Shape, dtype: np.dtype, first: str, want: Shape, want_dtype: np.dtype) -> ImageMismatch:
+    """The error for a file whose image is not the stack's."""
+    return ImageMismatch(f"{path} holds a {shape} {dtype} image, but {first} (the first file) a {want} {want_dtype}: "
+                         "imread stacks images of one shape and dtype")
+
+
 @dataclass(frozen=True)
 class _ReadBand:
-    """A dask block function: file ``block_id[0]``, rows of band ``block_id[1]``."""
+    """A dask task function shared by every task: rows ``y`` to ``y + h`` of image ``index`` of one file,
+    after checking its header against the stack's shape and dtype (those of ``first``)."""
 
-    paths: tuple[str, ...]
     index: int
-    starts: tuple[int, ...]
-    heights: tuple[int, ...]
-    width: int
+    shape: Shape
+    dtype: np.dtype
+    first: str
+    banded: bool
 
-    def __call__(self, block_id: tuple[int, ...]) -> np.ndarray:
-        i, j = block_id[0], block_id[1]
-        region = None if len(self.heights) == 1 else (0, self.starts[j], self.width, self.heights[j])
-        return _squeezed(imij_plugins.read(self.paths[i], self.index, region=region))[None]
+    def __call__(self, path: str, y: int, h: int) -> np.ndarray:
+        with imij_plugins.open(path) as f:
+            info = f.image_info(self.index)
+            if (_array_shape(info), info.dtype) != (self.shape, self.dtype):
+                raise _mismatch(path, _array_shape(info), info.dtype, self.first, self.shape, self.dtype)
+            region = (0, y, self.shape[1], h) if self.banded else None
+            return _squeezed(f.read(self.index, region=region))[None]
 
 
-def imread(files: Paths, *, index: int = 0, block_bytes: int = BLOCK_BYTES) -> da.Array:
+def _check_all(paths: list[str], index: int, shape: Shape, dtype: np.dtype) -> None:
+    """Every file's header against the first's (``imread(check=True)``)."""
+    for path in paths[1:]:
+        other, other_dtype = _shape_dtype(path, index)
+        if (other, other_dtype) != (shape, dtype):
+            raise _mismatch(path, other, other_dtype, paths[0], shape, dtype)
+
+
+def imread(files: Paths, *, index: int = 0, block_bytes: int = BLOCK_BYTES, check: bool = False) -> da.Array:
     """A lazy (N, H, W[, C]) array of image ``index`` (frame or page) of each file, Gray without a channel axis.
 
-    ``files`` is a glob pattern (sorted), a path or a sequence of paths; every file must hold the
-    same shape and dtype (ValueError naming the first that does not). One task reads one file, or
-    a band of whole stripes when the image has more than ``block_bytes`` decoded bytes.
+    ``files`` is a glob pattern (natural order: 2 before 10), a path or a sequence of paths (kept
+    in order). The first file's header gives the shape and dtype, as in dask-image; a file that
+    differs raises ``ImageMismatch`` naming it when its task runs, or now with ``check=True``
+    (which opens every header). One task reads one file, or a band of whole stripes when the
+    image has more than ``block_bytes`` decoded bytes.
     """
     paths = _paths(files)
     shape, dtype = _shape_dtype(paths[0], index)
-    for path in paths[1:]:
-        other = _shape_dtype(path, index)
-        if other != (shape, dtype):
-            raise ValueError(f"{path} holds {other[0]} {other[1]}, {paths[0]} {shape} {dtype}: imread stacks equal images")
+    if check:
+        _check_all(paths, index, shape, dtype)
     height, width = shape[:2]
     row_bytes = width * int(np.prod(shape[2:])) * dtype.itemsize
     if height * row_bytes > block_bytes:
         heights = _bands(height, row_bytes, _stripe_rows(paths[0], index, height), block_bytes)
     else:
         heights = (height,)
-    starts = tuple(int(y) for y in np.cumsum((0,) + heights[:-1]))
-    read = _ReadBand(tuple(paths), index, starts, heights, width)
+    starts = [int(y) for y in np.cumsum((0,) + heights[:-1])]
+    read = _ReadBand(index, shape, dtype, paths[0], len(heights) > 1)
+    name = "imij-imread-" + tokenize(paths, [os.stat(p).st_mtime_ns for p in paths], index, heights, check)
+    rest = (0,) * (len(shape) - 1)
+    graph = {(name, i, j, *rest): (read, path, y, h)
+             for i, path in enumerate(paths) for j, (y, h) in enumerate(zip(starts, heights))}
     chunks = ((1,) * len(paths), heights, *((n,) for n in shape[1:]))
-    name = "imij-imread-" + tokenize(paths, [os.stat(p).st_mtime_ns for p in paths], index, heights)
-    return da.map_blocks(read, chunks=chunks, dtype=dtype, meta=np.empty((0,) * (len(shape) + 1), dtype), name=name)
+    return _array(name, graph, chunks, dtype)
+
+
+def _array(name: str, graph: dict, chunks: tuple[tuple[int, ...], ...], dtype: np.dtype) -> da.Array:
+    """A dask array over a graph of independent read tasks."""
+    meta = np.empty((0,) * len(chunks), dtype)
+    return da.Array(HighLevelGraph.from_collections(name, graph, dependencies=()), name, chunks, dtype, meta=meta)
 
 
 def _entry_shapes(path: str, keys: Sequence[int] | None) -> tuple[list[int], tuple[int, ...], np.dtype]:
@@ -129,14 +176,13 @@ def _entry_shapes(path: str, keys: Sequence[int] | None) -> tuple[list[int], tup
 
 @dataclass(frozen=True)
 class _ReadEntry:
-    """A dask block function: entry ``keys[block_id[0]]`` of the archive at ``path``."""
+    """A dask task function shared by every task: one entry of the archive at ``path``."""
 
     path: str
-    keys: tuple[int, ...]
 
-    def __call__(self, block_id: tuple[int, ...]) -> np.ndarray:
+    def __call__(self, key: int) -> np.ndarray:
         with imijset.open(self.path) as archive:
-            return _squeezed(archive.read(self.keys[block_id[0]]))[None]
+            return _squeezed(archive.read(key))[None]
 
 
 def from_archive(path: str | os.PathLike[str], keys: Sequence[int] | None = None) -> da.Array:
@@ -144,10 +190,10 @@ def from_archive(path: str | os.PathLike[str], keys: Sequence[int] | None = None
     order), one task per entry; the images must share one shape and dtype (else ValueError)."""
     path = os.fspath(path)
     keys, shape, dtype = _entry_shapes(path, keys)
-    chunks = ((1,) * len(keys), *((n,) for n in shape))
     name = "imij-archive-" + tokenize(path, os.stat(path).st_mtime_ns, keys)
-    read = _ReadEntry(path, tuple(keys))
-    return da.map_blocks(read, chunks=chunks, dtype=dtype, meta=np.empty((0,) * (len(shape) + 1), dtype), name=name)
+    read = _ReadEntry(path)
+    graph = {(name, i, *(0,) * len(shape)): (read, key) for i, key in enumerate(keys)}
+    return _array(name, graph, ((1,) * len(keys), *((n,) for n in shape)), dtype)
 
 
 def _read_records(keys: Iterable[int], path: str) -> list[dict[str, object]]:

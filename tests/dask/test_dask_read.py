@@ -64,10 +64,32 @@ def test_index_reads_a_page(tmp_path):
     assert np.array_equal(imij_dask.imread(tmp_path / "p.imi", index=1).compute(), b[None])
 
 
-def test_files_that_differ_are_refused_naming_one(tmp_path):
-    paths = write_stack(tmp_path, [np.zeros((8, 8), np.uint8), np.zeros((8, 9), np.uint8)])
-    with pytest.raises(ValueError, match="img001.imi"):
-        imij_dask.imread(paths)
+def test_a_file_that_differs_fails_its_task_naming_it_and_both_shapes(tmp_path):
+    paths = write_stack(tmp_path, [np.zeros((8, 8), np.uint8), np.zeros((8, 9), np.uint16)])
+    x = imij_dask.imread(paths)  # the first file's header sets shape and dtype, as in dask-image
+    assert x.shape == (2, 8, 8) and x.dtype == np.uint8
+    assert not x[0].compute().any()
+    with pytest.raises(imij_dask.ImageMismatch, match=r"img001\.imi holds a \(8, 9\) uint16 image.*img000\.imi.*\(8, 8\) uint8"):
+        x.compute()
+    with pytest.raises(imij_dask.ImageMismatch, match="img001.imi"):
+        imij_dask.imread(paths, check=True)  # asked to check: every header now
+
+
+def test_thousands_of_files_make_a_small_graph_in_natural_order(tmp_path):
+    cloudpickle = require("cloudpickle")
+    blobs = [imij_plugins.encode(np.full((4, 4), v, np.uint8)) for v in range(64)]
+    for i in range(2000):
+        (tmp_path / f"img{i}.imi").write_bytes(blobs[i % 64])
+    x = imij_dask.imread(str(tmp_path / "img*.imi"))
+    assert x.shape == (2000, 4, 4) and x.numblocks == (2000, 1, 1)
+    sizes = [len(cloudpickle.dumps(task)) for task in dict(x.__dask_graph__()).values()]
+    assert len(sizes) == 2000 and max(sizes) < 4096  # a task carries its own path, not all 2,000
+    assert np.array_equal(x[:, 0, 0].compute(), np.arange(2000) % 64)  # img2 before img10
+
+
+def test_natural_order_compares_numbers_by_value():
+    names = ["s10_b.imi", "s2_b10.imi", "s2_b9.imi", "s1.imi", "S3.imi"]
+    assert sorted(names, key=imij_dask.natural_key) == ["S3.imi", "s1.imi", "s2_b9.imi", "s2_b10.imi", "s10_b.imi"]
 
 
 def test_no_match_is_file_not_found(tmp_path):
