@@ -98,6 +98,7 @@ _PAGES = ("pages", "mixed pages")
 _DEFAULT_CICPS = frozenset(api.LAYOUT_DEFAULT_CICPS.values())
 
 
+_EXIF_IFD, _GPS_IFD = 0x8769, 0x8825  # ExifTags.IFD.Exif and .GPSInfo (Pillow 9.4+)
 _MODE_ATTR = "_mode" if isinstance(getattr(Image.Image, "mode", None), property) else "mode"
 _IM_ATTR = "_im" if isinstance(getattr(Image.Image, "im", None), property) else "im"
 
@@ -239,9 +240,9 @@ class ImiImageFile(ImageFile.ImageFile):
             return None
         exif = self.getexif()
         merged = dict(exif)
-        merged.update(exif.get_ifd(ExifTags.IFD.Exif))
-        if ExifTags.IFD.GPSInfo in exif:
-            merged[ExifTags.IFD.GPSInfo] = exif.get_ifd(ExifTags.IFD.GPSInfo)
+        merged.update(exif.get_ifd(_EXIF_IFD))
+        if _GPS_IFD in exif:
+            merged[_GPS_IFD] = exif.get_ifd(_GPS_IFD)
         return merged
 
     # Pillow 10.1 made ``mode`` a read-only property over ``_mode``, and Pillow 11 ``im`` one over
