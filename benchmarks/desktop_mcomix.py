@@ -90,7 +90,9 @@ def missing() -> str | None:
     return None
 
 
-def disc_image(colour: Colour, size: tuple[int, int], background: np.ndarray | None = None, alpha: bool = False) -> np.ndarray:
+def disc_image(
+    colour: Colour, size: tuple[int, int], background: np.ndarray | None = None, alpha: bool = False
+) -> np.ndarray:
     """A (H, W, 3 or 4) page: ``background`` (grey by default) with a disc of ``colour`` at the centre."""
     width, height = size
     y, x = np.mgrid[0:height, 0:width]
@@ -190,9 +192,11 @@ class MComix:
         }
         env.pop("PYTHONHOME", None)
         self.log = open(self.work / "mcomix.log", "ab")
-        self.process = subprocess.Popen([shutil.which("mcomix") or "mcomix", str(self.target)], env=env, stdout=self.log, stderr=self.log)
+        command = [shutil.which("mcomix") or "mcomix", str(self.target)]
+        self.process = subprocess.Popen(command, env=env, stdout=self.log, stderr=self.log)
         try:
-            found = self._xdotool("search", "--sync", "--onlyvisible", "--pid", str(self.process.pid), timeout=LOAD_TIMEOUT).split()
+            pid = str(self.process.pid)
+            found = self._xdotool("search", "--sync", "--onlyvisible", "--pid", pid, timeout=LOAD_TIMEOUT).split()
         except subprocess.TimeoutExpired:
             found = []
         if not found:
@@ -210,12 +214,13 @@ class MComix:
         self.log.close()
 
     def _xdotool(self, *args: str, timeout: float = 10.0) -> str:
-        done = subprocess.run(["xdotool", *args], env={**os.environ, "DISPLAY": self.display}, capture_output=True, text=True, timeout=timeout)
-        return done.stdout
+        env = {**os.environ, "DISPLAY": self.display}
+        return subprocess.run(["xdotool", *args], env=env, capture_output=True, text=True, timeout=timeout).stdout
 
     def screenshot(self) -> Image.Image:
         """The MComix window as it is on the display now."""
-        png = subprocess.run(["import", "-display", self.display, "-window", self.window, "png:-"], capture_output=True, check=True).stdout
+        command = ["import", "-display", self.display, "-window", self.window, "png:-"]
+        png = subprocess.run(command, capture_output=True, check=True).stdout
         return Image.open(io.BytesIO(png)).convert("RGB")
 
     def key(self, name: str) -> None:
@@ -251,6 +256,11 @@ def coverage(shot: Image.Image, colour: Colour) -> float:
     return float((np.abs(pixels - np.array(colour, np.int16)) <= TOLERANCE).all(axis=-1).mean())
 
 
+def shown(share: float) -> str:
+    """Whether a page counts as shown, with the fraction of the window in its colour."""
+    return f"{'shown' if share >= SHOWN else 'NOT shown'} ({share:.1%} of the window in its colour)"
+
+
 @dataclass
 class Result:
     """One check: what was opened, what was expected, what the screenshots showed."""
@@ -274,7 +284,7 @@ def run(work: Path, screenshot: Path | None = None) -> list[Result]:
             with MComix(pages / page.name, display, work, pythonpath) as viewer:
                 share, shot = viewer.wait_for(page.colours[0])
                 ok = share >= SHOWN
-                detail = f"{page.note}: first image {'shown' if ok else 'NOT shown'} ({share:.1%} of the window in its colour)"
+                detail = f"{page.note}: first image {shown(share)}"
                 if ok and len(page.colours) > 1:
                     seen = viewer.frames_seen(page.colours)
                     label = "pages" if "pages" in page.note else "frames"
@@ -298,7 +308,7 @@ def run(work: Path, screenshot: Path | None = None) -> list[Result]:
                 ok = share >= SHOWN
                 if not ok:
                     shot.save(work / f"failed-cbz-{number}.png")
-                results.append(Result(f"cbz/page {number} ({name})", ok, f"{'shown' if ok else 'NOT shown'} ({share:.1%} of the window in its colour)"))
+                results.append(Result(f"cbz/page {number} ({name})", ok, shown(share)))
     return results
 
 

@@ -13,9 +13,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "desktop",
         help="install or remove the .imi MIME type and thumbnailer for file managers (freedesktop.org)",
-        description=f"Write (install) or remove (uninstall) the shared-mime-info type {freedesktop.MIME_TYPE} (the *.imi glob "
-        f"and the IMI signature as magic) and the thumbnailer entry {freedesktop.THUMBNAILER_FILE}, which runs "
-        "'imij thumbnail'. System-wide under PREFIX/share by default; for this user with --user.",
+        description=f"Write (install) or remove (uninstall) the shared-mime-info type {freedesktop.MIME_TYPE} "
+        f"(the *.imi glob and the IMI signature as magic) and the thumbnailer entry {freedesktop.THUMBNAILER_FILE}, "
+        "which runs 'imij thumbnail'. System-wide under PREFIX/share by default; for this user with --user.",
     )
     p.add_argument("action", choices=["install", "uninstall"])
     where = p.add_mutually_exclusive_group()

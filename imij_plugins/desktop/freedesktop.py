@@ -147,7 +147,8 @@ def uninstall(paths: Paths, update: bool = True) -> list[str]:
         if problem:
             print(f"note: {problem}", file=sys.stderr)
     _prune(os.path.dirname(paths.thumbnailer), paths.data_dir)
-    if os.path.isdir(paths.mime_dir) and os.listdir(paths.mime_dir) == ["packages"]:  # no database left beside it (update-mime-database needs the folder)
+    # the packages folder goes only with no database beside it (update-mime-database needs the folder)
+    if os.path.isdir(paths.mime_dir) and os.listdir(paths.mime_dir) == ["packages"]:
         _prune(os.path.dirname(paths.mime_package), paths.data_dir)
     return removed
 

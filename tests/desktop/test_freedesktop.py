@@ -5,6 +5,7 @@ from __future__ import annotations
 import configparser
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
 
 import imij_plugins
 from imij_plugins.cli import main
@@ -62,6 +64,20 @@ def test_install_writes_the_type_and_the_thumbnailer(xdg, capsys):
     assert os.access(section["TryExec"], os.X_OK)
 
 
+def test_the_thumbnailer_command_runs(xdg, tmp_path):
+    """What a file manager does with the entry: substitute %i %o %s in Exec and run it."""
+    assert main(["desktop", "install", "--user", "--no-update-database"]) == 0
+    entry = configparser.ConfigParser(interpolation=None)
+    entry.read(xdg / "thumbnailers" / "imij.thumbnailer")
+    src, out = tmp_path / "photo.imi", tmp_path / "thumb.png"
+    imij_plugins.write(src, np.full((30, 60, 3), 200, np.uint8))
+    fields = {"%i": str(src), "%o": str(out), "%s": "32"}
+    command = [fields.get(arg, arg) for arg in shlex.split(entry["Thumbnailer Entry"]["Exec"])]
+    subprocess.run(command, check=True, capture_output=True)
+    with Image.open(out) as thumb:
+        assert (thumb.format, thumb.size) == ("PNG", (32, 16))
+
+
 def test_uninstall_leaves_the_folder_as_it_was(xdg, capsys):
     before = tree(xdg)
     assert main(["desktop", "install", "--user", "--no-update-database"]) == 0
@@ -80,7 +96,10 @@ def test_prefix_install_and_uninstall(tmp_path):
     assert list((tmp_path / "share").iterdir()) == []  # the folders it made held only its files
 
 
-@pytest.mark.skipif(shutil.which("update-mime-database") is None, reason="update-mime-database (shared-mime-info) not installed")
+NO_DATABASE_TOOL = shutil.which("update-mime-database") is None
+
+
+@pytest.mark.skipif(NO_DATABASE_TOOL, reason="update-mime-database (shared-mime-info) not installed")
 def test_the_database_knows_the_type_until_uninstall(xdg):
     assert main(["desktop", "install", "--user"]) == 0
     assert SIGNATURE in (xdg / "mime" / "magic").read_bytes()
@@ -92,9 +111,10 @@ def test_the_database_knows_the_type_until_uninstall(xdg):
 
 
 def _gio_available() -> bool:
-    if shutil.which("update-mime-database") is None or not os.path.exists(SYSTEM_PYTHON):
+    if NO_DATABASE_TOOL or not os.path.exists(SYSTEM_PYTHON):
         return False
-    return subprocess.run([SYSTEM_PYTHON, "-c", "import gi; gi.require_version('Gio', '2.0')"], capture_output=True).returncode == 0
+    probe = "import gi; gi.require_version('Gio', '2.0')"
+    return subprocess.run([SYSTEM_PYTHON, "-c", probe], capture_output=True).returncode == 0
 
 
 @pytest.mark.skipif(not _gio_available(), reason="GLib's Gio (python3-gi) or update-mime-database not installed")

@@ -16,7 +16,8 @@ REASON = mcomix.missing()
 @pytest.mark.skipif(REASON is not None, reason=REASON or "")
 def test_mcomix_shows_imi_pages_from_a_folder_and_a_cbz(tmp_path):
     results = mcomix.run(tmp_path)
-    names = [r.name for r in results]
-    assert names == [f"folder/{p.name}" for p in mcomix.PAGES] + [f"cbz/page {i} ({n})" for i, n in enumerate(mcomix.CBZ_PAGES, 1)]
+    expected = [f"folder/{p.name}" for p in mcomix.PAGES]
+    expected += [f"cbz/page {i} ({n})" for i, n in enumerate(mcomix.CBZ_PAGES, 1)]
+    assert [r.name for r in results] == expected
     failed = [f"{r.name}: {r.detail}" for r in results if not r.ok]
     assert not failed, f"screenshots of the failures are in {tmp_path}"
