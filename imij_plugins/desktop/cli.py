@@ -51,7 +51,7 @@ def cmd_desktop(args: argparse.Namespace) -> int:
                 print(f"nothing to remove under {paths.data_dir}")
     except OSError as exc:
         where = exc.filename or paths.data_dir
-        hint = "" if args.user else " (run it as root, or use --user for this user only)"
+        hint = " (run it as root, or use --user for this user only)" if isinstance(exc, PermissionError) and not args.user else ""
         print(f"imij desktop {args.action}: cannot change {where}: {exc.strerror or exc}{hint}", file=sys.stderr)
         return 1
     return 0

@@ -130,3 +130,10 @@ def test_gio_recognises_an_imi_file_by_name_and_by_content(xdg, tmp_path):
     env = {**os.environ, "XDG_DATA_HOME": str(xdg), "XDG_DATA_DIRS": "/usr/share"}
     done = subprocess.run([SYSTEM_PYTHON, "-c", code, str(path)], capture_output=True, text=True, env=env, check=True)
     assert done.stdout.split() == ["image/x-imi", "image/x-imi"]
+
+
+def test_a_folder_that_cannot_be_written_is_a_one_line_error(tmp_path, capsys):
+    (tmp_path / "share").write_text("a file where the data folder should be")
+    assert main(["desktop", "install", "--prefix", str(tmp_path), "--no-update-database"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"imij desktop install: cannot change {tmp_path / 'share'}")
