@@ -2,29 +2,49 @@
 
 from __future__ import annotations
 
+import itertools
 import os
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable, Union
 
 import numpy as np
 import xarray as xr
 from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
+import imij_plugins
 from imij_plugins import physical
-from imij_plugins.container.metadata.science import ChannelCalibration
-from imij_plugins.container.file import is_imi
 from imij_plugins.lazy import LazyImage, source_of
-from imij_plugins.reader import ImijFile
+
+if TYPE_CHECKING:
+    from imij_plugins.container.metadata.science import ChannelCalibration
 
 EXTENSIONS = (".imi",)
 # CF attributes that describe the stored values: a decoded variable keeps them in its encoding
 PACKING = ("scale_factor", "add_offset", "_FillValue", "missing_value")
+OuterKey = Union[int, slice, np.ndarray]
+# one unit run of an outer-index entry: (basic key to read, offsets into what it reads, output positions)
+Piece = tuple[Union[int, slice], Union[np.ndarray, None], Union[np.ndarray, None]]
+
+
+def _pieces(k: OuterKey, size: int, unit: int) -> list[Piece]:
+    """An outer-index entry as basic reads: an int or slice as itself, an index array as one
+    slice per unit run (stripe, column group, frame) it touches, so no read spans untouched units."""
+    if not isinstance(k, np.ndarray):
+        return [(k, None, None)]
+    k = np.where(k < 0, k + size, k)
+    runs = k // unit
+    out: list[Piece] = []
+    for run in np.unique(runs):
+        positions = np.flatnonzero(runs == run)
+        lo, hi = int(k[positions].min()), int(k[positions].max())
+        out.append((slice(lo, hi + 1), k[positions] - lo, positions))
+    return out
 
 
 class ImiBackendArray(BackendArray):
     """One variable of an IMI file: all its channels, or one (``channel``), as stored or as physical values."""
 
-    def __init__(self, image: LazyImage, channel: int | None = None, entry: ChannelCalibration | None = None):
+    def __init__(self, image: LazyImage, channel: int | None = None, entry: "ChannelCalibration | None" = None):
         self.image = image
         self.channel = channel
         self.entry = entry
@@ -32,12 +52,33 @@ class ImiBackendArray(BackendArray):
         self.dtype = np.dtype(np.float64) if entry is not None else image.dtype
 
     def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
-        return indexing.explicit_indexing_adapter(key, self.shape, indexing.IndexingSupport.BASIC, self._raw)
+        """Outer indexing (xarray turns vectorized keys into outer reads of their unique indices)."""
+        return indexing.explicit_indexing_adapter(key, self.shape, indexing.IndexingSupport.OUTER, self._raw)
 
-    def _raw(self, key: tuple) -> np.ndarray:
-        """Basic indexing on the stored samples, then cALB (1.5) when decoding."""
-        stored = self.image[key + (self.channel,)] if self.channel is not None else self.image[key]
+    def _raw(self, key: tuple[OuterKey, ...]) -> np.ndarray:
+        """Outer indexing on the stored samples, then cALB (1.5) when decoding."""
+        stored = self._stored(key + ((self.channel,) if self.channel is not None else ()))
         return stored if self.entry is None else physical.physical_values(stored, self.entry)
+
+    def _stored(self, key: tuple[OuterKey, ...]) -> np.ndarray:
+        """The stored samples under an outer key: one basic read per combination of unit runs."""
+        if not any(isinstance(k, np.ndarray) for k in key):
+            return self.image[key]
+        pieces = [_pieces(k, n, unit) for k, n, unit in zip(key, self.image.shape, self.image.chunks)]
+        kept = [i for i, k in enumerate(key) if not isinstance(k, (int, np.integer))]
+        shape = [len(k) if isinstance(k, np.ndarray) else len(range(*k.indices(self.image.shape[i]))) for i, k in
+                 ((i, key[i]) for i in kept)]
+        out = np.empty(shape, self.image.dtype)
+        if not out.size:
+            return out
+        for combo in itertools.product(*pieces):
+            block = self.image[tuple(basic for basic, _, _ in combo)]
+            local = [combo[i][1] for i in kept]
+            where = [combo[i][2] for i in kept]
+            take = np.ix_(*(np.arange(n) if o is None else o for o, n in zip(local, block.shape)))
+            put = np.ix_(*(np.arange(n) if p is None else p for p, n in zip(where, out.shape)))
+            out[put] = block[take]
+        return out
 
 
 def _coordinate_attrs(unit: str, kind: str, axis_type: str) -> dict[str, object]:
@@ -92,7 +133,7 @@ def open_imi(filename_or_obj: object, *, mask_and_scale: bool = True, index: int
              drop_variables: Iterable[str] | None = None) -> xr.Dataset:
     """The Dataset of an IMI file: see ``ImiBackendEntrypoint.open_dataset``."""
     src = source_of(filename_or_obj)
-    with ImijFile(src) as f:
+    with imij_plugins.open(src) as f:
         p = physical.describe(f, index)
     image = LazyImage(src, index=index, frame_dim=p.dim("frames") is not None, channel_dim=p.dim("channels") is not None)
     dims = tuple(d.name for d in p.dims)
@@ -143,10 +184,10 @@ class ImiBackendEntrypoint(BackendEntrypoint):
             path = os.fspath(filename_or_obj)
             return str(path).lower().endswith(EXTENSIONS)
         if isinstance(filename_or_obj, (bytes, bytearray, memoryview)):
-            return is_imi(bytes(filename_or_obj[:8]))
+            return imij_plugins.is_imi(bytes(filename_or_obj[:8]))
         if hasattr(filename_or_obj, "read") and hasattr(filename_or_obj, "seek"):
             start = filename_or_obj.tell()  # type: ignore[union-attr]
             prefix = filename_or_obj.read(8)  # type: ignore[union-attr]
             filename_or_obj.seek(start)  # type: ignore[union-attr]
-            return isinstance(prefix, bytes) and is_imi(prefix)
+            return isinstance(prefix, bytes) and imij_plugins.is_imi(prefix)
         return False

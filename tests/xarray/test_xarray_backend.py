@@ -79,6 +79,47 @@ def test_selection_decodes_only_the_units_it_overlaps(tmp_path, decoded_units):
         assert sorted(decoded_units) == list(range(12))
 
 
+def test_a_list_of_rows_decodes_only_their_units(tmp_path, decoded_units):
+    path = tmp_path / "big.imi"
+    y, x = np.mgrid[:2048, :2048]
+    a = ((x + 3 * y) % 251).astype(np.uint8)
+    imij_plugins.write(path, a, stripe_rows=64, group_cols=512, codec="quick")  # 32 stripes x 4 column groups
+    with xr.open_dataarray(path, engine="imi") as da:
+        np.testing.assert_array_equal(da.isel(y=[0, 2047]).values, a[[0, 2047]])
+        assert sorted(decoded_units) == [0, 1, 2, 3, 124, 125, 126, 127]  # stripes 0 and 31, not the span
+        decoded_units.clear()
+        np.testing.assert_array_equal(da.isel(y=[100, 2000], x=[7, 1500]).values, a[np.ix_([100, 2000], [7, 1500])])
+        assert sorted(decoded_units) == [4, 6, 124, 126]
+
+
+def test_outer_selections_read_like_numpy(tmp_path, decoded_units):
+    path = tmp_path / "outer.imi"
+    a = samples((64, 100, 3), "u2")
+    imij_plugins.write(path, a, stripe_rows=16, group_cols=40)
+    rows, cols = [40, 3, 40, -1, 17], [99, 0, 50, 1]
+    with xr.open_dataarray(path, engine="imi") as da:
+        np.testing.assert_array_equal(da.isel(y=rows, x=cols).values, a[np.ix_(rows, cols)])
+        np.testing.assert_array_equal(da.isel(y=rows, x=5, c=[2, 0]).values, a[np.ix_(rows, [5], [2, 0])][:, 0])
+        np.testing.assert_array_equal(da.isel(y=slice(10, 50, 3), x=cols).values, a[10:50:3][:, cols])
+        assert da.isel(y=[], x=cols).shape == (0, 4, 3)
+        decoded_units.clear()
+        points = da.isel(y=xr.DataArray([1, 60], dims="p"), x=xr.DataArray([2, 90], dims="p"))  # vectorized
+        np.testing.assert_array_equal(points.values, a[[1, 60], [2, 90]])
+        assert sorted(decoded_units) == [0, 2, 9, 11]  # unique rows x unique columns: 2 stripes x 2 groups
+
+
+def test_outer_selections_of_frames_and_calibrated_channels(tmp_path):
+    path = tmp_path / "frames.imi"
+    frames = [samples((20, 24, 2), "u2", seed) for seed in range(4)]
+    cal = sc.Calibration((sc.ChannelCalibration(2.0, 1.0, "K", "temperature"), sc.ChannelCalibration(unit="%", quantity="humidity")))
+    imij_plugins.write(path, frames, kind="pages", stripe_rows=8, layout="GrayAlpha", science={"calibration": cal})
+    stack = np.stack(frames)
+    with xr.open_dataset(path, engine="imi") as ds:
+        got = ds["temperature"].isel(page=[3, 0], y=[19, 2]).values
+        np.testing.assert_array_equal(got, 2.0 * stack[np.ix_([3, 0], [19, 2])][..., 0] + 1.0)
+        np.testing.assert_array_equal(ds["humidity"].isel(page=[1], x=[23, 0]).values, stack[[1]][:, :, [23, 0], 1])
+
+
 def test_chunks_follow_the_units(tmp_path):
     require("dask")
     path = tmp_path / "chunks.imi"
