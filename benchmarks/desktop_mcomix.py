@@ -280,7 +280,7 @@ def run(work: Path, screenshot: Path | None = None) -> list[Result]:
     results: list[Result] = []
     by_name = {p.name: p for p in PAGES}
     with xvfb(work) as display:
-        for page in PAGES:
+        for index, page in enumerate(PAGES):
             with MComix(pages / page.name, display, work, pythonpath) as viewer:
                 share, shot = viewer.wait_for(page.colours[0])
                 ok = share >= SHOWN
@@ -292,7 +292,13 @@ def run(work: Path, screenshot: Path | None = None) -> list[Result]:
                     if label == "pages":
                         viewer.key("Page_Down")
                         share2, _ = viewer.wait_for(page.colours[1], timeout=5.0)
-                        detail += f"; Page_Down shows page 2: {'yes' if share2 >= SHOWN else 'no, it goes to the next file'}"
+                        following = PAGES[index + 1] if index + 1 < len(PAGES) else None
+                        if share2 >= SHOWN:
+                            detail += "; Page_Down shows page 2"
+                        elif following and coverage(viewer.wait_for(following.colours[0])[1], following.colours[0]) >= SHOWN:
+                            detail += f"; Page_Down goes to the next file ({following.name}), not to page 2"
+                        else:
+                            detail += "; Page_Down shows neither page 2 nor the next file"
                 if page.name == "01-photo.imi" and screenshot is not None and ok:
                     screenshot.parent.mkdir(parents=True, exist_ok=True)
                     shot.quantize(256).save(screenshot, optimize=True)  # a 256-colour PNG: 60 KB, not 380 KB
