@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass
 from xml.sax.saxutils import quoteattr
 
-from imij_plugins.container.file import SIGNATURE
+from imij_plugins.signature import SIGNATURE
 
 MIME_TYPE = "image/x-imi"
 #: The name Pillow's ``get_format_mimetype()`` reports (the spec's x. tree); an alias of MIME_TYPE.
