@@ -1,4 +1,5 @@
-"""xarray integration: the ``imi`` engine (``xr.open_dataset("x.imi", engine="imi")``) and ``to_imi``.
+"""xarray integration: the ``imi`` engine (``xr.open_dataset("x.imi", engine="imi")``, ``xr.open_datatree``
+for a node per frame, page or IMIJ-Set entry) and ``to_imi``.
 
 An adapter: the physical meaning of the samples comes from ``imij_plugins.physical``, lazy reads
 from ``imij_plugins.lazy``; this package only builds xarray objects from them.

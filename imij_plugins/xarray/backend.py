@@ -18,7 +18,7 @@ from imij_plugins.lazy import LazyImage, source_of
 if TYPE_CHECKING:
     from imij_plugins.container.metadata.science import ChannelCalibration
 
-EXTENSIONS = (".imi",)
+EXTENSIONS = (".imi", ".imijset")
 # CF attributes that describe the stored values: a decoded variable keeps them in its encoding
 PACKING = ("scale_factor", "add_offset", "_FillValue", "missing_value")
 OuterKey = Union[int, slice, np.ndarray]
@@ -159,12 +159,18 @@ def open_imi(filename_or_obj: object, *, mask_and_scale: bool = True, index: int
     return ds
 
 
+def _names(drop_variables: str | Iterable[str] | None) -> Iterable[str] | None:
+    """``drop_variables`` as names (xarray allows one name as a string)."""
+    return [drop_variables] if isinstance(drop_variables, str) else drop_variables
+
+
 class ImiBackendEntrypoint(BackendEntrypoint):
     """``engine="imi"``: IMI files (``.imi``) as lazy Datasets with aXES coordinates and cALB/cATG CF attributes."""
 
-    description = "Open IMI (.imi) images: lazy region reads, aXES coordinates, cALB/cATG as CF attributes"
+    description = "Open IMI (.imi) images (IMIJ-Set archives as trees): lazy region reads, aXES coordinates, cALB/cATG as CF attributes"
     url = ""  # the project has no published address yet
     open_dataset_parameters = ("filename_or_obj", "drop_variables", "mask_and_scale", "index")
+    supports_groups = True
 
     def open_dataset(
         self,
@@ -175,11 +181,38 @@ class ImiBackendEntrypoint(BackendEntrypoint):
         index: int | None = None,
     ) -> xr.Dataset:
         """Frames or pages stacked (``index`` picks one); ``mask_and_scale`` gives physical values, NaN where missing."""
-        drop = [drop_variables] if isinstance(drop_variables, str) else drop_variables
-        return open_imi(filename_or_obj, mask_and_scale=mask_and_scale, index=index, drop_variables=drop)
+        from imij_plugins.xarray import tree
+
+        if tree.is_archive(filename_or_obj):
+            raise ValueError("an IMIJ-Set archive holds many images: open it with xr.open_datatree(path, engine=\"imi\")")
+        return open_imi(filename_or_obj, mask_and_scale=mask_and_scale, index=index, drop_variables=_names(drop_variables))
+
+    def open_datatree(
+        self,
+        filename_or_obj: object,
+        *,
+        drop_variables: str | Iterable[str] | None = None,
+        mask_and_scale: bool = True,
+    ) -> xr.DataTree:
+        """A node per frame or page of a file with several (one node otherwise), or per entry of an IMIJ-Set archive."""
+        from imij_plugins.xarray import tree
+
+        return tree.open_tree(filename_or_obj, mask_and_scale=mask_and_scale, drop_variables=_names(drop_variables))
+
+    def open_groups_as_dict(
+        self,
+        filename_or_obj: object,
+        *,
+        drop_variables: str | Iterable[str] | None = None,
+        mask_and_scale: bool = True,
+    ) -> dict[str, xr.Dataset]:
+        """``open_datatree``'s nodes by path."""
+        from imij_plugins.xarray import tree
+
+        return tree.open_groups(filename_or_obj, mask_and_scale=mask_and_scale, drop_variables=_names(drop_variables))
 
     def guess_can_open(self, filename_or_obj: object) -> bool:
-        """A path ending in ``.imi``, or bytes or a file that start with the IMI signature."""
+        """A path ending in ``.imi`` or ``.imijset``, or bytes or a file that start with the IMI signature."""
         if isinstance(filename_or_obj, (str, os.PathLike)):
             path = os.fspath(filename_or_obj)
             return str(path).lower().endswith(EXTENSIONS)

@@ -271,3 +271,42 @@ def test_categories_are_cf_flags(tmp_path):
         assert da.attrs["flag_values"].dtype == np.uint8
         assert da.attrs["flag_meanings"] == "water deep_forest category_2"
         assert da.attrs["flag_colors"] == ("", "#008000ff", "")
+
+
+def test_a_datatree_has_a_node_per_page_and_one_for_a_single_image(tmp_path):
+    pages = [samples((8, 8), "u1"), samples((5, 6, 3), "u2")]
+    imij_plugins.write(tmp_path / "mixed.imi", pages, kind="pages")
+    with xr.open_datatree(tmp_path / "mixed.imi", engine="imi") as tree:
+        assert set(tree.children) == {"page_0", "page_1"} and tree.attrs == {"frame_kind": "mixed pages", "frames": 2}
+        np.testing.assert_array_equal(tree["page_0"]["image"].values, pages[0])
+        assert tree["page_1"]["image"].dims == ("y", "x", "c")
+        np.testing.assert_array_equal(tree["page_1"]["image"].isel(y=[4, 0]).values, pages[1][[4, 0]])
+    frames = [samples((6, 7), "i2", seed) for seed in range(3)]
+    imij_plugins.write(tmp_path / "anim.imi", frames, kind="animation")
+    with xr.open_datatree(tmp_path / "anim.imi") as tree:  # no engine=: guessed by extension
+        assert list(tree.children) == ["frame_0", "frame_1", "frame_2"]
+        np.testing.assert_array_equal(tree["frame_2"]["image"].values, frames[2])
+    imij_plugins.write(tmp_path / "one.imi", frames[0])
+    with xr.open_datatree(tmp_path / "one.imi", engine="imi", chunks={}) as tree:
+        assert not tree.children and tree["image"].chunks is not None
+        np.testing.assert_array_equal(tree["image"].values, frames[0])
+
+
+def test_a_datatree_of_an_archive_has_a_node_per_entry(tmp_path):
+    from imij_plugins import imijset
+
+    path = tmp_path / "a.imijset"
+    a, b = samples((4, 5), "u1"), [samples((3, 3), "f4", s) for s in range(2)]
+    with imijset.open(path, "w") as archive:
+        archive.append(5, a, filename="a.png")
+        archive.append(9, imij_plugins.encode(b, kind="pages"))
+    with xr.open_datatree(path, engine="imi") as tree:
+        assert list(tree.children) == ["key_5", "key_9"]
+        assert tree["key_5"].attrs["filename"] == "a.png" and tree["key_5"].attrs["imijset_key"] == 5
+        np.testing.assert_array_equal(tree["key_5"]["image"].values, a)
+        assert list(tree["key_9"].children) == ["page_0", "page_1"]
+        assert tree["key_9/page_1"]["image"].values.tobytes() == b[1].tobytes()
+    groups = xr.open_groups(path, engine="imi")
+    assert set(groups) == {"/", "/key_5", "/key_9", "/key_9/page_0", "/key_9/page_1"}
+    with pytest.raises(ValueError, match="open_datatree"):
+        xr.open_dataset(path, engine="imi")
