@@ -29,7 +29,9 @@ def register() -> None:
     """Register IMI with Pillow: the real plugin's entries once it is loaded, else the stand-ins; idempotent."""
     plugin = sys.modules.get(PLUGIN)
     if plugin is not None:
-        plugin._register()
+        # a plugin still being imported (it imported PIL.Image, which ran this) registers itself last
+        if hasattr(plugin, "_register"):
+            plugin._register()
         return
     Image.register_open(FORMAT, _open, is_imi)
     Image.register_save(FORMAT, _save)

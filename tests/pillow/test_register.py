@@ -30,6 +30,15 @@ def test_importing_the_plugin_module_registers():
     assert out == "ImiImageFile IMI image/x.imi True True"
 
 
+def test_importing_the_plugin_module_first_registers_silently():
+    """The plugin's own ``from PIL import Image`` runs the package's Pillow callback mid-import."""
+    result = subprocess.run(
+        [sys.executable, "-c", "import imij_plugins.pillow.ImiImagePlugin as p; from PIL import Image; print(Image.OPEN['IMI'][0].__name__)"],
+        capture_output=True, text=True, check=True,
+    )
+    assert (result.stdout.strip(), result.stderr) == ("ImiImageFile", "")
+
+
 def test_register_pillow_then_open_and_save_a_path(tmp_path):
     out = _run(
         f"""
