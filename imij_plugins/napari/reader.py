@@ -26,9 +26,38 @@ def get_reader(path: PathOrPaths) -> Callable[[PathOrPaths], list[LayerData]] | 
 
 
 def read(path: PathOrPaths) -> list[LayerData]:
-    """Every layer of every path."""
+    """Every layer of every path; several paths (npe2's ``stack=True``) of one shape and dtype are one stacked layer."""
     paths = [path] if isinstance(path, str) else list(path)
-    return [layer for p in paths for layer in (read_archive(p) if p.lower().endswith(".imijset") else read_file(p))]
+    stacked = read_stack(paths) if len(paths) > 1 else None
+    return stacked or [layer for p in paths for layer in (read_archive(p) if p.lower().endswith(".imijset") else read_file(p))]
+
+
+def read_stack(paths: Sequence[str]) -> list[LayerData] | None:
+    """IMI files as one layer with a leading "file" dim (the first file's description), as napari's
+    builtin reader stacks files; None when one is an archive, or differs in shape, dtype or frames."""
+    if not all(p.lower().endswith(".imi") for p in paths):
+        return None
+    with ImijFile(paths[0]) as f:
+        if not uniform(f):
+            return None
+        p = physical.describe(f, None)
+    images = []
+    for path in paths:
+        try:
+            image = LazyImage(path, frame_dim=p.dim("frames") is not None, channel_dim=p.dim("channels") is not None)
+        except ValueError:  # its pages differ: not one image stack
+            return None
+        image.close()  # reopened by the first read: thousands of files need not stay mapped
+        if images and _kind(image) != _kind(images[0]):
+            return None
+        images.append(image)
+    name = os.path.splitext(os.path.basename(paths[0]))[0]
+    return [_stack(images, p, "file", name)]
+
+
+def _kind(image: LazyImage) -> tuple[object, ...]:
+    """What images must share to stack: shape, dtype and frame count (a dim may hide a single frame)."""
+    return image.shape, image.dtype, len(image.frames)
 
 
 def read_file(path: str) -> list[LayerData]:
@@ -118,20 +147,20 @@ def read_archive(path: str) -> list[LayerData]:
     try:
         shapes = {(f.image_info(0).shape, f.image_info(0).dtype, f.n_frames) for f in opened}
         if len(shapes) == 1 and entries and opened[0].n_frames == 1:
-            return [_stack([blob for _, _, blob in entries], opened[0], stem)]
+            p = physical.describe(opened[0], 0)
+            channel_dim = p.dim("channels") is not None
+            images = [LazyImage(blob, index=0, frame_dim=False, channel_dim=channel_dim) for _, _, blob in entries]
+            return [_stack(images, p, "entry", stem)]
         return [_layer(blob, f, None, filename or f"{stem} key {key}") for (key, filename, blob), f in zip(entries, opened)]
     finally:
         for f in opened:
             f.close()
 
 
-def _stack(blobs: list[bytes], first: ImijFile, name: str) -> LayerData:
-    """The entries as one layer with a leading "entry" dim (the first entry's description for the rest)."""
+def _stack(images: list[LazyImage], p: physical.Physical, dim: str, name: str) -> LayerData:
+    """Images of one shape and dtype as one dask-backed layer with a leading ``dim`` (``p`` describes the first)."""
     import dask.array as da
 
-    p = physical.describe(first, 0)
-    channel_dim = p.dim("channels") is not None
-    images = [LazyImage(blob, index=0, frame_dim=False, channel_dim=channel_dim) for blob in blobs]
     data = da.stack([da.from_array(im, chunks=im.chunks, asarray=True, name=False) for im in images])
-    entry = physical.new_dim("entry", "frames", len(blobs), kind="other")
-    return data, layer_kwargs(dataclasses.replace(p, dims=(entry, *p.dims)), name), "image"
+    leading = physical.new_dim(dim, "frames", len(images), kind="other")
+    return data, layer_kwargs(dataclasses.replace(p, dims=(leading, *p.dims)), name), "image"

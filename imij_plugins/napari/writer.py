@@ -9,7 +9,7 @@ import numpy as np
 
 from imij_plugins import physical
 
-NAPARI_DEFAULT_LABEL = re.compile(r"axis -?\d+")  # napari's names for unlabelled axes
+NAPARI_DEFAULT_LABEL = re.compile(r"axis -?\d+|-\d+")  # napari's names for unlabelled axes: "axis -1", "-1"
 
 
 def write_image(path: str, data: Any, meta: dict[str, Any]) -> list[str]:

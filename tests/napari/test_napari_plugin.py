@@ -168,3 +168,40 @@ def test_mixed_pages_are_one_layer_each(plugins, tmp_path):
     assert layers[1][1]["rgb"] is True
     for (data, _, _), page in zip(layers, pages):
         np.testing.assert_array_equal(np.asarray(data), page)
+
+
+def test_stacked_files_of_one_shape_are_one_lazy_layer(plugins, tmp_path):
+    images = [np.random.default_rng(i).integers(0, 4000, (6, 7), dtype=np.uint16) for i in range(3)]
+    paths = [str(tmp_path / f"t{i}.imi") for i in range(3)]
+    for path, image in zip(paths, images):
+        imij_plugins.write(path, image, stripe_rows=4)
+    (layer,) = npe2.read(paths, stack=True)  # napari's builtin reader gives one layer too
+    data, kwargs, kind = layer
+    assert kind == "image" and isinstance(data, da.Array) and data.shape == (3, 6, 7) and data.dtype == np.uint16
+    assert data.chunks == ((1, 1, 1), (4, 2), (7,))  # a file, then its stripes
+    np.testing.assert_array_equal(data.compute(), np.stack(images))
+    assert kwargs["name"] == "t0" and kwargs["axis_labels"] == ["file", "y", "x"] and len(kwargs["scale"]) == 3
+    rgb = [str(tmp_path / f"c{i}.imi") for i in range(2)]
+    for i, path in enumerate(rgb):
+        imij_plugins.write(path, np.full((4, 5, 3), i, np.uint8))
+    (layer,) = npe2.read(rgb, stack=True)
+    assert layer[0].shape == (2, 4, 5, 3) and layer[1]["rgb"] is True
+
+
+def test_stacking_files_that_differ_gives_a_layer_each(plugins, tmp_path):
+    paths = [str(tmp_path / name) for name in ("a.imi", "b.imi", "c.imi")]
+    imij_plugins.write(paths[0], np.zeros((6, 7), np.uint8))
+    imij_plugins.write(paths[1], np.zeros((6, 7), np.uint16))  # another dtype
+    imij_plugins.write(paths[2], [np.zeros((6, 7), np.uint8)] * 2, kind="pages")  # two pages
+    layers = npe2.read(paths, stack=True)
+    assert [kwargs["name"] for _, kwargs, _ in layers] == ["a", "b", "c"]
+    assert npe2.read(paths[::2], stack=True)[1][0].shape == (2, 6, 7)  # one page against two: not stacked
+
+
+def test_napari_placeholder_axis_labels_are_not_dim_names(plugins, tmp_path):
+    path = tmp_path / "plain.imi"
+    npe2.write(str(path), [(np.zeros((3, 4, 5), np.uint8), {"axis_labels": ("-3", "-2", "-1")}, "image")])
+    with imij_plugins.open(path) as f:
+        assert "science" not in f.metadata  # no aXES: the names would be the placeholders
+    _, kwargs, _ = read_one(path)
+    assert kwargs["axis_labels"] == ["frame", "y", "x"]
