@@ -35,7 +35,7 @@ def check_chunk(shape: Sequence[int], dtype: np.dtype, channels: bool) -> None:
     if not shape:
         raise ValueError("the IMI codec needs chunks of at least one axis, not a scalar")
     if channels and (len(shape) < 3 or not 1 <= shape[-1] <= 4):
-        raise ValueError(f"channels=True needs chunks (..., H, W, C) with C in 1..4, not {tuple(shape)}")
+        raise ValueError(f"channels=True needs arrays and chunks (..., H, W, C) with C in 1..4, not {tuple(shape)}")
 
 
 def encode_chunk(

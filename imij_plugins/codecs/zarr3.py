@@ -1,8 +1,19 @@
 """``ImiCodec``: the zarr 3 array-to-bytes codec ``imij.imi`` (each chunk one IMI file, ``chunk``).
 
 zarr finds it by name through the ``zarr.codecs`` entry point ``imij.imi``. Its configuration is
-``effort``, ``max_error`` and ``codec`` (the writer's options of the same names) and ``channels``
-(whether the last axis holds 1-4 channels; fixed from the array's shape when the array is made).
+``effort``, ``max_error`` and ``codec`` (the writer's options of the same names) and ``channels``:
+unset, a chunk whose last axis is 1-4 long (3 or more axes) is coded as an image of that many
+channels, decided per chunk on the chunk as this codec receives it, so after a ``TransposeCodec``
+on its transposed shape; ``False`` never; ``True`` codes as unset, and refuses at creation an array
+whose last axis, or its chunks' (a sharded array's inner chunks'), is not 1-4 long (checked before
+any transpose). The choice changes only the compression: every chunk decodes to its values.
+
+Chunks reach the codec as logical arrays and leave it as arrays of the chunk's shape and the
+array's dtype, so the array's memory order (``config={"order": "F"}``) and byte order (``>u2``)
+round-trip exactly (zarr 3 keeps no byte order in the array's dtype: reopened, a ``>u2`` array
+reads as native u2 of the same values, as with zarr's own bytes codec). Dtypes IMI cannot hold and impossible channel axes are refused when the
+array is made, in a shard too: zarr calls ``validate`` only for the array's own codecs, but
+``evolve_from_array_spec`` also for a ``ShardingCodec``'s inner codecs, with the inner chunk's spec.
 """
 
 from __future__ import annotations
@@ -62,16 +73,15 @@ class ImiCodec(ArrayBytesCodec):
         return {"name": NAME, "configuration": configuration}
 
     def evolve_from_array_spec(self, array_spec: ArraySpec) -> Self:
-        """``channels`` fixed from the array's shape, so the stored metadata says how chunks are coded."""
-        if self.channels is not None:
-            return self
-        return type(self)(effort=self.effort, max_error=self.max_error, codec=self.codec, channels=auto_channels(array_spec.shape))
+        """Refuse the dtype, or ``channels=True`` without a 1-4 long last axis, when the array is made:
+        the spec is the array's, or a shard's inner chunk's (zarr validates no inner codec)."""
+        check_chunk(array_spec.shape, array_spec.dtype.to_native_dtype(), self.channels is True)
+        return self
 
     def validate(self, *, shape: tuple[int, ...], dtype: ZDType[TBaseDType, TBaseScalar], chunk_grid: ChunkGrid) -> None:
         """Refuse, when the array is made, dtypes and chunk shapes IMI cannot store."""
         chunk_shape = getattr(chunk_grid, "chunk_shape", shape)
-        channels = auto_channels(shape) if self.channels is None else self.channels
-        check_chunk(chunk_shape, dtype.to_native_dtype(), channels)
+        check_chunk(chunk_shape, dtype.to_native_dtype(), self.channels is True)
 
     def _decode_sync(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> NDBuffer:
         data = memoryview(np.ascontiguousarray(chunk_bytes.as_numpy_array()))
@@ -82,7 +92,9 @@ class ImiCodec(ArrayBytesCodec):
         return await asyncio.to_thread(self._decode_sync, chunk_bytes, chunk_spec)
 
     def _encode_sync(self, chunk_array: NDBuffer, chunk_spec: ArraySpec) -> Buffer | None:
-        data = encode_chunk(chunk_array.as_numpy_array(), self._encode_options, self.channels)
+        chunk = chunk_array.as_numpy_array()
+        channels = self.channels is not False and auto_channels(chunk.shape)  # the shape as received: after any transpose
+        data = encode_chunk(chunk, self._encode_options, channels)
         return chunk_spec.prototype.buffer.from_bytes(data)
 
     async def _encode_single(self, chunk_array: NDBuffer, chunk_spec: ArraySpec) -> Buffer | None:
