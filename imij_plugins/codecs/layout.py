@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from imij_plugins.codecs.chunk import DTYPES, conform
-from imij_plugins.container.metadata import ItemMetadata
+from imij_plugins.container.metadata import ItemMetadata, read_item_metadata
 from imij_plugins.errors import Corrupt
 
 if TYPE_CHECKING:
     from imij_plugins.reader import ImijFile
 
 DTYPE, ORDER, SHAPE = "numpy.dtype", "numpy.order", "numpy.shape"
+KVMD = b"kVMD"
 MAX_DIMS = 64  # numpy's own limit
 
 
@@ -49,12 +50,9 @@ class Layout:
     @classmethod
     def from_file(cls, f: ImijFile) -> Layout | None:
         """The layout an IMI file records, None for a file without one (an earlier ``Imi`` or
-        another writer); a damaged or impossible record is ``Corrupt``."""
-        metadata = f.metadata
-        if "item_metadata" in metadata.get("malformed", {}):  # type: ignore[operator]
-            raise Corrupt(f"the chunk's item metadata: {metadata['malformed']['item_metadata']}")  # type: ignore[index]
-        item = metadata.get("item_metadata")
-        attributes = item.as_dict() if isinstance(item, ItemMetadata) else {}
+        another writer); a damaged or impossible record is ``Corrupt``, a later kVMD version ``Unsupported``."""
+        item = read_item_metadata([f.container.payload(c) for c in f.container.find(KVMD)])  # only kVMD: cheap
+        attributes = item.as_dict() if item is not None else {}
         fields = [attributes.get(k) for k in (DTYPE, ORDER, SHAPE)]
         if all(v is None for v in fields):
             return None
