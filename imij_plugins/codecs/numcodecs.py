@@ -5,9 +5,9 @@ buffer: an array as it is (zarr 2 passes the chunk so, in the array's memory ord
 other buffers (bytes, bytearray, array.array, memoryview) as numpy sees them (bytes as a row of u1).
 Every dtype IMI holds is exact in any memory order (C, F, strided) and byte order: the file
 stores the values native and row-major and records the array's layout (``layout.Layout``), so
-``decode`` returns an array of the same dtype, shape and memory order, whose bytes equal the
-original's (numcodecs' convention, as zstd's). Other dtypes are a TypeError before anything is
-encoded. Files without a layout record (earlier ``Imi`` versions, other writers) decode to what
+``decode`` returns an array of the same dtype, shape and memory order (C for a strided one), whose
+bytes in memory order equal the original's (numcodecs' convention, as zstd's). Other dtypes are a
+TypeError before anything is encoded. Files without a layout record (earlier ``Imi`` versions, other writers) decode to what
 they hold: (H, W[, C]), or pages (N, H, W[, C]), with C 1 dropped.
 """
 
