@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import itertools
 import os
-from typing import TYPE_CHECKING, Iterable, Union
+from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 import xarray as xr
@@ -14,6 +13,7 @@ from xarray.core import indexing
 import imij_plugins
 from imij_plugins import physical
 from imij_plugins.lazy import LazyImage, source_of
+from imij_plugins.xarray import selection
 
 if TYPE_CHECKING:
     from imij_plugins.container.metadata.science import ChannelCalibration
@@ -21,24 +21,6 @@ if TYPE_CHECKING:
 EXTENSIONS = (".imi", ".imijset")
 # CF attributes that describe the stored values: a decoded variable keeps them in its encoding
 PACKING = ("scale_factor", "add_offset", "_FillValue", "missing_value")
-OuterKey = Union[int, slice, np.ndarray]
-# one unit run of an outer-index entry: (basic key to read, offsets into what it reads, output positions)
-Piece = tuple[Union[int, slice], Union[np.ndarray, None], Union[np.ndarray, None]]
-
-
-def _pieces(k: OuterKey, size: int, unit: int) -> list[Piece]:
-    """An outer-index entry as basic reads: an int or slice as itself, an index array as one
-    slice per unit run (stripe, column group, frame) it touches, so no read spans untouched units."""
-    if not isinstance(k, np.ndarray):
-        return [(k, None, None)]
-    k = np.where(k < 0, k + size, k)
-    runs = k // unit
-    out: list[Piece] = []
-    for run in np.unique(runs):
-        positions = np.flatnonzero(runs == run)
-        lo, hi = int(k[positions].min()), int(k[positions].max())
-        out.append((slice(lo, hi + 1), k[positions] - lo, positions))
-    return out
 
 
 class ImiBackendArray(BackendArray):
@@ -52,33 +34,22 @@ class ImiBackendArray(BackendArray):
         self.dtype = np.dtype(np.float64) if entry is not None else image.dtype
 
     def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
-        """Outer indexing (xarray turns vectorized keys into outer reads of their unique indices)."""
+        """Basic, outer and vectorized keys, each reading only the units it touches."""
+        if isinstance(key, indexing.VectorizedIndexer):
+            return self._decoded(selection.vectorized(self.image, self._full(key.tuple)))
         return indexing.explicit_indexing_adapter(key, self.shape, indexing.IndexingSupport.OUTER, self._raw)
 
-    def _raw(self, key: tuple[OuterKey, ...]) -> np.ndarray:
-        """Outer indexing on the stored samples, then cALB (1.5) when decoding."""
-        stored = self._stored(key + ((self.channel,) if self.channel is not None else ()))
-        return stored if self.entry is None else physical.physical_values(stored, self.entry)
+    def _full(self, key: tuple[selection.Key, ...]) -> tuple[selection.Key, ...]:
+        """The key on the LazyImage: this variable's channel appended."""
+        return key + ((self.channel,) if self.channel is not None else ())
 
-    def _stored(self, key: tuple[OuterKey, ...]) -> np.ndarray:
-        """The stored samples under an outer key: one basic read per combination of unit runs."""
-        if not any(isinstance(k, np.ndarray) for k in key):
-            return self.image[key]
-        pieces = [_pieces(k, n, unit) for k, n, unit in zip(key, self.image.shape, self.image.chunks)]
-        kept = [i for i, k in enumerate(key) if not isinstance(k, (int, np.integer))]
-        shape = [len(k) if isinstance(k, np.ndarray) else len(range(*k.indices(self.image.shape[i]))) for i, k in
-                 ((i, key[i]) for i in kept)]
-        out = np.empty(shape, self.image.dtype)
-        if not out.size:
-            return out
-        for combo in itertools.product(*pieces):
-            block = self.image[tuple(basic for basic, _, _ in combo)]
-            local = [combo[i][1] for i in kept]
-            where = [combo[i][2] for i in kept]
-            take = np.ix_(*(np.arange(n) if o is None else o for o, n in zip(local, block.shape)))
-            put = np.ix_(*(np.arange(n) if p is None else p for p, n in zip(where, out.shape)))
-            out[put] = block[take]
-        return out
+    def _raw(self, key: tuple[selection.Key, ...]) -> np.ndarray:
+        """Outer indexing on the stored samples, decoded."""
+        return self._decoded(selection.outer(self.image, self._full(key)))
+
+    def _decoded(self, stored: np.ndarray) -> np.ndarray:
+        """Physical values by cALB (1.5) when this variable decodes, else the stored samples."""
+        return stored if self.entry is None else physical.physical_values(stored, self.entry)
 
 
 def _coordinate_attrs(unit: str, kind: str, axis_type: str) -> dict[str, object]:

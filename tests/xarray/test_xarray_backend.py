@@ -102,10 +102,31 @@ def test_outer_selections_read_like_numpy(tmp_path, decoded_units):
         np.testing.assert_array_equal(da.isel(y=rows, x=5, c=[2, 0]).values, a[np.ix_(rows, [5], [2, 0])][:, 0])
         np.testing.assert_array_equal(da.isel(y=slice(10, 50, 3), x=cols).values, a[10:50:3][:, cols])
         assert da.isel(y=[], x=cols).shape == (0, 4, 3)
+
         decoded_units.clear()
         points = da.isel(y=xr.DataArray([1, 60], dims="p"), x=xr.DataArray([2, 90], dims="p"))  # vectorized
         np.testing.assert_array_equal(points.values, a[[1, 60], [2, 90]])
-        assert sorted(decoded_units) == [0, 2, 9, 11]  # unique rows x unique columns: 2 stripes x 2 groups
+        assert sorted(decoded_units) == [0, 11]  # each point's own unit, not 2 stripes x 2 groups
+
+
+@pytest.mark.parametrize("indexers", [
+    {"y": ("p", [1, 60, 1, -3]), "x": ("p", [2, 90, 3, 41])},
+    {"y": (("p", "q"), [[0, 63], [20, 21]]), "x": ("q", [99, 0]), "c": slice(0, 3, 2)},
+    {"y": ("p", [5, 33]), "c": ("p", [2, 0]), "x": slice(30, 50)},
+    {"x": ("p", []), "y": ("p", [])},
+])
+def test_vectorized_selections_read_like_xarray_in_memory(tmp_path, indexers):
+    path = tmp_path / "points.imi"
+    a = samples((64, 100, 3), "u2")
+    imij_plugins.write(path, a, stripe_rows=16, group_cols=40)
+    key = {d: xr.DataArray(np.array(v[1], int), dims=v[0]) if isinstance(v, tuple) else v for d, v in indexers.items()}
+    with xr.open_dataarray(path, engine="imi") as da:
+        expected = da.load().isel(key)
+        da.close()
+    with xr.open_dataarray(path, engine="imi") as da:
+        got = da.isel(key)
+        assert got.dims == expected.dims
+        np.testing.assert_array_equal(got.values, expected.values)
 
 
 def test_outer_selections_of_frames_and_calibrated_channels(tmp_path):
