@@ -4,7 +4,8 @@
 (2.3) of a file larger than ``block_bytes`` (a region read decodes only the units it overlaps).
 ``from_archive`` stacks an archive's entries (one task per entry) and ``to_bag`` gives them as a
 bag of records with their keys, filenames and attributes. Shapes and dtypes come from headers
-alone; pixels decode in the tasks, through the core API. A task carries its own path or key and a
+alone (``imread``: the first file's, each task checking its own); pixels decode in the tasks,
+through the core API. A task carries its own path or key and a
 small shared reader, never the whole list, so a graph grows by a few hundred bytes per file; tasks
 run in any worker process that sees the same files.
 """
