@@ -24,7 +24,8 @@ from imij_plugins.imijset.footer import DEFAULT_SCAN_BUDGET, Footer, find_newest
 from imij_plugins.imijset.metadata import Metadata, build_metadata
 from imij_plugins.imijset.pyramid import CATALOG_KEY, MAGIC as PYRAMID_MAGIC, PyramidLevel, decode_catalog
 from imij_plugins.imijset.query import ANY, DimensionFilter, Query, _Any, run
-from imij_plugins.imijset.reader import DEFAULT_CACHE_BYTES, PageSource, Snapshot, level_of
+from imij_plugins.imijset.keyindex import KeyIndexStats
+from imij_plugins.imijset.reader import DEFAULT_CACHE_BYTES, DEFAULT_INDEX_BYTES, PageSource, Snapshot, level_of
 from imij_plugins.imijset.sequence import ATTRIBUTE as SEQUENCE_ATTRIBUTE
 from imij_plugins.imijset.sequence import SequenceIndex, SequenceRecord, SequenceReference, encode_sequence_index
 from imij_plugins.imijset.writer import Output, Placement, SegmentWriter
@@ -52,9 +53,12 @@ def open(  # noqa: A001 - the package's verb
     durable: bool = True,
     scan_budget: int = DEFAULT_SCAN_BUDGET,
     cache_bytes: int = DEFAULT_CACHE_BYTES,
+    index_bytes: int = DEFAULT_INDEX_BYTES,
 ) -> "Archive":
     """Open an archive: ``r`` reads, ``a`` appends (creating the file), ``w`` starts a new one."""
-    return Archive(path, mode, placement=placement, durable=durable, scan_budget=scan_budget, cache_bytes=cache_bytes)
+    return Archive(
+        path, mode, placement=placement, durable=durable, scan_budget=scan_budget, cache_bytes=cache_bytes, index_bytes=index_bytes
+    )
 
 
 class Archive:
@@ -69,6 +73,7 @@ class Archive:
         durable: bool = True,
         scan_budget: int = DEFAULT_SCAN_BUDGET,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
+        index_bytes: int = DEFAULT_INDEX_BYTES,
     ):
         if mode not in ("r", "a", "w"):
             raise ValueError(f"mode must be 'r', 'a' or 'w', not {mode!r}")
@@ -92,7 +97,7 @@ class Archive:
             self._sync_directory = created or mode == "w"
             size = os.fstat(self._fd).st_size
             self._source = PageSource(self._fd, 0, cache_bytes)
-            self._snapshot = Snapshot(self._source, self._recover(size, scan_budget))
+            self._snapshot = Snapshot(self._source, self._recover(size, scan_budget), index_bytes)
             self._out = Output(self._fd, size) if mode != "r" else None
         except BaseException:
             self._release()
@@ -130,6 +135,11 @@ class Archive:
     @property
     def segments(self) -> int:
         return len(self._snapshot.segments)
+
+    @property
+    def key_index(self) -> KeyIndexStats | None:
+        """The merged key index point lookups use once keys interleave across segments (None until then)."""
+        return self._snapshot.key_index()
 
     def last_key(self) -> int | None:
         """The largest live key (no format operation deletes keys), from the segment roots alone."""

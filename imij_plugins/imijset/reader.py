@@ -8,16 +8,20 @@ its header before parsing; every fetch below a parent then checks what the paren
 from __future__ import annotations
 
 import heapq
+import threading
+import time
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Iterator, Union
 
+import numpy as np
 import xxhash
 
 from imij_plugins._platform import pread
 from imij_plugins.errors import Corrupt, ImijError
 from imij_plugins.imijset.branches import UNBOUNDED, Bounds, Branch, Child, narrow, parse_branch, within
 from imij_plugins.imijset.footer import Footer
+from imij_plugins.imijset.keyindex import KeyIndex, KeyIndexStats, bytes_per_key, merge
 from imij_plugins.imijset.leaves import Leaf
 from imij_plugins.imijset.pages import LEAF_KINDS, check_page_range, read_page_header
 
@@ -26,6 +30,11 @@ if TYPE_CHECKING:
 
 Page = Union[Leaf, Branch]
 DEFAULT_CACHE_BYTES = 64 << 20
+DEFAULT_INDEX_BYTES = 64 << 20
+# a lookup whose key lies in more segments' key ranges than this builds the merged key index
+INDEX_FANOUT = 4
+# segments committed after the key index was built that lookups check one by one before it is extended
+INDEX_TAIL = 8
 # what a parsed page holds besides its bytes: four uint64 columns per leaf entry, one Child object
 # per branch descriptor
 _LEAF_ENTRY_BYTES = 32
@@ -186,6 +195,24 @@ class Segment:
             page.core(f"generation {self.generation} leaf at {page.offset}")
         return page, j
 
+    def key_array(self) -> np.ndarray:
+        """Every key of this segment in order, from pages checked as a point lookup checks them, and
+        the footer's entry count ("Full scans verify the segment entry count")."""
+        parts = [np.frombuffer(leaf.keys, dtype=np.uint64) for leaf in self._leaves(self.root(), -1)]
+        keys = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
+        if len(keys) != self.footer.entries:
+            raise Corrupt(f"generation {self.generation}: {len(keys)} entries, its footer says {self.footer.entries}")
+        return keys
+
+    def _leaves(self, page: Page, lower: int) -> Iterator[Leaf]:
+        if isinstance(page, Leaf):
+            yield page
+            return
+        below = lower
+        for child in page.children:
+            yield from self._leaves(self._child(child, below, None, page), below)
+            below = child.max_key
+
     def walk(self, query: "Query | None" = None) -> Iterator[tuple[Leaf, int]]:
         """Entries in key order with every fetched page fully checked; ``query`` prunes disjoint children.
 
@@ -221,12 +248,17 @@ class Segment:
 
 
 class Snapshot:
-    """The segments of one committed generation chain, oldest first, with a key-range index for lookups."""
+    """The segments of one committed generation chain, oldest first, with a key-range index for lookups
+    and, once lookups need it, a merged key index (``index_bytes`` bounds its memory; 0 disables it)."""
 
-    def __init__(self, source: PageSource, footers: list[Footer]):
+    def __init__(self, source: PageSource, footers: list[Footer], index_bytes: int = DEFAULT_INDEX_BYTES):
         self.source = source
         self.segments = [Segment(f, source) for f in footers]
+        self.index_bytes = index_bytes
         self._ranges: tuple[list[int], list[int], list[int], list[Segment]] | None = None
+        self._keys: KeyIndex | None = None
+        self._unindexed = False  # the key index was refused by its budget or a segment failed its checks
+        self._lock = threading.Lock()
 
     @property
     def newest(self) -> Footer | None:
@@ -281,12 +313,74 @@ class Snapshot:
         return found
 
     def locate(self, key: int) -> tuple[Segment, Leaf, int] | None:
-        """The newest entry with ``key``: "Newer entries replace older entries with the same numeric key"."""
-        for seg in self.candidates(key):
-            hit = seg.locate(key)
-            if hit is not None:
-                return seg, hit[0], hit[1]
-        return None
+        """The newest entry with ``key``: "Newer entries replace older entries with the same numeric key".
+
+        Without the key index this tries every segment whose key range holds ``key``, newest first;
+        when those are more than ``INDEX_FANOUT`` it builds the index. With it, the segments
+        committed since it was built come first (newest first), then the one segment it names.
+        """
+        index = self._keys
+        if index is None:
+            found = self.candidates(key)
+            if len(found) <= INDEX_FANOUT or self._unindexed:
+                return _first(found, key)
+            index = self._build()
+            if index is None:
+                return _first(found, key)
+        elif len(self.segments) - index.segments > INDEX_TAIL:
+            index = self._build()
+            if index is None:
+                return _first(self.candidates(key), key)
+        for seg in reversed(self.segments[index.segments :]):
+            high = seg.max_key()
+            if high is not None and key <= high:
+                hit = seg.locate(key)
+                if hit is not None:
+                    return seg, hit[0], hit[1]
+        ordinal = index.owner(key)
+        if ordinal is None:
+            return None
+        seg = self.segments[ordinal]
+        hit = seg.locate(key)
+        if hit is None:
+            raise Corrupt(f"generation {seg.generation}: key {key} is missing from the pages that listed it")
+        return seg, hit[0], hit[1]
+
+    def _build(self) -> KeyIndex | None:
+        """Build the key index, or extend it by the segments committed since; None when it is refused.
+
+        One thread builds while the others wait, then share the result. The budget counts the
+        footers' entry counts before any page is read. A segment that fails its checks leaves the
+        archive unindexed: lookups then take the key-range path, which reports the damage when it
+        reaches it.
+        """
+        with self._lock:
+            index = self._keys
+            if self._unindexed:
+                return None
+            segments = self.segments[:]
+            first = index.segments if index is not None else 0
+            if index is not None and len(segments) - first <= INDEX_TAIL:
+                return index  # another thread extended it
+            entries = (len(index.keys) if index is not None else 0) + sum(s.footer.entries for s in segments[first:])
+            if entries * bytes_per_key(len(segments)) > self.index_bytes:
+                return self._refuse()
+            started = time.perf_counter()
+            try:
+                arrays = [seg.key_array() for seg in segments[first:]]
+            except ImijError:
+                return self._refuse()
+            self._keys = merge(arrays, index, started)
+            return self._keys
+
+    def _refuse(self) -> None:
+        self._keys = None
+        self._unindexed = True
+
+    def key_index(self) -> KeyIndexStats | None:
+        """The key index's size and latest build cost, or None while there is none."""
+        index = self._keys
+        return index.stats() if index is not None else None
 
     def merged(self) -> Iterator[tuple[int, Segment, Leaf, int]]:
         """Every live entry in key order: "Listing merges sorted segment cursors and filters only after
@@ -297,6 +391,15 @@ class Snapshot:
             if key != previous:
                 previous = key
                 yield key, seg, leaf, i
+
+
+def _first(segments: list[Segment], key: int) -> tuple[Segment, Leaf, int] | None:
+    """The entry with ``key`` in the first of ``segments`` that holds one."""
+    for seg in segments:
+        hit = seg.locate(key)
+        if hit is not None:
+            return seg, hit[0], hit[1]
+    return None
 
 
 def _cursor(seg: Segment) -> Iterator[tuple[int, int, Segment, Leaf, int]]:
