@@ -16,8 +16,9 @@ import numpy as np
 import xxhash
 
 import imij_plugins
-from imij_plugins._platform import BINARY, fsync_directory, lock_writer, pread, unlock_writer
+from imij_plugins._platform import BINARY, POSIX, fsync_directory, lock_writer, pread, unlock_writer
 from imij_plugins.errors import Corrupt, ImijError
+from imij_plugins.imijset.autocompact import AutoCompact, rewrite
 from imij_plugins.imijset.columns import U64_MAX
 from imij_plugins.imijset.entries import CICP, Description, Entry, describe
 from imij_plugins.imijset.footer import DEFAULT_SCAN_BUDGET, Footer, find_newest, load_chain
@@ -54,10 +55,18 @@ def open(  # noqa: A001 - the package's verb
     scan_budget: int = DEFAULT_SCAN_BUDGET,
     cache_bytes: int = DEFAULT_CACHE_BYTES,
     index_bytes: int = DEFAULT_INDEX_BYTES,
+    compact: Literal["auto"] | AutoCompact | None = None,
 ) -> "Archive":
     """Open an archive: ``r`` reads, ``a`` appends (creating the file), ``w`` starts a new one."""
     return Archive(
-        path, mode, placement=placement, durable=durable, scan_budget=scan_budget, cache_bytes=cache_bytes, index_bytes=index_bytes
+        path,
+        mode,
+        placement=placement,
+        durable=durable,
+        scan_budget=scan_budget,
+        cache_bytes=cache_bytes,
+        index_bytes=index_bytes,
+        compact=compact,
     )
 
 
@@ -74,15 +83,20 @@ class Archive:
         scan_budget: int = DEFAULT_SCAN_BUDGET,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         index_bytes: int = DEFAULT_INDEX_BYTES,
+        compact: Literal["auto"] | AutoCompact | None = None,
     ):
         if mode not in ("r", "a", "w"):
             raise ValueError(f"mode must be 'r', 'a' or 'w', not {mode!r}")
+        if compact not in (None, "auto") and not isinstance(compact, AutoCompact):
+            raise ValueError(f"compact must be None, 'auto' or an AutoCompact, not {compact!r}")
         if placement not in ("interleaved", "tail"):
             raise ValueError(f"placement must be 'interleaved' or 'tail', not {placement!r}")
         self.path = os.fspath(path)
         self.mode = mode
         self.placement = placement
         self.durable = durable
+        self._auto = AutoCompact() if compact == "auto" else compact
+        self._index_bytes = index_bytes
         self._batch: SegmentWriter | None = None
         self._closed = False
         self._locked = False
@@ -342,7 +356,8 @@ class Archive:
         """Write the batch's index and footer (one footer per batch); return the committed generation.
 
         With nothing appended this writes nothing, except for a file with no generation yet, which
-        gets an empty one.
+        gets an empty one. With ``compact="auto"`` a due rewrite follows the commit (the file then
+        holds generation 1); an error while rewriting leaves the commit durable and the file as it was.
         """
         self._check_open()
         if self._out is None:
@@ -357,7 +372,27 @@ class Archive:
             fsync_directory(self.path)
             self._sync_directory = False
         self._snapshot.add(footer, root)
-        return footer.generation
+        if self._auto is not None and POSIX:
+            segments = self._snapshot.segments
+            if self._auto.due(len(segments), segments[0].footer.end, footer.end):
+                self._rewrite()
+        return self.generation
+
+    def _rewrite(self) -> None:
+        """``compact="auto"``: the live entries into a new file renamed over this one, which this
+        handle then appends to. The old file's lock is held until the rename is done, and readers
+        that opened it keep reading it (POSIX keeps an unlinked file readable while it is open)."""
+        fd, footer, root = rewrite(self.path, self._fd, self.items(), self.blob, self.placement, self.durable)
+        if self.durable:
+            fsync_directory(self.path)
+        old = self._fd
+        self._fd = fd
+        self._source = PageSource(fd, footer.end, self._source.cache_bytes)
+        self._snapshot = Snapshot(self._source, [], self._index_bytes)
+        self._snapshot.add(footer, root)
+        self._out = Output(fd, footer.end)
+        unlock_writer(old)
+        os.close(old)
 
     def abort(self) -> None:
         """Drop the uncommitted batch: its bytes are truncated away, the last commit stays intact."""

@@ -1,0 +1,135 @@
+"""``compact="auto"``: the policy, rewrites in place against a dict model, and SIGKILL during a rewrite."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import imij_plugins.imijset as imijset
+from imij_plugins._platform import POSIX
+from imij_plugins.imijset.autocompact import AutoCompact
+
+posix_only = pytest.mark.skipif(not POSIX, reason="automatic rewrites run on POSIX only")
+
+
+def test_policy_is_tiered_by_segment_count_and_bytes() -> None:
+    policy = AutoCompact(min_segments=4, growth=1.0)
+    assert not policy.due(3, 100, 1000)  # too few segments, however many bytes
+    assert not policy.due(4, 100, 199)  # 99 bytes appended after a 100-byte base
+    assert policy.due(4, 100, 200)
+    assert AutoCompact(growth=0.5).due(16, 100, 150)
+
+
+@pytest.mark.parametrize("options", [{"min_segments": 1}, {"growth": 0}])
+def test_bad_policies_are_refused(options: dict) -> None:
+    with pytest.raises(ValueError):
+        AutoCompact(**options)
+
+
+def test_compact_takes_auto_a_policy_or_none(path: Path) -> None:
+    with pytest.raises(ValueError):
+        imijset.open(path, "w", compact="always")  # type: ignore[arg-type]
+
+
+@posix_only
+def test_rewrites_keep_every_live_entry_and_its_metadata(path: Path) -> None:
+    rng = random.Random(5)
+    model: dict[int, tuple[bytes, str]] = {}
+    rewrites = 0
+    with imijset.open(path, "w", durable=False, compact=AutoCompact(min_segments=3, growth=0.5)) as arc:
+        for b in range(60):
+            for k in sorted(rng.sample(range(300), 12)):
+                model[k] = (f"{k} in {b}".encode() * 5, f"f{b}")
+                arc.append(k, model[k][0], filename=model[k][1], attributes={"batch": b})
+            arc.commit()
+            rewrites += arc.segments == 1
+            for k in rng.sample(sorted(model), 10):
+                assert arc.get(k) == model[k][0]
+        assert rewrites >= 5
+        assert sorted(arc.keys()) == sorted(model)
+    with imijset.open(path) as arc:
+        for k, entry in arc.items():
+            assert arc.blob(entry) == model[k][0]
+            assert entry.filename == model[k][1] and entry.attributes["batch"] == int(model[k][1][1:])
+        assert arc.verify().live == len(model)
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left
+
+
+@posix_only
+def test_a_reader_keeps_its_generation_and_a_second_writer_is_refused(path: Path) -> None:
+    with imijset.open(path, "w", durable=False, compact=AutoCompact(min_segments=2, growth=0.1)) as arc:
+        arc.append(1, b"old")
+        arc.commit()
+        with imijset.open(path) as reader:
+            arc.append(1, b"new")
+            arc.append(2, b"two")
+            arc.commit()
+            assert arc.segments == 1  # rewritten
+            assert reader.get(1) == b"old" and 2 not in reader
+        with pytest.raises(BlockingIOError):
+            imijset.open(path, "a")
+        arc.append(3, b"three")
+    with imijset.open(path) as reader:
+        assert [reader.get(k) for k in (1, 2, 3)] == [b"new", b"two", b"three"]
+
+
+BATCH = 5
+WRITER = """
+import sys
+import imij_plugins.imijset as imijset
+from imij_plugins.imijset.autocompact import AutoCompact
+path, first = sys.argv[1], int(sys.argv[2])
+with imijset.open(path, "a", compact=AutoCompact(min_segments=2, growth=0.05)) as arc:
+    for b in range(first, first + 100000):
+        for k in range(b * {batch}, (b + 1) * {batch}):
+            arc.append(k, f"key {{k}} batch {{b}} ".encode() * 40, filename=f"k{{k}}")
+        arc.commit()
+        print(b, flush=True)  # printed only once commit() (and any rewrite) has returned
+""".format(batch=BATCH)
+
+
+def _batches(path: Path) -> list[int]:
+    if not path.exists():
+        return []
+    with imijset.open(path) as arc:
+        arc.verify()
+        keys = sorted(arc.keys())
+        for k in keys:
+            assert arc.get(k) == f"key {k} batch {k // BATCH} ".encode() * 40
+    assert keys == list(range(len(keys))) and len(keys) % BATCH == 0
+    return list(range(len(keys) // BATCH))
+
+
+@posix_only
+def test_a_writer_killed_while_rewriting_loses_no_commit(path: Path) -> None:
+    """SIGKILL at random moments of a writer that rewrites after nearly every commit: every batch
+    whose commit returned is there, whole, and nothing but at most the batch in flight."""
+    rng = random.Random(41)
+    committed: list[int] = []
+    in_flight: set[int] = set()
+    next_batch = 0
+    for _ in range(8):
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(next_batch)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = writer.stdout.readline()  # type: ignore[union-attr]
+        time.sleep(rng.uniform(0, 0.1))
+        os.kill(writer.pid, signal.SIGKILL)
+        out = first + writer.stdout.read()  # type: ignore[union-attr]
+        writer.wait(timeout=60)
+        writer.stderr.close()  # type: ignore[union-attr]
+        writer.stdout.close()  # type: ignore[union-attr]
+        printed = [int(line) for line in out.split()]
+        assert printed, "the writer committed nothing before the kill"
+        committed += printed
+        in_flight.add(next_batch + len(printed))
+        present = set(_batches(path))
+        assert set(committed) <= present
+        assert present <= set(committed) | in_flight
+        next_batch = len(present)
