@@ -7,13 +7,15 @@ import contextlib
 import json
 import sys
 import time
+from typing import Callable
 
 from imij_plugins import EncodeOptions
 from imij_plugins.convert.cluster import run_dask
+from imij_plugins.convert.compression import DEFAULT_COMPRESSION, TIFF_COMPRESSIONS, check_compression
 from imij_plugins.convert.paths import plan
 from imij_plugins.convert.pipeline import ConvertOptions, Record
-from imij_plugins.convert.report import Progress, summary
-from imij_plugins.convert.runner import default_workers, run
+from imij_plugins.convert.report import Progress, summary, summary_json
+from imij_plugins.convert.runner import Batch, default_workers, run
 from imij_plugins.convert.sinks import FORMATS
 
 INTERRUPTED = 130  # the shell's status for a command ended by SIGINT
@@ -37,12 +39,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--codec", choices=["entropy", "quick"], default="entropy", help="IMI codec (default entropy)")
     p.add_argument("--max-error", type=float, default=0, metavar="B", help="IMI near-lossless bound per sample (default 0: exact)")
     p.add_argument("--checksum", action="store_true", help="add the IMI file checksum (cSUM)")
+    p.add_argument("--compression", choices=TIFF_COMPRESSIONS, default=DEFAULT_COMPRESSION,
+                   help="TIFF and OME-TIFF outputs: deflate (default, with a predictor), zstd (needs imagecodecs), lzma or none")
     p.add_argument("--no-verify", action="store_true", help="skip decoding each output again to compare it with its input")
     existing = p.add_mutually_exclusive_group()
     existing.add_argument("--overwrite", action="store_true", help="replace outputs that exist")
     existing.add_argument("--skip-existing", action="store_true", help="leave outputs that exist (resume a batch)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary; failures still go to stderr")
-    p.add_argument("--json", action="store_true", help="one JSON record per file on stdout (the summary goes to stderr)")
+    p.add_argument("--json", action="store_true",
+                   help="one JSON record per file on stdout, then one JSON summary line (the text summary goes to stderr)")
     p.set_defaults(func=cmd_convert)
 
 
@@ -51,31 +56,53 @@ def cmd_convert(args: argparse.Namespace) -> int:
     failed, 2 on bad arguments or an unreachable cluster, 130 on Ctrl-C."""
     try:
         encode = EncodeOptions(effort=args.effort, codec=args.codec, max_error=args.max_error, checksum=args.checksum)
-        jobs, fmt = plan(args.sources, args.output, args.to, args.glob)
-        options = ConvertOptions(fmt, encode, not args.no_verify, args.overwrite, args.skip_existing)
-        results = run_dask(jobs, options, args.dask) if args.dask else run(jobs, options, args.jobs)
+        check_compression(args.compression)
+        jobs, fmt, renamed = plan(args.sources, args.output, args.to, args.glob)
+        options = ConvertOptions(fmt, encode, not args.no_verify, args.overwrite, args.skip_existing, compression=args.compression)
+        batch = run_dask(jobs, options, args.dask) if args.dask else run(jobs, options, args.jobs)
     except (ValueError, ImportError, OSError) as exc:  # bad arguments, no [dask] extra, no scheduler
         print(f"imij convert: {exc}", file=sys.stderr)
         return 2
     progress = Progress(len(jobs), sys.stdout.isatty() and not (args.quiet or args.json))
     records: list[Record] = []
+
+    def take(record: Record) -> None:
+        records.append(record)
+        progress.update(record)
+        if args.json:
+            print(json.dumps(record.as_json()), flush=True)
+
     start = time.perf_counter()
-    interrupted = False
     try:
-        with contextlib.closing(results):
-            for record in results:
-                records.append(record)
-                progress.update(record)
-                if args.json:
-                    print(json.dumps(record.as_json()), flush=True)
-    except KeyboardInterrupt:
-        interrupted = True
+        interrupted = _drain(batch, take)
     finally:
         progress.close()
+    seconds = time.perf_counter() - start
     failed = [r for r in records if r.status == "failed"]
+    if args.json:
+        print(json.dumps(summary_json(records, len(jobs), renamed, seconds, interrupted)), flush=True)
     if args.quiet:
         for r in failed:
             print(f"{r.input}: {r.reason}", file=sys.stderr)
     else:
-        print(summary(records, time.perf_counter() - start, interrupted), file=sys.stderr if args.json else sys.stdout)
+        text = summary(records, seconds, interrupted, renamed, len(jobs))
+        print(text, file=sys.stderr if args.json else sys.stdout)
     return INTERRUPTED if interrupted else 1 if failed else 0
+
+
+def _drain(batch: Batch, take: Callable[[Record], None]) -> bool:
+    """Hand every record to ``take``; on Ctrl-C cancel the files not started and still take the
+    records of those being converted (a second Ctrl-C stops waiting). Whether it was interrupted."""
+    with contextlib.closing(batch):
+        try:
+            for record in batch:
+                take(record)
+            return False
+        except KeyboardInterrupt:
+            batch.cancel()
+        try:
+            for record in batch:
+                take(record)
+        except KeyboardInterrupt:
+            pass
+        return True

@@ -15,24 +15,35 @@ from imij_plugins.convert.pipeline import ConvertOptions, Record, convert_file
 EXTRA_HINT = "--dask needs the optional dependency distributed: pip install 'imij-plugins[dask]'"
 
 
-def run_dask(jobs: Sequence[Job], options: ConvertOptions, address: str) -> Iterator[Record]:
+def run_dask(jobs: Sequence[Job], options: ConvertOptions, address: str) -> "Cluster":
     """Connect to the scheduler at ``address`` now (ImportError naming the extra, OSError when it
-    cannot be reached), then each job's record as it finishes; closing the iterator cancels the rest."""
+    cannot be reached) and submit every job."""
     try:
         from distributed import Client
     except ImportError as exc:
         raise ImportError(EXTRA_HINT) from exc
-    client = Client(address, timeout=30)
-    return _results(client, jobs, replace(options, threads=1))
+    return Cluster(Client(address, timeout=30), jobs, replace(options, threads=1))
 
 
-def _results(client: Any, jobs: Sequence[Job], options: ConvertOptions) -> Iterator[Record]:
-    from distributed import as_completed
+class Cluster:
+    """The jobs on a Dask cluster, as a ``runner.Batch``: records in completion order; ``cancel()``
+    cancels the futures not finished (a task already running on a worker still completes)."""
 
-    futures = client.map(convert_file, [s for s, _ in jobs], [d for _, d in jobs], [options] * len(jobs), pure=False)
-    try:
-        for future in as_completed(futures):
-            yield future.result()
-    finally:
-        client.cancel(futures)
-        client.close()
+    def __init__(self, client: Any, jobs: Sequence[Job], options: ConvertOptions) -> None:
+        from distributed import as_completed
+
+        self._client = client
+        self._futures = client.map(convert_file, [s for s, _ in jobs], [d for _, d in jobs], [options] * len(jobs), pure=False)
+        self._completed = as_completed(self._futures)
+
+    def __iter__(self) -> Iterator[Record]:
+        for future in self._completed:
+            if future.status == "finished":
+                yield future.result()
+
+    def cancel(self) -> None:
+        self._client.cancel([f for f in self._futures if not f.done()])
+
+    def close(self) -> None:
+        self.cancel()
+        self._client.close()

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from imij_plugins import Frame
+from imij_plugins.convert.compression import DEFAULT_COMPRESSION, tiff_arguments
 from imij_plugins.convert.stack import Dim, Stack, ome_unit, udunits
 from imij_plugins.pixels.dtypes import as_image_array
 
@@ -101,8 +102,9 @@ def default_stack(frames: tuple[Frame, ...], kind: str) -> Stack:
     return Stack(tuple(dims), channel if count > 1 else None)
 
 
-def write_ome(frames: tuple[Frame, ...], stack: Stack, icc: bytes | None, xmp: bytes | None) -> bytes:
-    """An OME-TIFF of one series: the stack's dimensions, physical sizes, units and channel names."""
+def write_ome(frames: tuple[Frame, ...], stack: Stack, icc: bytes | None, xmp: bytes | None, compression: str = DEFAULT_COMPRESSION) -> bytes:
+    """An OME-TIFF of one series: the stack's dimensions, physical sizes, units and channel names,
+    compressed as ``compression`` names (``compression.TIFF_COMPRESSIONS``)."""
     import tifffile
 
     arrays = [as_image_array(f.array) for f in frames]
@@ -132,6 +134,6 @@ def write_ome(frames: tuple[Frame, ...], stack: Stack, icc: bytes | None, xmp: b
     tifffile.imwrite(
         out, data, ome=True, metadata=metadata, iccprofile=icc,
         photometric="rgb" if stack.channels == "s" else "minisblack",
-        extratags=[(700, "B", len(xmp), xmp, True)] if xmp else (),
+        extratags=[(700, "B", len(xmp), xmp, True)] if xmp else (), **tiff_arguments(compression, data.dtype),
     )
     return out.getvalue()

@@ -7,8 +7,11 @@ after the temporary file is removed.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import time
+import warnings
 from dataclasses import asdict, dataclass, field, replace
 from typing import Iterator, Literal
 
@@ -16,6 +19,7 @@ import numpy as np
 
 from imij_plugins import EncodeOptions
 from imij_plugins.container.writer import write_atomic
+from imij_plugins.convert.compression import DEFAULT_COMPRESSION
 from imij_plugins.convert.sinks import EXTENSIONS, encode_output, format_of, strip_extension
 from imij_plugins.convert.sources import Decoded, Input, read_source
 from imij_plugins.pixels.dtypes import as_image_array
@@ -26,9 +30,9 @@ Status = Literal["converted", "skipped", "failed"]
 @dataclass(frozen=True)
 class ConvertOptions:
     """How each file converts: output format (None: from the output's extension), IMI coding,
-    the decode-and-compare proof, what to do with an output that exists already, and the
-    threads each IMI read and write may use (None: all cores; the runner gives 1 to each of
-    several worker processes)."""
+    the decode-and-compare proof, what to do with an output that exists already, the threads
+    each IMI read and write may use (None: all cores; the runner gives 1 to each of several
+    worker processes) and the compression of TIFF outputs (``compression.TIFF_COMPRESSIONS``)."""
 
     to: str | None = None
     encode: EncodeOptions = field(default_factory=EncodeOptions)
@@ -36,12 +40,15 @@ class ConvertOptions:
     overwrite: bool = False
     skip_existing: bool = False
     threads: int | None = None
+    compression: str = DEFAULT_COMPRESSION
 
 
 @dataclass(frozen=True)
 class Record:
     """What became of one input: status, why (skipped or failed), sizes and time; ``parts`` lists
-    the files written when a hyperstack became several IMI files (then ``output`` is not written)."""
+    the files written when a hyperstack became several IMI files (then ``output`` is not written);
+    ``notes`` what the input holds that the output does not carry; ``warnings`` what the reading
+    and writing libraries warned about ("Category: message")."""
 
     input: str
     output: str
@@ -51,6 +58,8 @@ class Record:
     bytes_out: int = 0
     seconds: float = 0.0
     parts: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
 
     @property
     def ratio(self) -> float | None:
@@ -64,12 +73,20 @@ class Record:
 
 def convert_file(src: str | os.PathLike[str], dst: str | os.PathLike[str], options: ConvertOptions) -> Record:
     """Convert ``src`` to ``dst``: never over an existing file unless ``overwrite``, each output
-    proved by decoding it again (unless ``verify`` is off) and written through a temporary file."""
-    start = time.perf_counter()
-    src, dst = os.fspath(src), os.fspath(dst)
+    proved by decoding it again (unless ``verify`` is off) and written through a temporary file.
+    Library warnings (Python's and tifffile's log) go into the record, not to stderr."""
+    with _collected_warnings() as caught:
+        record = _convert(os.fspath(src), os.fspath(dst), options)
+    return replace(record, warnings=tuple(caught)) if caught else record
 
-    def record(status: Status, reason: str = "", bytes_in: int = 0, bytes_out: int = 0, parts: tuple[str, ...] = ()) -> Record:
-        return Record(src, dst, status, reason, bytes_in, bytes_out, time.perf_counter() - start, parts)
+
+def _convert(src: str, dst: str, options: ConvertOptions) -> Record:
+    start = time.perf_counter()
+    bytes_in = 0
+    notes: tuple[str, ...] = ()
+
+    def record(status: Status, reason: str = "", bytes_out: int = 0, parts: tuple[str, ...] = ()) -> Record:
+        return Record(src, dst, status, reason, bytes_in, bytes_out, time.perf_counter() - start, parts, notes)
 
     def existing(path: str) -> Record | None:
         if not os.path.lexists(path) or options.overwrite:
@@ -81,14 +98,15 @@ def convert_file(src: str | os.PathLike[str], dst: str | os.PathLike[str], optio
     found = existing(dst)
     if found is not None:
         return found
-    bytes_in = 0
     try:
         bytes_in = os.path.getsize(src)
         fmt = options.to or format_of(dst)
         if fmt is None:
             raise ValueError(f"no output format: {dst} has no known extension and no --to was given")
+        decoded = read_source(src, options.threads)
+        notes = decoded.notes
         outputs = []
-        for path, data in encoded_outputs(src, dst, fmt, options):
+        for path, data in encoded_parts(decoded, dst, fmt, options):
             found = existing(path) if path != dst else None
             if found is not None:
                 return found
@@ -97,11 +115,34 @@ def convert_file(src: str | os.PathLike[str], dst: str | os.PathLike[str], optio
         for path, data in outputs:
             write_atomic(path, data)
     except VerifyFailed as exc:
-        return record("failed", str(exc), bytes_in)
+        return record("failed", str(exc))
     except Exception as exc:  # one bad file is a failed record; the batch goes on
         return record("failed", f"{type(exc).__name__}: {exc}")
     parts = tuple(path for path, _ in outputs) if len(outputs) > 1 else ()
-    return record("converted", "", bytes_in, sum(len(data) for _, data in outputs), parts)
+    return record("converted", "", sum(len(data) for _, data in outputs), parts)
+
+
+@contextlib.contextmanager
+def _collected_warnings() -> Iterator[list[str]]:
+    """Python warnings and tifffile's log records of the block, as "Category: message" lines."""
+    caught: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, entry: logging.LogRecord) -> None:
+            caught.append(f"tifffile: {entry.getMessage()}")
+
+    logger = logging.getLogger("tifffile")
+    handler, propagate = Collect(logging.WARNING), logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        with warnings.catch_warnings(record=True) as found:
+            warnings.simplefilter("always")
+            yield caught
+        caught[:0] = [f"{w.category.__name__}: {w.message}" for w in found]
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
 
 
 class VerifyFailed(ValueError):
@@ -111,9 +152,14 @@ class VerifyFailed(ValueError):
 def encoded_outputs(src: Input, dst: str, fmt: str, options: ConvertOptions) -> Iterator[tuple[str, bytes]]:
     """Each output of ``src`` (a path or a whole file's bytes) as (path beside ``dst``, file bytes),
     proved by decoding it again unless ``verify`` is off (``VerifyFailed`` when it differs)."""
+    return encoded_parts(read_source(src, options.threads), dst, fmt, options)
+
+
+def encoded_parts(decoded: Decoded, dst: str, fmt: str, options: ConvertOptions) -> Iterator[tuple[str, bytes]]:
+    """``encoded_outputs`` of an input already decoded."""
     encode = options.encode if options.threads is None else options.encode.replace(threads=options.threads)
-    for path, part in _parts(read_source(src, options.threads), dst, fmt):
-        data = encode_output(part, fmt, encode)
+    for path, part in _parts(decoded, dst, fmt):
+        data = encode_output(part, fmt, encode, options.compression)
         if options.verify:
             problem = difference(part, read_source(data, options.threads), options.encode.max_error if fmt == "imi" else 0)
             if problem is not None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
-from concurrent.futures import ProcessPoolExecutor, as_completed
+import threading
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import replace
 from multiprocessing import get_context
-from typing import Iterator, Sequence
+from typing import Iterator, Protocol, Sequence
 
 from imij_plugins.convert.paths import Job
 from imij_plugins.convert.pipeline import ConvertOptions, Record, convert_file
@@ -20,26 +22,81 @@ def default_workers() -> int:
     return os.cpu_count() or 1
 
 
-def _ignore_sigint() -> None:
-    """Workers leave Ctrl-C to the parent, which cancels what has not started; a file being
-    converted still finishes whole (its output appears only by a rename)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+class Batch(Protocol):
+    """Records as files finish. After ``cancel()`` (on Ctrl-C) no new file starts, and iterating
+    on yields the records of the files that were being converted, so every written file is counted;
+    ``close()`` releases the workers."""
+
+    def __iter__(self) -> Iterator[Record]: ...
+    def cancel(self) -> None: ...
+    def close(self) -> None: ...
 
 
-def run(jobs: Sequence[Job], options: ConvertOptions, workers: int) -> Iterator[Record]:
-    """Each job's record as it finishes: in order with one worker (in this process), in completion
-    order with several (spawned processes, so it is safe wherever it is called from, each reading
-    and writing IMI on one thread so N processes use N cores). Interrupting or closing the
-    iterator cancels the jobs not started and waits for the running ones."""
-    if workers <= 1 or len(jobs) <= 1:
-        for src, dst in jobs:
-            yield convert_file(src, dst, options)
+class InProcess:
+    """Each job converted in this process, in order (``-j 1``); Ctrl-C stops the file being
+    converted (its temporary file is removed), so nothing is left running after ``cancel()``."""
+
+    def __init__(self, jobs: Sequence[Job], options: ConvertOptions) -> None:
+        self._jobs, self._options = list(jobs), options
+        self._next = 0
+
+    def __iter__(self) -> Iterator[Record]:
+        while self._next < len(self._jobs):
+            src, dst = self._jobs[self._next]
+            self._next += 1
+            yield convert_file(src, dst, self._options)
+
+    def cancel(self) -> None:
+        self._next = len(self._jobs)
+
+    def close(self) -> None:
+        pass
+
+
+class Pool:
+    """Each job in spawned worker processes, in completion order, each reading and writing IMI on
+    one thread (N processes use N cores). The workers are started with SIGINT ignored (they
+    inherit that through exec), so Ctrl-C reaches only this process, which cancels what has not
+    started while the running files finish whole."""
+
+    def __init__(self, jobs: Sequence[Job], options: ConvertOptions, workers: int) -> None:
+        options = replace(options, threads=1)
+        self._executor = ProcessPoolExecutor(min(workers, len(jobs)), mp_context=get_context("spawn"))
+        with _sigint_ignored():  # the workers start now, on the first submit
+            self._pending: set[Future[Record]] = {self._executor.submit(convert_file, s, d, options) for s, d in jobs}
+
+    def __iter__(self) -> Iterator[Record]:
+        while self._pending:
+            done, _ = wait(self._pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                self._pending.discard(future)
+                if not future.cancelled():
+                    yield future.result()
+
+    def cancel(self) -> None:
+        for future in self._pending:
+            future.cancel()  # only a job not started yet can be cancelled
+
+    def close(self) -> None:
+        self.cancel()
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored in the block (processes started in it inherit that), when this is the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
         return
-    pool = ProcessPoolExecutor(min(workers, len(jobs)), mp_context=get_context("spawn"), initializer=_ignore_sigint)
-    options = replace(options, threads=1)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        futures = [pool.submit(convert_file, src, dst, options) for src, dst in jobs]
-        for future in as_completed(futures):
-            yield future.result()
+        yield
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        signal.signal(signal.SIGINT, previous)
+
+
+def run(jobs: Sequence[Job], options: ConvertOptions, workers: int) -> Batch:
+    """The batch: in this process with one worker (or one job), else in worker processes."""
+    if workers <= 1 or len(jobs) <= 1:
+        return InProcess(jobs, options)
+    return Pool(jobs, options, workers)

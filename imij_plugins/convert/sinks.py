@@ -15,6 +15,7 @@ import numpy as np
 
 import imij_plugins
 from imij_plugins import EncodeOptions, Frame
+from imij_plugins.convert.compression import DEFAULT_COMPRESSION, tiff_arguments
 from imij_plugins.convert.ome import default_stack, write_ome
 from imij_plugins.convert.sources import Decoded
 from imij_plugins.convert.stack import science
@@ -37,6 +38,7 @@ _TIFF_LAYOUTS = {
     "RGBA": ("rgb", ("unassalpha",)),
     "CMYK": ("separated", ()),
 }
+_METRE_IN_INCHES, _PHYS_MAX = 0.0254, 0xFFFFFFFF  # PNG pHYs: u32 pixels per metre
 _CLASSIC_TIFF_BYTES = 1 << 31  # above this many sample bytes, write BigTIFF (32-bit offsets run out)
 
 
@@ -58,8 +60,11 @@ def strip_extension(path: str) -> str:
     return path[: -len(ext)] if ext else os.path.splitext(path)[0]
 
 
-def encode_output(decoded: Decoded, fmt: str, options: EncodeOptions) -> bytes:
-    """The output file in format ``fmt`` ("imi", "png", "tiff", "ome.tiff" or "npy"); ``options`` code IMI."""
+def encode_output(decoded: Decoded, fmt: str, options: EncodeOptions, compression: str = DEFAULT_COMPRESSION) -> bytes:
+    """The output file in format ``fmt`` ("imi", "png", "tiff", "ome.tiff" or "npy"); ``options``
+    code IMI, ``compression`` TIFF and OME-TIFF (``compression.TIFF_COMPRESSIONS``)."""
+    if fmt in _TIFF_SINKS:
+        return _TIFF_SINKS[fmt](decoded, compression)
     return _SINKS[fmt](decoded, options)
 
 
@@ -110,7 +115,9 @@ def _png(decoded: Decoded, options: EncodeOptions) -> bytes:
         raise ValueError(f"PNG holds one image or an animation, not {len(decoded.frames)} pages: convert to tiff")
     images = [_pillow_image(f) for f in decoded.frames]
     meta = decoded.metadata
-    params: dict[str, object] = {k: v for k, v in (("icc_profile", meta.icc_profile), ("exif", meta.exif), ("dpi", meta.dpi)) if v}
+    params: dict[str, object] = {k: v for k, v in (("icc_profile", meta.icc_profile), ("exif", meta.exif)) if v}
+    if meta.dpi and all(0 < round(d / _METRE_IN_INCHES) <= _PHYS_MAX for d in meta.dpi):
+        params["dpi"] = meta.dpi  # a dpi pHYs cannot hold stays in the Exif resolution tags only
     if meta.xmp:
         info = PngImagePlugin.PngInfo()
         info.add_itxt("XML:com.adobe.xmp", meta.xmp.decode("utf-8"))
@@ -123,8 +130,9 @@ def _png(decoded: Decoded, options: EncodeOptions) -> bytes:
     return out.getvalue()
 
 
-def _tiff(decoded: Decoded, options: EncodeOptions) -> bytes:
-    """TIFF through tifffile: every frame or page a page of its own dtype; ICC, XMP and dpi on the first."""
+def _tiff(decoded: Decoded, compression: str) -> bytes:
+    """TIFF through tifffile: every frame or page a page of its own dtype, compressed; ICC, XMP
+    and dpi on the first."""
     import tifffile
 
     meta = decoded.metadata
@@ -147,15 +155,16 @@ def _tiff(decoded: Decoded, options: EncodeOptions) -> bytes:
                 resolution=meta.dpi if first else None,
                 resolutionunit="INCH" if first and meta.dpi else None,
                 extratags=[(700, "B", len(meta.xmp), meta.xmp, True)] if first and meta.xmp else (),
+                **tiff_arguments(compression, array.dtype),
             )
     return out.getvalue()
 
 
-def _ome_tiff(decoded: Decoded, options: EncodeOptions) -> bytes:
+def _ome_tiff(decoded: Decoded, compression: str) -> bytes:
     """OME-TIFF through tifffile: the stack's dimensions, physical sizes, units and channel names
     (pages along ``q`` or, for an animation, ``t`` when the input had none), ICC and XMP."""
     stack = decoded.stack or default_stack(decoded.frames, decoded.kind)
-    return write_ome(decoded.frames, stack, decoded.metadata.icc_profile, decoded.metadata.xmp)
+    return write_ome(decoded.frames, stack, decoded.metadata.icc_profile, decoded.metadata.xmp, compression)
 
 
 def _npy(decoded: Decoded, options: EncodeOptions) -> bytes:
@@ -167,6 +176,5 @@ def _npy(decoded: Decoded, options: EncodeOptions) -> bytes:
     return out.getvalue()
 
 
-_SINKS: dict[str, Callable[[Decoded, EncodeOptions], bytes]] = {
-    "imi": _imi, "png": _png, "tiff": _tiff, "ome.tiff": _ome_tiff, "npy": _npy,
-}
+_SINKS: dict[str, Callable[[Decoded, EncodeOptions], bytes]] = {"imi": _imi, "png": _png, "npy": _npy}
+_TIFF_SINKS: dict[str, Callable[[Decoded, str], bytes]] = {"tiff": _tiff, "ome.tiff": _ome_tiff}

@@ -48,3 +48,37 @@ def mixed(tmp_path: Path) -> Path:
             tif.write(noise((8, 6), dtype))
     np.save(root / "deeper.npy", noise((5, 6, 2), np.float64))
     return root
+
+
+def lzw(data: bytes) -> bytes:
+    """TIFF LZW (compression 5) of ``data`` as literal 9-bit codes, with a Clear code every 250
+    bytes so the table never reaches a 10-bit width: valid for any LZW decoder, written without
+    imagecodecs (which tifffile needs to write or read LZW)."""
+    codes: list[int] = []
+    for start in range(0, len(data), 250):
+        codes += [256, *data[start : start + 250]]
+    codes.append(257)  # EndOfInformation
+    bits = "".join(f"{code:09b}" for code in codes)
+    bits += "0" * (-len(bits) % 8)
+    return int(bits, 2).to_bytes(len(bits) // 8, "big")
+
+
+def lzw_tiff(array: np.ndarray, **write: object) -> bytes:
+    """A one-strip TIFF of ``array`` (tifffile ``write`` keywords) whose strip is LZW-compressed:
+    written uncompressed, then its strip moved to the end as LZW and the tags patched."""
+    import io
+    import struct
+
+    out = io.BytesIO()
+    tifffile.imwrite(out, array, rowsperstrip=array.shape[0], **write)  # type: ignore[arg-type]
+    data = bytearray(out.getvalue())
+    with tifffile.TiffFile(io.BytesIO(bytes(data))) as tif:
+        page = tif.pages.first
+        (offset,), (count,) = page.dataoffsets, page.databytecounts
+        tags = {code: (page.tags[code].valueoffset, {3: "H", 4: "I"}[int(page.tags[code].dtype)]) for code in (259, 273, 279)}
+        order = tif.byteorder
+    strip = lzw(bytes(data[offset : offset + count]))
+    for code, value in ((259, 5), (273, len(data)), (279, len(strip))):
+        where, fmt = tags[code]
+        struct.pack_into(order + fmt, data, where, value)
+    return bytes(data) + strip

@@ -43,8 +43,11 @@ def test_two_hundred_mixed_files_with_a_corrupt_one_and_a_non_image(tmp_path, ca
     (tmp_path / "in" / "part1" / "readme.txt").write_text("not an image\n")
     out = tmp_path / "out"
     assert main(["convert", str(tmp_path / "in"), "-o", str(out), "-j", "2", "--json"]) == 1
-    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    *records, last = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert len(records) == 200
+    totals = last["summary"]
+    assert (totals["planned"], totals["converted"], totals["failed"], totals["not_converted"]) == (200, 198, 2, 0)
+    assert sorted(Path(p).name for p in totals["failed_reasons"]) == ["cut.png", "readme.txt"]
     failed = sorted(Path(r["input"]).name for r in records if r["status"] == "failed")
     assert failed == ["cut.png", "readme.txt"]
     written = sorted(out.rglob("*"))
@@ -55,6 +58,6 @@ def test_two_hundred_mixed_files_with_a_corrupt_one_and_a_non_image(tmp_path, ca
 
     assert main(["convert", str(tmp_path / "in"), "-o", str(out), "-j", "2", "--skip-existing", "--json"]) == 1
     captured = capsys.readouterr()
-    statuses = [json.loads(line)["status"] for line in captured.out.splitlines()]
+    statuses = [json.loads(line)["status"] for line in captured.out.splitlines()[:-1]]
     assert statuses.count("skipped") == 198 and statuses.count("failed") == 2 and "converted" not in statuses
     assert captured.err.startswith("converted 0, skipped 198, failed 2")

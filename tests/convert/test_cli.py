@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -55,7 +56,7 @@ def test_bad_inputs_fail_and_the_batch_goes_on(mixed, tmp_path, capsys):
     (mixed / "cut.png").write_bytes((mixed / "rgb.png").read_bytes()[:200])
     assert main(["convert", str(mixed), "-o", str(tmp_path / "out"), "-j", "1", "--json"]) == 1
     captured = capsys.readouterr()
-    records = {Path(r["input"]).name: r for r in map(json.loads, captured.out.splitlines())}
+    records = {Path(r["input"]).name: r for r in map(json.loads, captured.out.splitlines()[:-1])}
     assert len(records) == 9
     assert records["notes.txt"]["status"] == records["cut.png"]["status"] == "failed"
     assert "cannot identify image file" in records["notes.txt"]["reason"]
@@ -74,28 +75,54 @@ def test_two_jobs_write_the_same_files_as_one(mixed, tmp_path):
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
 
 
+def test_inputs_sharing_a_stem_keep_their_whole_names(mixed, tmp_path, capsys):
+    (mixed / "rgb.jpg").write_bytes((mixed / "sub" / "photo.jpg").read_bytes())
+    assert main(["convert", str(mixed), "-o", str(tmp_path / "o"), "-j", "1", "--json"]) == 0
+    names = outputs(tmp_path / "o")
+    assert "rgb.png.imi" in names and "rgb.jpg.imi" in names and "rgb.imi" not in names
+    captured = capsys.readouterr()
+    renamed = json.loads(captured.out.splitlines()[-1])["summary"]["renamed"]
+    assert {Path(k).name: Path(v).name for k, v in renamed.items()} == {"rgb.png": "rgb.png.imi", "rgb.jpg": "rgb.jpg.imi"}
+    assert "named after the whole input name (inputs sharing a stem): 2" in captured.err
+
+
 def test_bad_arguments_exit_2(mixed, tmp_path, capsys):
-    (mixed / "rgb.jpg").write_bytes((mixed / "rgb.png").read_bytes())
-    assert main(["convert", str(mixed), "-o", str(tmp_path / "o")]) == 2  # rgb.png and rgb.jpg -> rgb.imi
+    (tmp_path / "x.png").write_bytes(b"")
+    (tmp_path / "x.png.png").write_bytes(b"")
+    assert main(["convert", str(tmp_path / "x.png"), str(tmp_path / "x.png.png"), str(tmp_path / "x.png"), "-o", str(tmp_path / "o")]) == 2
     assert main(["convert", str(mixed / "rgb.png"), "-o", str(tmp_path / "x.jpg")]) == 2
     assert main(["convert", str(mixed / "rgb.png"), "--effort", "10"]) == 2
     err = capsys.readouterr().err
     assert "would both write" in err and "no output format" in err and "effort must be" in err
 
 
+def test_library_warnings_go_to_the_summary_counted(tmp_path, monkeypatch, capsys):
+    from PIL import Image
+
+    paths = write_pngs(tmp_path / "in", 3, size=(20, 20))
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 300)  # 400 pixels: a DecompressionBombWarning each
+    assert main(["convert", str(tmp_path / "in"), "-o", str(tmp_path / "out"), "-j", "1"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""  # nothing printed through (or beside) the progress bar
+    assert "warnings: 3 from 3 files" in captured.out
+    assert "  3 x DecompressionBombWarning: Image size (N pixels) exceeds limit of N pixels" in captured.out
+    assert len(paths) == 3
+
+
 def test_ctrl_c_leaves_no_partial_file(tmp_path):
     write_pngs(tmp_path / "in", 60, size=(256, 256))
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "imij_plugins.cli", "convert", str(tmp_path / "in"), "-o", str(out), "-j", "2", "--effort", "9"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     deadline = time.monotonic() + 60
     while not (out.exists() and any(out.glob("*.imi"))) and time.monotonic() < deadline:
         time.sleep(0.02)
-    proc.send_signal(signal.SIGINT)
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: to the command and its workers
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
-    assert stdout.startswith("interrupted: converted ")
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
     written = sorted(out.iterdir())
+    assert stdout.startswith(f"interrupted: converted {len(written)}, skipped 0, failed 0, not converted {60 - len(written)} in ")
     assert 0 < len(written) < 60
     for path in written:  # every file there is a whole, proved output
         assert path.suffix == ".imi" and imij_plugins.read(path).shape == (256, 256, 3)

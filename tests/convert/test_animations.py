@@ -1,0 +1,74 @@
+"""Animations stay animations: APNG with a default image outside the animation, WebP and AVIF frame durations."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from PIL import Image, features
+
+import imij_plugins
+from imij_plugins.convert import ConvertOptions, convert_file, read_source
+
+from .conftest import noise
+
+
+def frames(count: int, size: tuple[int, int] = (10, 12), channels: int = 4) -> list[Image.Image]:
+    return [Image.fromarray(noise((*size, channels))) for _ in range(count)]
+
+
+def timing(path) -> tuple[str | None, int, list[Fraction], int]:
+    with imij_plugins.open(path) as f:
+        return f.kind, f.n_frames, [f.frame_info(i).duration for i in range(f.n_frames)], f.loop_count
+
+
+def test_apng_whose_default_image_is_not_a_frame(tmp_path):
+    default, *animation = frames(4)
+    src = tmp_path / "anim.png"
+    default.save(src, save_all=True, append_images=animation, default_image=True, duration=[40, 70, 250], loop=3)
+    with Image.open(src) as im:
+        assert im.info.get("default_image") and im.n_frames == 4
+    record = convert_file(src, tmp_path / "anim.imi", ConvertOptions())
+    assert record.status == "converted", record.reason
+    assert timing(tmp_path / "anim.imi") == ("animation", 3, [Fraction(40, 1000), Fraction(70, 1000), Fraction(1, 4)], 3)
+    for index, frame in enumerate(animation):
+        assert np.array_equal(imij_plugins.read(tmp_path / "anim.imi", index), np.asarray(frame))
+    assert record.notes and "default image" in record.notes[0]
+
+
+def test_apng_default_image_equal_to_the_first_frame_needs_no_note(tmp_path):
+    first, second = frames(2)
+    src = tmp_path / "same.png"
+    first.save(src, save_all=True, append_images=[first.copy(), second], default_image=True, duration=[100, 100])
+    decoded = read_source(src)
+    assert (decoded.kind, len(decoded.frames), decoded.notes) == ("animation", 2, ())
+
+
+def test_animated_webp_keeps_each_frame_duration_and_loop(tmp_path):
+    src = tmp_path / "anim.webp"
+    first, *rest = frames(3, channels=3)
+    first.save(src, save_all=True, append_images=rest, duration=[30, 70, 60], loop=2, lossless=True)
+    assert convert_file(src, tmp_path / "anim.imi", ConvertOptions()).status == "converted"
+    kind, count, durations, loop = timing(tmp_path / "anim.imi")
+    assert (kind, count, durations, loop) == ("animation", 3, [Fraction(30, 1000), Fraction(70, 1000), Fraction(60, 1000)], 2)
+
+
+def test_animated_avif_keeps_its_durations(tmp_path):
+    if not features.check("avif"):
+        pytest.skip("this Pillow has no AVIF support")
+    src = tmp_path / "anim.avifs"
+    first, *rest = frames(3, size=(16, 16), channels=3)
+    first.save(src, "AVIF", save_all=True, append_images=rest, duration=[40, 80, 120], quality=100)
+    decoded = read_source(src)
+    assert decoded.kind == "animation" and len(decoded.frames) == 3
+    assert [round(float(d) * 1000) for d in decoded.durations] == [40, 80, 120]
+
+
+def test_apng_frames_of_different_modes_are_one_animation(tmp_path):
+    gray = Image.fromarray(noise((8, 8)))
+    colour = Image.fromarray(noise((8, 8, 4)))
+    src = tmp_path / "mixed.png"
+    gray.save(src, save_all=True, append_images=[colour], duration=[50, 50])
+    assert convert_file(src, tmp_path / "mixed.imi", ConvertOptions()).status == "converted"
+    assert timing(tmp_path / "mixed.imi")[:2] == ("animation", 2)
