@@ -5,6 +5,9 @@ segment each), so every segment's key range spans nearly all keys. Each archive 
 warmed with one pass over the lookup keys, then timed; the first lookup (which builds the merged
 key index when one is needed) is reported on its own, with the index's size. ``--index-bytes 0``
 disables the index (the key-range path alone). A "sequential" row commits increasing keys.
+``--auto`` also writes the largest interleaved case with ``compact="auto"`` (durable=False, as
+every case here) and reports its rewrites: bytes rewritten per byte appended (the size of the
+same archive written without it), and the time against plain appends.
 
     python benchmarks/imijset_segments.py                      # the table in RESULTS.md
     python benchmarks/imijset_segments.py --commits 1 2000 --json
@@ -24,18 +27,29 @@ import imij_plugins.imijset as imijset
 from imij_plugins.imijset.reader import DEFAULT_INDEX_BYTES
 
 
-def write(path: str, n: int, size: int, commits: int, interleave: bool, seed: int) -> None:
-    """N entries in ``commits`` sorted batches; keys shuffled across batches when ``interleave``."""
+def write(path: str, n: int, size: int, commits: int, interleave: bool, seed: int, **options: object) -> dict:
+    """N entries in ``commits`` sorted batches; keys shuffled across batches when ``interleave``.
+
+    Returns the seconds taken and the bytes automatic compaction rewrote (the file's size after
+    each commit that left one segment behind more than one).
+    """
     rng = random.Random(seed)
     keys = list(range(n))
     if interleave:
         rng.shuffle(keys)
     body = rng.randbytes(size)
-    with imijset.open(path, "w", durable=False) as arc:
+    rewritten = rewrites = 0
+    start = time.perf_counter()
+    with imijset.open(path, "w", durable=False, **options) as arc:  # type: ignore[arg-type]
         for b in range(commits):
+            before = arc.segments
             for k in sorted(keys[b * n // commits : (b + 1) * n // commits]):
                 arc.append(k, k.to_bytes(8, "little") + body[8:])
             arc.commit()
+            if arc.segments == 1 and before >= 1:
+                rewrites += 1
+                rewritten += os.path.getsize(path)
+    return {"seconds": time.perf_counter() - start, "rewrites": rewrites, "rewritten": rewritten}
 
 
 def measure(path: str, n: int, lookups: int, index_bytes: int, seed: int) -> dict:
@@ -75,6 +89,24 @@ def run(n: int, size: int, commits: list[int], lookups: int, index_bytes: int, d
     return rows
 
 
+def auto_cost(n: int, size: int, commits: int, directory: str, seed: int = 1) -> dict:
+    """Interleaved commits with and without ``compact="auto"``: rewrites and their cost."""
+    path = os.path.join(directory, "auto.imijset")
+    plain = write(path, n, size, commits, True, seed)
+    appended = os.path.getsize(path)
+    auto = write(path, n, size, commits, True, seed, compact="auto")
+    final_bytes = os.path.getsize(path)
+    os.unlink(path)
+    return {
+        "commits": commits,
+        "rewrites": auto["rewrites"],
+        "rewritten_per_appended": auto["rewritten"] / appended,
+        "seconds_plain": plain["seconds"],
+        "seconds_auto": auto["seconds"],
+        "final_file_bytes": final_bytes,
+    }
+
+
 def report(rows: list[dict]) -> str:
     base = rows[0]["lookup_us"]
     lines = [
@@ -99,11 +131,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lookups", type=int, default=20_000, help="timed random lookups")
     parser.add_argument("--index-bytes", type=int, default=DEFAULT_INDEX_BYTES, help="key index budget (0: none)")
     parser.add_argument("--dir", help="work directory (default: a temporary one, removed afterwards)")
+    parser.add_argument("--auto", action="store_true", help='also measure compact="auto"')
     parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(dir=args.dir) as directory:
         rows = run(args.n, args.size, args.commits, args.lookups, args.index_bytes, directory)
-    print(json.dumps(rows, indent=2) if args.json else report(rows))
+        auto = auto_cost(args.n, args.size, max(args.commits), directory) if args.auto else None
+    if args.json:
+        print(json.dumps({"lookups": rows, "auto": auto}, indent=2))
+        return 0
+    print(report(rows))
+    if auto is not None:
+        print(
+            f"\ncompact=\"auto\", {auto['commits']:,} interleaved commits (durable=False): {auto['rewrites']} rewrites, "
+            f"{auto['rewritten_per_appended']:.2f} bytes rewritten per byte appended, "
+            f"{auto['seconds_auto']:.2f} s against {auto['seconds_plain']:.2f} s without, final file {auto['final_file_bytes']:,} bytes"
+        )
     return 0
 
 
