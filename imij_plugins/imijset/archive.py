@@ -4,6 +4,8 @@ Guarantees: a reader sees exactly one committed generation (the newest footer th
 checks, with its root page); a writer only appends, commits one footer per batch, makes the batch
 durable before its footer and the footer durable before ``commit`` returns (``durable=True``),
 and truncates an abandoned batch back to where it began. One writer at a time (an advisory lock).
+With ``compact="auto"`` a writer also replaces the file, by policy, with its live entries
+rewritten as one segment (``autocompact``).
 """
 
 from __future__ import annotations
