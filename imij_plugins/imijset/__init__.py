@@ -4,6 +4,7 @@
 """
 
 from imij_plugins.imijset.archive import Archive, VerifyReport, open
+from imij_plugins.imijset.autocompact import AutoCompact
 from imij_plugins.imijset.entries import Description, Entry, Summary, describe
 from imij_plugins.imijset.metadata import I64, Metadata
 from imij_plugins.imijset.pyramid import CATALOG_KEY, PyramidLevel, append_pyramid, decode_catalog, encode_catalog, read_tile
@@ -14,6 +15,7 @@ __all__ = [
     "ANY",
     "CATALOG_KEY",
     "Archive",
+    "AutoCompact",
     "Description",
     "Entry",
     "I64",
