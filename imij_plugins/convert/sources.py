@@ -97,6 +97,9 @@ def read_pillow(src: Input) -> Decoded:
 
     from imij_plugins.pillow.ImiImagePlugin import _metadata, _one_mode, _reduced, _stored
 
+    # every plugin in Pillow's order: opening a .tga first would register TGA, which takes almost
+    # any header, ahead of ICO, and later .ico files would read as TGA
+    Image.init()
     with Image.open(stream(src)) as im:
         n = getattr(im, "n_frames", 1)
         images, durations, timed = [], [], False

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import struct
+import subprocess
+import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -244,3 +246,15 @@ def test_verify_catches_a_decoder_that_changes_a_sample(tmp_path, monkeypatch):
     assert record.status == "failed" and record.reason == "verify: image 0: 1 samples differ"
     assert not (tmp_path / "v.imi").exists()
     assert convert_file(src, tmp_path / "v.imi", ConvertOptions(verify=False)).status == "converted"
+
+
+def test_a_tga_read_first_does_not_shadow_later_formats(tmp_path):
+    """Pillow 13 registers only the plugin of a file's extension before ``Image.init()``: a TGA
+    opened first put TGA, which accepts almost any header, before ICO (pillow.ico read as TGA)."""
+    Image.fromarray(noise((4, 4, 3))).save(tmp_path / "first.tga")
+    script = (
+        "import sys; from PIL import Image; from imij_plugins.convert import read_source; "
+        "read_source(sys.argv[1]); ids = list(Image.ID); print(ids.index('ICO') < ids.index('TGA'))"
+    )
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "first.tga")], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"
