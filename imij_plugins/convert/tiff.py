@@ -47,14 +47,17 @@ def read_tiff_file(src: Input) -> Decoded:
         return read_tiff(src)
     except (ValueError, OSError, NotImplementedError) as exc:
         first = exc
+    needs_codecs = "imagecodecs" in str(first)
     try:
         decoded = read_pillow(src)
-    except Exception:
+    except Exception as exc:
+        if needs_codecs:
+            raise Unsupported(f"tifffile cannot decode this TIFF: {first} ({_CODECS_HINT}); nor can Pillow: {exc}") from None
         raise first from None
     loss = _pillow_loss(src, decoded)
     if loss is None:
         return decoded
-    hint = f" ({_CODECS_HINT})" if "imagecodecs" in str(first) else ""
+    hint = f" ({_CODECS_HINT})" if needs_codecs else ""
     raise Unsupported(f"tifffile cannot decode this TIFF: {first}{hint}; Pillow {loss}")
 
 

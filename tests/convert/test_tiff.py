@@ -96,3 +96,15 @@ def test_an_ifd_chain_that_loops_back_ends_there(tmp_path):
     src.write_bytes(bytes(data))
     decoded = read_source(src)
     assert len(decoded.frames) == 2 and all(np.array_equal(f.array.reshape(p.shape), p) for f, p in zip(decoded.frames, pages))
+
+
+@no_imagecodecs
+def test_a_codec_neither_reader_has_names_imagecodecs(tmp_path):
+    src = tmp_path / "webp.tif"
+    tifffile.imwrite(src, noise((6, 6, 3)), photometric="rgb")
+    data = bytearray(src.read_bytes())
+    with tifffile.TiffFile(src) as tif:
+        struct.pack_into("<H", data, tif.pages.first.tags[259].valueoffset, 50001)  # Compression: WEBP
+    src.write_bytes(bytes(data))
+    record = convert_file(src, tmp_path / "webp.imi", ConvertOptions())
+    assert record.reason.startswith("Unsupported: tifffile cannot decode this TIFF") and "(pip install imagecodecs); nor can Pillow" in record.reason
