@@ -113,6 +113,8 @@ def _png(decoded: Decoded, options: EncodeOptions) -> bytes:
 
     if decoded.kind == "pages":
         raise ValueError(f"PNG holds one image or an animation, not {len(decoded.frames)} pages: convert to tiff")
+    if decoded.kind == "animation":
+        _check_no_repeated_frame(decoded.frames)
     images = [_pillow_image(f) for f in decoded.frames]
     meta = decoded.metadata
     params: dict[str, object] = {k: v for k, v in (("icc_profile", meta.icc_profile), ("exif", meta.exif)) if v}
@@ -128,6 +130,14 @@ def _png(decoded: Decoded, options: EncodeOptions) -> bytes:
     out = io.BytesIO()
     images[0].save(out, "PNG", **params)
     return out.getvalue()
+
+
+def _check_no_repeated_frame(frames: tuple[Frame, ...]) -> None:
+    """ValueError for an animation with two equal consecutive frames: Pillow's APNG writer merges
+    them into one (adding their durations), so the APNG would not hold every frame."""
+    for index in range(1, len(frames)):
+        if np.array_equal(frames[index - 1].array, frames[index].array):
+            raise ValueError(f"APNG cannot hold equal consecutive frames {index - 1} and {index} (Pillow's writer merges them): convert to tiff or imi")
 
 
 def _tiff(decoded: Decoded, compression: str) -> bytes:

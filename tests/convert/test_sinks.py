@@ -72,3 +72,12 @@ def test_png_with_a_dpi_phys_cannot_hold_keeps_it_in_exif(tmp_path):
     assert record.status == "converted", record.reason
     with Image.open(tmp_path / "back.png") as out:
         assert "dpi" not in out.info and float(out.getexif()[0x011A]) == 4294967295.0
+
+
+def test_apng_output_refuses_equal_consecutive_frames_it_would_merge(tmp_path):
+    frame = noise((5, 6, 3))
+    src = tmp_path / "still.imi"
+    src.write_bytes(imij_plugins.encode([frame, frame.copy(), noise((5, 6, 3))], EncodeOptions(), kind="animation", durations=[0.1, 0.1, 0.1]))
+    record = convert_file(src, tmp_path / "out.png", ConvertOptions())
+    assert record.status == "failed"
+    assert record.reason == "ValueError: APNG cannot hold equal consecutive frames 0 and 1 (Pillow's writer merges them): convert to tiff or imi"
