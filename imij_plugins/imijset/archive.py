@@ -24,7 +24,7 @@ from imij_plugins.imijset.autocompact import AutoCompact, rewrite
 from imij_plugins.imijset.columns import U64_MAX
 from imij_plugins.imijset.entries import CICP, Description, Entry, describe
 from imij_plugins.imijset.footer import DEFAULT_SCAN_BUDGET, Footer, find_newest, load_chain
-from imij_plugins.imijset.metadata import Metadata, build_metadata
+from imij_plugins.imijset.metadata import NO_METADATA, Metadata, build_metadata
 from imij_plugins.imijset.pyramid import CATALOG_KEY, MAGIC as PYRAMID_MAGIC, PyramidLevel, decode_catalog
 from imij_plugins.imijset.query import ANY, DimensionFilter, Query, _Any, run
 from imij_plugins.imijset.keyindex import KeyIndexStats
@@ -309,10 +309,16 @@ class Archive:
         """Add one entry to the current batch (keys increase within a batch; a newer entry replaces
         an older one with the same key once committed). An array is encoded as an IMI image;
         ``description`` overrides the summary read from the blob's header."""
-        meta, raw = build_metadata(filename, attributes)
-        if attributes and SEQUENCE_ATTRIBUTE in attributes:
-            _check_reference(attributes[SEQUENCE_ATTRIBUTE])
-        if isinstance(blob_or_array, np.ndarray):
+        if filename is None and not attributes:
+            meta, raw = NO_METADATA, b""
+        else:
+            meta, raw = build_metadata(filename, attributes)
+            if attributes and SEQUENCE_ATTRIBUTE in attributes:
+                _check_reference(attributes[SEQUENCE_ATTRIBUTE])
+        if type(blob_or_array) is bytes:
+            blob = blob_or_array
+            desc = description or describe(blob)
+        elif isinstance(blob_or_array, np.ndarray):
             blob = imij_plugins.encode(blob_or_array)
             desc = description or describe(blob, image_count=1)
         else:
@@ -345,14 +351,17 @@ class Archive:
             self.append(k, blob, name, extra)
 
     def _add(self, key: int, blob: bytes, desc: Description, meta: Metadata, raw: bytes) -> None:
-        self._check_open()
-        if self._out is None:
-            raise ValueError("the archive is open for reading (mode 'r')")
-        if not isinstance(key, int) or isinstance(key, bool):
-            raise TypeError(f"keys are ints, not {type(key).__name__}")
-        if self._batch is None:
-            self._batch = SegmentWriter(self._out, self._snapshot.newest, self.placement)
-        self._batch.add(key, blob, desc, meta, raw)
+        batch = self._batch
+        if batch is None:
+            self._check_open()
+            if self._out is None:
+                raise ValueError("the archive is open for reading (mode 'r')")
+            batch = self._batch = SegmentWriter(self._out, self._snapshot.newest, self.placement)
+        if type(key) is not int:
+            if not isinstance(key, int) or isinstance(key, bool):
+                raise TypeError(f"keys are ints, not {type(key).__name__}")
+            key = int(key)
+        batch.add(key, blob, desc, meta, raw)
 
     def commit(self) -> int:
         """Write the batch's index and footer (one footer per batch); return the committed generation.
@@ -420,6 +429,7 @@ class Archive:
 
     def _release(self) -> None:
         self._closed = True
+        self._batch = None
         try:
             if self._locked:
                 unlock_writer(self._fd)

@@ -16,6 +16,8 @@ from imij_plugins.wire.varint import encode_varint
 U64_MAX = (1 << 64) - 1
 _ONE_BYTE = [bytes([i]) for i in range(128)]
 _HIGH = bytes(range(0x80, 0x100))
+# every value below 2^14 (one or two bytes): leaf columns are mostly these
+_SHORT = _ONE_BYTE + [bytes(((v & 0x7F) | 0x80, v >> 7)) for v in range(0x80, 0x4000)]
 
 
 def uvarint(value: int) -> bytes:
@@ -29,7 +31,7 @@ def uvarint(value: int) -> bytes:
 
 def encode_column(values: Iterable[int]) -> bytes:
     """A column: the shortest LEB128 form of each value, concatenated."""
-    return b"".join([_ONE_BYTE[v] if v < 0x80 else uvarint(v) for v in values])
+    return b"".join([_SHORT[v] if v < 0x4000 else encode_varint(v) for v in values])
 
 
 def read_uvarint(buf: bytes, pos: int, end: int, what: str) -> tuple[int, int]:

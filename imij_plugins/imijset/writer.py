@@ -10,51 +10,55 @@ import os
 import struct
 from typing import Literal
 
-import xxhash
+from xxhash import xxh3_64_intdigest
 
 from imij_plugins._platform import fsync_file, pwrite
 from imij_plugins.imijset.branches import Bounds, Child, encode_branch, union
 from imij_plugins.imijset.columns import U64_MAX, uvarint
-from imij_plugins.imijset.entries import OPAQUE, OPAQUE_BYTES, Description, cicp_key, filename_key
+from imij_plugins.imijset.entries import OPAQUE, OPAQUE_BYTES, OPAQUE_DESCRIPTION, Description, cicp_key, filename_key
 from imij_plugins.imijset.footer import FOOTER_SIZE, NO_PREVIOUS, Footer
 from imij_plugins.imijset.leaves import encode_leaf
 from imij_plugins.imijset.metadata import Metadata
 from imij_plugins.imijset.pages import MAX_CHILDREN, MAX_ENTRIES, MAX_PAGE
 
 Placement = Literal["interleaved", "tail"]
-_FLUSH_AT = 1 << 20
+FLUSH_AT = 1 << 20
 # a metadata leaf entry takes at most 48 bytes in columns 1-5, 23 in the summary, 15 in column 7
 # and 3 for its metadata length; the page header and nine column lengths at most 31
 _ENTRY_BOUND = 89
 _PAGE_BOUND = 31
+_OPAQUE_BOUNDS: Bounds = ((0, 0), (0, 0), (0, 0), (0, 0))
 
 
 class Output:
-    """Buffered positional writes that append at ``position``, the next free byte of the file."""
+    """Buffered positional writes that append at ``position``, the next free byte of the file.
+
+    ``buf`` holds the bytes from ``flushed`` to ``position``, written out once it reaches 1 MiB.
+    """
 
     def __init__(self, fd: int, position: int):
         self.fd = fd
         self.position = position
-        self._buf = bytearray()
+        self.buf = bytearray()
         self._flushed = position
 
     def write(self, data: bytes) -> int:
         """Append ``data``; return the file offset it starts at."""
         offset = self.position
         self.position += len(data)
-        if len(data) >= _FLUSH_AT:
+        if len(data) >= FLUSH_AT:
             self.flush()
             self._pwrite(data)
         else:
-            self._buf += data
-            if len(self._buf) >= _FLUSH_AT:
+            self.buf += data
+            if len(self.buf) >= FLUSH_AT:
                 self.flush()
         return offset
 
     def flush(self) -> None:
-        if self._buf:
-            self._pwrite(self._buf)
-            self._buf = bytearray()
+        if self.buf:
+            self._pwrite(self.buf)
+            self.buf = bytearray()
 
     def _pwrite(self, data: bytes | bytearray) -> None:
         view = memoryview(data)
@@ -71,47 +75,26 @@ class Output:
 
     def truncate(self, position: int) -> None:
         """Drop every byte from ``position`` on (only ever an uncommitted batch)."""
-        self._buf = bytearray()
+        self.buf = bytearray()
         os.ftruncate(self.fd, position)
         self.position = self._flushed = position
 
 
 
 class LeafBuilder:
-    """The entries of the leaf being filled; columns are derived when the leaf closes."""
+    """The entries of the leaf being filled, one row each; columns are derived when the leaf closes."""
 
-    __slots__ = ("keys", "offsets", "lengths", "digests", "descs", "metas", "raws", "basic", "size")
+    __slots__ = ("rows", "basic", "size")
 
     def __init__(self) -> None:
-        self.keys: list[int] = []
-        self.offsets: list[int] = []
-        self.lengths: list[int] = []
-        self.digests: list[int] = []
-        self.descs: list[Description] = []
-        self.metas: list[Metadata] = []
-        self.raws: list[bytes] = []
+        # (key, offset, length, digest, description, metadata, metadata payload) per entry
+        self.rows: list[tuple[int, int, int, int, Description, Metadata, bytes]] = []
         self.basic = True
         self.size = _PAGE_BOUND
 
-    def fits(self, raw: bytes) -> bool:
-        """Index pages: "Page-size limits may close a leaf before 256 entries."."""
-        return not self.keys or self.size + _ENTRY_BOUND + len(raw) <= MAX_PAGE
-
-    def add(self, key: int, offset: int, length: int, digest: int, desc: Description, meta: Metadata, raw: bytes) -> None:
-        self.keys.append(key)
-        self.offsets.append(offset)
-        self.lengths.append(length)
-        self.digests.append(digest)
-        self.descs.append(desc)
-        self.metas.append(meta)
-        self.raws.append(raw)
-        if self.basic and (raw or desc.cicp is not None or desc.image_count):
-            self.basic = False
-        self.size += _ENTRY_BOUND + len(raw)
-
     def encode(self) -> tuple[bytes, Bounds]:
         """The page, and the bounds its parent descriptor declares."""
-        descs = self.descs
+        keys, offsets, lengths, digests, descs, metas, raws = zip(*self.rows)
         summaries = [d.summary for d in descs]
         extras = None
         if not self.basic:
@@ -120,21 +103,23 @@ class LeafBuilder:
                 (b"\x01" + bytes(d.cicp) if d.cicp is not None else b"\x00") + uvarint(d.image_count) for d in descs
             ]
         page = encode_leaf(
-            self.keys,
-            self.offsets,
-            self.lengths,
+            keys,
+            offsets,
+            lengths,
             [d.prefix_hint for d in descs],
-            struct.pack(f"<{len(self.digests)}Q", *self.digests),
+            struct.pack(f"<{len(digests)}Q", *digests),
             [OPAQUE_BYTES if s is OPAQUE else s.encode() for s in summaries],
             extras,
-            None if self.basic else self.metas,
-            None if self.basic else self.raws,
+            None if self.basic else metas,
+            None if self.basic else raws,
         )
+        if self.basic and all(s is OPAQUE for s in summaries):  # every bound is (0, 0)
+            return page, _OPAQUE_BOUNDS
         columns = (
             [s.width for s in summaries],
             [s.height for s in summaries],
             [cicp_key(d.cicp) for d in descs],
-            [filename_key(m.filename) for m in self.metas],
+            [filename_key(m.filename) for m in metas],
         )
         return page, tuple((min(v), max(v)) for v in columns)  # type: ignore[return-value]
 
@@ -162,25 +147,41 @@ class SegmentWriter:
 
     def add(self, key: int, blob: bytes, desc: Description, meta: Metadata, raw: bytes) -> None:
         """Write one blob and index it; keys must increase within a batch ("Keys increase strictly")."""
-        if not 0 <= key <= U64_MAX:
-            raise ValueError(f"key {key} outside 0 ..= 2^64 - 1")
-        if key <= self.last_key:
+        if not self.last_key < key <= U64_MAX:
+            if not 0 <= key <= U64_MAX:
+                raise ValueError(f"key {key} outside 0 ..= 2^64 - 1")
             raise ValueError(f"key {key} after {self.last_key}: keys must increase within a batch; commit() first")
-        if desc.prefix_hint > len(blob):
+        if desc is not OPAQUE_DESCRIPTION and desc.prefix_hint > len(blob):
             raise ValueError("a prefix hint cannot exceed its blob")
-        if not self.leaf.fits(raw):
+        leaf = self.leaf
+        size = leaf.size + _ENTRY_BOUND + len(raw)
+        # Index pages: "Page-size limits may close a leaf before 256 entries."
+        if size > MAX_PAGE and leaf.rows:
             self._close_leaf()
+            leaf = self.leaf
+            size = leaf.size + _ENTRY_BOUND + len(raw)
+        if raw or (desc is not OPAQUE_DESCRIPTION and (desc.cicp is not None or desc.image_count)):
+            leaf.basic = False
+        leaf.size = size
         # "blobs in a segment are nonoverlapping and in write order"; "Each blob ends before its leaf."
-        offset = self.out.write(blob)
-        self.leaf.add(key, offset, len(blob), xxhash.xxh3_64_intdigest(blob), desc, meta, raw)
+        out = self.out
+        offset = out.position
+        if len(blob) < FLUSH_AT:  # Output.write, inlined for small blobs
+            out.position = offset + len(blob)
+            out.buf += blob
+            if len(out.buf) >= FLUSH_AT:
+                out.flush()
+        else:
+            out.write(blob)
+        leaf.rows.append((key, offset, len(blob), xxh3_64_intdigest(blob), desc, meta, raw))
         self.last_key = key
         self.count += 1
-        if len(self.leaf.keys) == MAX_ENTRIES:
+        if len(leaf.rows) == MAX_ENTRIES:
             self._close_leaf()
 
     def _close_leaf(self) -> None:
         page, bounds = self.leaf.encode()
-        child = Child(self.leaf.keys[-1], 0, len(page), xxhash.xxh3_64_intdigest(page), bounds, 0)
+        child = Child(self.leaf.rows[-1][0], 0, len(page), xxh3_64_intdigest(page), bounds, 0)
         self.leaf = LeafBuilder()
         if self.placement == "tail":
             self.tail_leaves.append((page, child))
@@ -206,11 +207,11 @@ class SegmentWriter:
         page = encode_branch(level, children)
         offset = self._write_page(page)
         bounds = union([c.bounds for c in children])
-        return Child(children[-1].max_key, offset, len(page), xxhash.xxh3_64_intdigest(page), bounds, level)
+        return Child(children[-1].max_key, offset, len(page), xxh3_64_intdigest(page), bounds, level)
 
     def finish(self, durable: bool) -> tuple[Footer, bytes]:
         """Write the remaining pages and the footer; return the footer and the root page's bytes."""
-        if self.leaf.keys:
+        if self.leaf.rows:
             self._close_leaf()
         if self.placement == "tail":
             root = self._finish_tail()
@@ -267,4 +268,4 @@ class SegmentWriter:
     def _empty_root(self) -> Child:
         """Index pages: "an empty leaf is the empty segment root"."""
         page = encode_leaf([], [], [], [], b"", [], None, None, None)
-        return Child(0, self._write_page(page), len(page), xxhash.xxh3_64_intdigest(page), (None,) * 4, 0)  # type: ignore[arg-type]
+        return Child(0, self._write_page(page), len(page), xxh3_64_intdigest(page), (None,) * 4, 0)  # type: ignore[arg-type]
