@@ -22,10 +22,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpus import load  # noqa: E402
 
+from imij_plugins.container.header import Header  # noqa: E402
 from imij_plugins.payload.entropy.encoder import encode_tuned  # noqa: E402
-from imij_plugins.payload.entropy.writer import header_for  # noqa: E402
 from imij_plugins.payload.head import read_lossless_head  # noqa: E402
 from imij_plugins.payload.units import walk_units  # noqa: E402
+from imij_plugins.pixels.dtypes import layout_code, sample_code  # noqa: E402
 from imij_plugins.wire.cursor import Cursor  # noqa: E402
 
 KINDS = ("head", "regular", "palette", "bilevel", "template")
@@ -43,7 +44,10 @@ def kind_of(layout: int) -> str:
 def payload_bytes(image: np.ndarray, effort: int) -> tuple[Counter, Counter]:
     """Bytes and unit counts per kind of the entropy payload ``encode`` writes at ``effort``."""
     enc = encode_tuned(image, effort=effort)
-    head = read_lossless_head(Cursor(enc.payload, 0, len(enc.payload), "DATA head"), header_for(image, enc))
+    a = image if image.ndim == 3 else image[:, :, None]
+    header = Header(a.shape[1], a.shape[0], sample=sample_code(a.dtype), channels=layout_code(a.shape[2], None),
+                    mask=enc.features_used)
+    head = read_lossless_head(Cursor(enc.payload, 0, len(enc.payload), "DATA head"), header)
     sizes, counts = Counter(head=head.end), Counter()
     for unit in walk_units(enc.payload, head, len(enc.payload)):
         kind = kind_of(enc.payload[unit.body_start])

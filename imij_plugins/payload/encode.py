@@ -7,16 +7,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from imij_plugins.payload.geometry import WIDE_GROUP, WIDE_IMAGE, Geometry, even_stripe_rows
-from imij_plugins.payload.head import (
-    PRESENT_BIT_SMART,
-    PRESENT_QUICK,
-    PRESENT_RECORDS,
-    REC_ORDINALS,
-)
+from imij_plugins.payload.head import PRESENT_BIT_SMART, PRESENT_QUICK, REC_ORDINALS, write_lossless_head
 from imij_plugins.payload.parallel import default_threads, parallel_map
 from imij_plugins.payload.quick.unit import MODE_BIT_SMART, encode_quick_unit
 from imij_plugins.payload.units import check_unit_table, join_units, record_prefix, unit_table_records
-from imij_plugins.wire.records import Record, encode_records
+from imij_plugins.wire.records import Record
 from imij_plugins.wire.varint import encode_varint
 
 UNIT_PIXELS = 1 << 18  # about this many pixels per unit, so stripes decode in parallel
@@ -85,16 +80,7 @@ def encode_quick_payload(
     present = PRESENT_QUICK | (PRESENT_BIT_SMART if uses_bit_smart else 0)
     head_list = [Record(REC_ORDINALS, b"")] if ordinals else []
     head_list += unit_table_records(spans, unit_table)
-    head_records = encode_records(sorted(head_list, key=lambda r: r.id))
-    if head_list:
-        present |= PRESENT_RECORDS
-    head = (
-        encode_varint(present)
-        + bytes([1])  # 2.13: lanes must be 1
-        + encode_varint(geometry.stripe_rows)
-        + encode_varint(geometry.group_cols)
-        + (encode_varint(len(head_records)) + head_records if present & PRESENT_RECORDS else b"")
-    )
+    head = write_lossless_head(present, 1, geometry, sorted(head_list, key=lambda r: r.id))  # 2.13: lanes 1
     payload = join_units(head, prefixes, bodies)
     trailing = None
     if unit_table == "tail":  # 2.7: spans, then data_len; the container adds chunk_len and the tag

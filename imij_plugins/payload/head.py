@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import accumulate
+from typing import Sequence
 
 from imij_plugins.container.header import Header
 from imij_plugins.errors import Corrupt, Unsupported
 from imij_plugins.payload.geometry import Geometry
 from imij_plugins.registry.features import FeatureId
 from imij_plugins.wire.cursor import Cursor
-from imij_plugins.wire.records import Record, read_records
+from imij_plugins.wire.records import Record, encode_records, read_records
+from imij_plugins.wire.varint import encode_varint
 
 # 2: head presence bits
 PRESENT_PALETTE = 1 << 0
@@ -77,6 +79,35 @@ def coded_channels(header: Header) -> int:
     return 2 * n if header.sample_type.bits == 64 else n
 
 
+def map_value_bytes(header: Header) -> int:
+    """2.1: a map's value is a u16, or a u32 for 32- and 64-bit samples."""
+    return 4 if header.sample_type.bits >= 32 else 2
+
+
+def write_lossless_head(present: int, lanes: int, geometry: Geometry, records: Sequence[Record] = (),
+                        maps: Sequence[ChannelMap] = (), models: bytes = b"", value_bytes: int = 2) -> bytes:
+    """2 / 2.1: the bytes ``read_lossless_head`` reads, for both writers. Present bit 1 is set
+    when there are ``records`` (in increasing id order); ``maps`` and ``models`` are written
+    outside quick heads only (2.13), map values in ``value_bytes`` (``map_value_bytes``)."""
+    if records:
+        present |= PRESENT_RECORDS
+    head = bytearray(encode_varint(present))
+    head.append(lanes)
+    head += encode_varint(geometry.stripe_rows) + encode_varint(geometry.group_cols)
+    if not present & PRESENT_QUICK:
+        for cmap in maps:  # 2.1: mode u8, bits u8, value, then mode 9's table
+            head += bytes([cmap.mode, cmap.bits]) + cmap.value.to_bytes(value_bytes, "little")
+            prev = -1
+            for entry in cmap.table:  # mode 9 only: the first entry, then each gap - 1
+                head += encode_varint(entry - prev - 1)
+                prev = entry
+        head += encode_varint(len(models)) + models
+    if records:
+        rec_bytes = encode_records(list(records))
+        head += encode_varint(len(rec_bytes)) + rec_bytes
+    return bytes(head)
+
+
 def read_lossless_head(cur: Cursor, header: Header) -> LosslessHead:
     """Parse and check the head of a lossless DATA payload of the image ``header`` describes."""
     features = header.features
@@ -118,7 +149,7 @@ def _read_map(cur: Cursor, header: Header) -> ChannelMap:
     if mode > 9:  # 0.3: map mode is closed
         raise Corrupt(f"channel map mode {mode}")
     bits = cur.u8("map bits")
-    value = cur.uint_le(4 if header.sample_type.bits >= 32 else 2, "map value")
+    value = cur.uint_le(map_value_bytes(header), "map value")
     table: tuple[int, ...] = ()
     if mode == 9:
         if FeatureId.VALUE_TABLES not in header.features:

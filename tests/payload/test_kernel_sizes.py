@@ -16,7 +16,8 @@ from imij_plugins.payload.data import read_data
 from imij_plugins.payload.entropy.kernel import CARRIED_ROWS, CModels, Interleaved
 from imij_plugins.payload.entropy.levels import ring_bytes
 from imij_plugins.payload.entropy.models import PALETTE_DEPTH, _spec_arrays
-from imij_plugins.payload.entropy.writer import EntropyOptions, UnitChoice, encode_entropy_payload, header_for
+
+from .entropy.syntax_writer import EntropyOptions, UnitChoice, encode_entropy_payload, header_for
 
 pytestmark = pytest.mark.skipif(_backend.lib is None, reason="C kernels not built")
 

@@ -162,22 +162,3 @@ def _settle(header: Header, head: LosslessHead) -> UnitPlan:
         bilevel_table=bilevel_table,
         template_tables=template_tables,
     )
-
-
-def decode_entropy_payload(buf: bytes | bytearray | memoryview, header: Header,
-                           reference: np.ndarray | None = None) -> np.ndarray:
-    """Decode a whole entropy-coded DATA payload ``buf`` (tests and tools; the lead's data.py
-    does this on a thread pool). ``reference``: the previous canvas (H, W, C) of an inter frame."""
-    from imij_plugins.payload.data import read_data
-
-    data = read_data(buf, header, 0, len(buf))
-    if data.head.quick:
-        raise ValueError("a quick-pixel payload")
-    payload = prepare(header, data.head)
-    out = np.empty((header.height, header.width, header.channel_count), dtype=payload.dtype)
-    view = memoryview(buf)
-    for i, unit in enumerate(data.units):
-        x, y, w, h = data.head.geometry.unit_rect(i)
-        ref = None if reference is None else reference[y : y + h, x : x + w]
-        payload.decode_unit(view[unit.body_start : unit.end], w, h, ref, out=out[y : y + h, x : x + w])
-    return out

@@ -33,6 +33,7 @@ import math
 import os
 import threading
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -55,6 +56,7 @@ from imij_plugins.payload.entropy.maps import (
     build_slots,
     check_maps,
     decorrelation_allowed,
+    entropy_features,
     reduce,
 )
 from imij_plugins.payload.entropy.modeling import (ModelPlan, SlotStats, bucket_costs, choose_model, effort_of,
@@ -62,14 +64,16 @@ from imij_plugins.payload.entropy.modeling import (ModelPlan, SlotStats, bucket_
 from imij_plugins.payload.entropy.models import PALETTE_DEPTH, TableCode, table_code
 from imij_plugins.payload.entropy.tokens import Scheme
 from imij_plugins.payload.entropy.near import NEAR_SAMPLES, encode_bounds
-from imij_plugins.payload.entropy.stripe import LAYOUT_PALETTE, PALETTE_MAX_DEPTH
-from imij_plugins.payload.entropy.writer import EncodedEntropy, lossless_head, predictor_bytes
+from imij_plugins.payload.entropy.stripe import LAYOUT_PALETTE, PALETTE_MAX_DEPTH, predictor_bytes
 from imij_plugins.payload.geometry import WIDE_GROUP, WIDE_IMAGE, Geometry, even_stripe_rows
 from imij_plugins.payload.parallel import parallel_map
 from imij_plugins.payload.head import (
+    PRESENT_PALETTE,
     REC_NEAR,
     REC_ORDINALS,
     ChannelMap,
+    map_value_bytes,
+    write_lossless_head,
 )
 from imij_plugins.payload.units import check_unit_table, join_units, record_prefix, unit_table_records
 from imij_plugins.pixels.dtypes import as_image_array, layout_code, sample_code
@@ -92,6 +96,14 @@ ALL_PREDICTORS = 0x7F
 GEOMETRY_TRIES = {8: ((16, None),), 9: ((32, None), (16, None), (8, None), (256, None), (256, 64), (64, 64))}
 PARALLEL_SAMPLES = 100_000  # images of fewer samples are coded on one thread
 
+
+class EncodedEntropy(NamedTuple):
+    """An entropy-coded DATA payload and what the file must declare for it."""
+
+    payload: bytes
+    head_len: int  # where the first unit record starts
+    features_used: frozenset[int]  # features the file must declare in its mask for this payload
+    units: int = 0  # main unit records (2.7)
 
 
 @dataclass(frozen=True)
@@ -124,7 +136,7 @@ EFFORTS = {
 }
 
 
-def choose_geometry(width: int, height: int, stripe_rows: int | None, group_cols: int | None) -> Geometry:
+def entropy_geometry(width: int, height: int, stripe_rows: int | None, group_cols: int | None) -> Geometry:
     """5: G = 2048 for images at least 8192 wide; stripes of a quarter of the image, kept within
     2^16 .. 2^17 pixels per unit (at least 8 rows), then evened out so the last stripe is not a
     sliver: units decode in parallel (2.3), and the slowest sets the pace."""
@@ -422,7 +434,7 @@ def _plan(img: np.ndarray, layout, effort: int, max_error: float, stripe_rows, g
     header = Header(W, H, sample=sample, channels=channels_code, mask=every)
     st = header.sample_type
     eff = EFFORTS[effort]
-    geo = choose_geometry(W, H, stripe_rows, group_cols)
+    geo = entropy_geometry(W, H, stripe_rows, group_cols)
     lanes = lanes_for(geo.group_cols or W)
     channels = _channels(img, header)
     bound = int(max_error) if max_error and max_error > 0 else 0
@@ -482,7 +494,7 @@ def encode_tuned(image: np.ndarray, *, effort: int = DEFAULT_EFFORT, max_error: 
         tried = {plan.geo}
         for rows, cols in GEOMETRY_TRIES.get(effort, ()):
             cols = group_cols if group_cols is not None or cols is None or cols >= img.shape[1] else cols
-            geo = choose_geometry(img.shape[1], img.shape[0], rows, cols)
+            geo = entropy_geometry(img.shape[1], img.shape[0], rows, cols)
             if geo in tried:
                 continue
             tried.add(geo)
@@ -613,9 +625,8 @@ def _levels(plan: _Plan, analyses: list[_Analysis], bodies: list[bytes], threads
     candidates = [i for i, a in enumerate(analyses) if a.few]
     if not candidates or plan.near or not plan.eff.levels:
         return bodies, [], set(), 0
-    from imij_plugins.payload.entropy.level_writer import LevelCoder, LevelOptions
+    from imij_plugins.payload.entropy.level_writer import LevelCoder, LevelOptions, UnitChoice
     from imij_plugins.payload.entropy.rans import Lanes
-    from imij_plugins.payload.entropy.writer import UnitChoice
 
     # no whole-image copy: each unit's coded values are made for it and dropped once its tuples
     # are found (section 5's image tuples are the units' summed)
@@ -731,8 +742,10 @@ def _assemble(plan: _Plan, models: bytes, bodies: list[bytes], palette: bool, bo
     if ordinals:
         head_records.append(Record(REC_ORDINALS, b""))
         features.add(FeatureId.UNIT_ORDINALS)
-    head = lossless_head(plan.header, palette, plan.lanes, plan.geo, plan.maps, models, head_records, features)
+    features |= entropy_features(plan.header, plan.maps)
+    head = write_lossless_head(PRESENT_PALETTE if palette else 0, plan.lanes, plan.geo, head_records, plan.maps,
+                               models, map_value_bytes(plan.header))
     return EncodedEntropy(join_units(head, prefixes, bodies), len(head), frozenset(features), len(spans))
 
 
-__all__ = ["DEFAULT_EFFORT", "EFFORTS", "Effort", "choose_geometry", "encode_tuned", "lanes_for"]
+__all__ = ["DEFAULT_EFFORT", "EFFORTS", "Effort", "EncodedEntropy", "encode_tuned", "entropy_geometry", "lanes_for"]

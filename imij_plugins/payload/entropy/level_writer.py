@@ -1,7 +1,7 @@
 """Writing bilevel (2.10) and template palette (2.14) stripes: the syntax-complete options and the
 chooser of section 5's notes.
 
-The syntax-complete writer (writer.py) hands every unit to a ``LevelCoder``: units whose
+The syntax-complete test writer hands every unit to a ``LevelCoder``: units whose
 ``UnitChoice.layout`` forces 0x81-0x84 are coded that way; with ``LevelOptions.choose`` (the
 default) every other unit the chooser may touch (no forced decorrelation, predictors, palette
 or layout) is a candidate. ``finish`` then builds record 25 from the context counts of every
@@ -59,6 +59,26 @@ MAX_ENTRIES = 256
 
 S = TypeVar("S")
 T = TypeVar("T")
+
+
+@dataclass
+class UnitChoice:
+    """One unit's syntax (2.4, 2.5). ``predictors``: one per row, or one for rows 1.. (row 0
+    takes 0, or 7 when this is given as 7 and a reference exists). ``palette``: None = use a
+    palette stripe when the payload allows it and it looks smaller. ``palette_seed``: nonzero
+    shuffles the entries. ``palette_alias``: code entry 0 with indices >= n (2.5). ``slack_words``:
+    words after each stream that the decode never reads (2.7). ``layout``: force a bilevel
+    (0x81), bilevel palette (0x82) or template palette stripe with own (0x83) or shared (0x84)
+    entries; ``typical``: whether such a template stripe marks typical rows (level_writer)."""
+
+    decor: int | None = None
+    predictors: int | Sequence[int] | None = None
+    palette: bool | None = None
+    palette_seed: int = 0
+    palette_alias: bool = False
+    slack_words: int = 0
+    layout: int | None = None  # 0x81-0x84: a bilevel / template palette stripe (2.10, 2.14)
+    typical: bool = True  # template stripes: mark rows equal to the row above as typical (2.14)
 
 
 @dataclass

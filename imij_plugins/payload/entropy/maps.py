@@ -7,6 +7,7 @@ All array functions work on numpy uint64 arrays of words (a sample of at most 32
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
@@ -122,6 +123,23 @@ def check_maps(header: Header, maps: list[ChannelMap]) -> list[CodedChannel]:
             if bits != cmap.value.bit_length():  # 2.1: bits = ceil(log2(value + 1))
                 raise Corrupt(f"{what}: bits {bits} for a table of {entries} entries (needs {cmap.value.bit_length()})")
     return chans
+
+
+_MAP_GATES = {OFFSET: FeatureId.OFFSET_MAP, FLOAT_SHIFT: FeatureId.FLOAT_SHIFT, TABLE: FeatureId.VALUE_TABLES}
+
+
+def entropy_features(header: Header, maps: Sequence[ChannelMap]) -> set[int]:
+    """0.1: the features an entropy-coded payload of ``header`` with these maps needs (gated map
+    modes, signed and 64-bit samples, pixel models), so writers declare exactly those used."""
+    features = {_MAP_GATES[m.mode] for m in maps if m.mode in _MAP_GATES}
+    st = header.sample_type
+    if st.name in ("i8", "i16"):
+        features.add(FeatureId.SIGNED_SAMPLES)
+    if st.bits == 64:
+        features.add(FeatureId.WIDE_SAMPLES)
+    if header.channels in (5, 6, 7):
+        features.add(FeatureId.PIXEL_MODELS)
+    return features
 
 
 def build_slots(header: Header, chans: list[CodedChannel]) -> list[Slot]:

@@ -72,6 +72,15 @@ class UnitPlan:
     template_tables: TemplateTables | None = None  # record 35, parsed (2.14)
 
 
+def predictor_bytes(preds: list[int]) -> bytes:
+    """2.4: a stripe's row predictors as the writers code them, two 4-bit fields a byte, low
+    nibble first (what ``_read_predictors`` reads)."""
+    out = bytearray((len(preds) + 1) // 2)
+    for r, p in enumerate(preds):
+        out[r >> 1] |= p << (4 * (r & 1))
+    return bytes(out)
+
+
 def _read_predictors(cur: Cursor, rows: int, plan: UnitPlan, inter: bool, palette: bool) -> list[int]:
     """2.4: ceil(rows / 2) bytes, 4 bits per row, low nibble first; the rules of 2.4 and 4."""
     raw = cur.take((rows + 1) // 2, "row predictors")

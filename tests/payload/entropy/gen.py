@@ -15,8 +15,9 @@ import numpy as np
 
 from imij_plugins.container.header import Header
 from imij_plugins.payload.entropy.tokens import valid_parameters
-from imij_plugins.payload.entropy.writer import EntropyOptions, MapChoice, ModelChoice, UnitChoice
 from imij_plugins.registry.samples import LAYOUTS, SAMPLE_TYPES
+
+from .syntax_writer import EntropyOptions, MapChoice, ModelChoice, UnitChoice
 
 SAMPLES = {s.name: s for s in SAMPLE_TYPES.values()}
 

@@ -16,15 +16,22 @@ import pytest
 import imij_plugins
 from imij_plugins.errors import Corrupt
 from imij_plugins.payload.entropy.bilevel import bilevel_record, read_bilevel_record
-from imij_plugins.payload.entropy.decoder import decode_entropy_payload, prepare
+from imij_plugins.payload.entropy.decoder import prepare
 from imij_plugins.payload.entropy.level_writer import LevelOptions
-from imij_plugins.payload.entropy.writer import EntropyOptions, MapChoice, UnitChoice, encode_entropy_payload, header_for
 from imij_plugins.payload.head import ChannelMap
 from imij_plugins.registry.features import FeatureId as F
 from imij_plugins.wire.records import Record
 from imij_plugins.wire.varint import encode_varint
 
 from .handmade import Bits, head, header
+from .syntax_writer import (
+    EntropyOptions,
+    MapChoice,
+    UnitChoice,
+    decode_entropy_payload,
+    encode_entropy_payload,
+    header_for,
+)
 
 M = 1024
 BIL = {F.BILEVEL}

@@ -13,12 +13,12 @@ import pytest
 import imij_plugins
 from imij_plugins import _backend
 from imij_plugins.errors import ImijError
-from imij_plugins.payload.entropy.decoder import decode_entropy_payload, prepare
+from imij_plugins.payload.entropy.decoder import prepare
 from imij_plugins.payload.entropy.level_writer import LevelOptions
-from imij_plugins.payload.entropy.writer import EntropyOptions, encode_entropy_payload, header_for
 from imij_plugins.payload.head import read_lossless_head
 from imij_plugins.wire.cursor import Cursor
 
+from .syntax_writer import EntropyOptions, decode_entropy_payload, encode_entropy_payload, header_for
 from .test_bilevel_mutation_cases import CASES, mutate
 
 

@@ -8,7 +8,8 @@ import random
 import numpy as np
 
 from imij_plugins.payload.entropy.level_writer import LevelOptions
-from imij_plugins.payload.entropy.writer import EntropyOptions, UnitChoice
+
+from .syntax_writer import EntropyOptions, UnitChoice
 
 
 def CASES(seed: int) -> tuple[np.ndarray, EntropyOptions]:

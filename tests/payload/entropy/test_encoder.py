@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 
 from imij_plugins import _backend
 from imij_plugins.payload.entropy import costs as K
-from imij_plugins.payload.entropy.decoder import decode_entropy_payload
-from imij_plugins.payload.entropy.encoder import EFFORTS, choose_geometry, encode_tuned
+from imij_plugins.payload.entropy.encoder import EFFORTS, encode_tuned, entropy_geometry
 from imij_plugins.payload.entropy.maps import (
     CONST,
     F16_IN_F32,
@@ -28,13 +27,13 @@ from imij_plugins.payload.entropy.maps import (
     forward,
 )
 from imij_plugins.payload.entropy.modeling import SlotStats, choose_model, effort_of
-from imij_plugins.payload.entropy.writer import header_for
 from imij_plugins.payload.head import REC_NEAR, ChannelMap, read_lossless_head
 from imij_plugins.registry.features import FeatureId as F
 from imij_plugins.wire.cursor import Cursor
 
 from .backends import NEEDS_C, both
 from .gen import SAMPLES
+from .syntax_writer import decode_entropy_payload, header_for
 
 LAYOUT_CHANNELS = {1: 1, 2: 2, 3: 3, 4: 4, 5: 4, 6: 3, 7: 4}
 
@@ -169,14 +168,14 @@ def test_column_groups():
 def test_geometry_defaults():
     """5: G = 2048 from 8192 pixels wide; units of 2^16 .. 2^17 pixels, stripes of even height
     (no sliver at the bottom); user values kept."""
-    assert choose_geometry(8192, 100, None, None).group_cols == 2048
-    assert choose_geometry(8191, 100, None, None).group_cols == 0
-    g = choose_geometry(512, 512, None, None)
+    assert entropy_geometry(8192, 100, None, None).group_cols == 2048
+    assert entropy_geometry(8191, 100, None, None).group_cols == 0
+    g = entropy_geometry(512, 512, None, None)
     assert g.stripe_rows == 128 and g.unit_count == 4
-    assert choose_geometry(1280, 800, None, None).stripe_rows == 100  # 8 stripes of 103 rows at most, evened
-    assert choose_geometry(542, 130, None, None).stripe_rows == 65  # not 121 + 9
-    assert choose_geometry(100, 7, None, None).stripe_rows == 7
-    assert choose_geometry(300, 300, 10, 100).unit_count == 30 * 3
+    assert entropy_geometry(1280, 800, None, None).stripe_rows == 100  # 8 stripes of 103 rows at most, evened
+    assert entropy_geometry(542, 130, None, None).stripe_rows == 65  # not 121 + 9
+    assert entropy_geometry(100, 7, None, None).stripe_rows == 7
+    assert entropy_geometry(300, 300, 10, 100).unit_count == 30 * 3
 
 
 @pytest.mark.parametrize("own_sums", [False, True])
@@ -649,9 +648,8 @@ def test_image_tuples_from_the_units(case):
     copy, non-candidate units looked at one by one) are the whole image's, in the same order."""
     from types import SimpleNamespace
 
-    from imij_plugins.payload.entropy.level_writer import LevelCoder, LevelOptions
+    from imij_plugins.payload.entropy.level_writer import LevelCoder, LevelOptions, UnitChoice
     from imij_plugins.payload.entropy.rans import Lanes
-    from imij_plugins.payload.entropy.writer import UnitChoice
 
     rng = np.random.default_rng(len(case))
     S = 1 if case == "one bit" else 3

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from imij_plugins.errors import ImijError
-from imij_plugins.payload.entropy.decoder import decode_entropy_payload, prepare
-from imij_plugins.payload.entropy.writer import encode_entropy_payload
+from imij_plugins.payload.entropy.decoder import prepare
 from imij_plugins.payload.head import ChannelMap
 from imij_plugins.registry.features import FeatureId as F
 
 from .gen import header_of, random_case
 from .handmade import head, header
+from .syntax_writer import decode_entropy_payload, encode_entropy_payload
 
 
 def _mutate(rng: random.Random, data: bytes, head_len: int) -> bytes:

@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 
 from imij_plugins.errors import Corrupt
-from imij_plugins.payload.entropy.decoder import decode_entropy_payload, prepare
+from imij_plugins.payload.entropy.decoder import prepare
 from imij_plugins.payload.entropy.models import Table, normalize
 from imij_plugins.payload.entropy.tokens import Scheme, split_token
 from imij_plugins.payload.head import ChannelMap
 
 from .handmade import Bits, head, header
+from .syntax_writer import decode_entropy_payload
 
 
 def test_models_bits_of_the_1x1_example():

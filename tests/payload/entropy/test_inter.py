@@ -9,15 +9,14 @@ import pytest
 
 from imij_plugins import _backend
 from imij_plugins.payload.entropy import costs as K
-from imij_plugins.payload.entropy.decoder import decode_entropy_payload
 from imij_plugins.payload.entropy.encoder import encode_tuned
 from imij_plugins.payload.entropy.stripe import LAYOUT_PALETTE
-from imij_plugins.payload.entropy.writer import header_for
 from imij_plugins.payload.head import read_lossless_head
 from imij_plugins.payload.units import walk_units
 from imij_plugins.wire.cursor import Cursor
 
 from .backends import NEEDS_C, both
+from .syntax_writer import decode_entropy_payload, header_for
 
 
 

@@ -10,7 +10,8 @@ import pytest
 from imij_plugins import _backend
 from imij_plugins.payload.data import read_data
 from imij_plugins.payload.entropy.kernel import CModels, decode_unit_c
-from imij_plugins.payload.entropy.writer import encode_entropy_payload, header_for
+
+from .syntax_writer import encode_entropy_payload, header_for
 
 pytestmark = pytest.mark.skipif("c" not in _backend.available(), reason="C kernels not built")
 

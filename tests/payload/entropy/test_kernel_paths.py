@@ -25,17 +25,18 @@ import imij_plugins
 from imij_plugins import _backend
 from imij_plugins.errors import ImijError
 from imij_plugins.payload.data import read_data
-from imij_plugins.payload.entropy.decoder import decode_entropy_payload, prepare
+from imij_plugins.payload.entropy.decoder import prepare
 from imij_plugins.payload.entropy.level_writer import LevelOptions
-from imij_plugins.payload.entropy.writer import (
+
+from .gen import header_of, random_case
+from .syntax_writer import (
     EntropyOptions,
     ModelChoice,
     UnitChoice,
+    decode_entropy_payload,
     encode_entropy_payload,
     header_for,
 )
-
-from .gen import header_of, random_case
 from .test_bilevel_mutation_cases import mutate
 from .test_entropy_mutation import _mutate
 

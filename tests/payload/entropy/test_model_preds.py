@@ -15,12 +15,11 @@ from imij_plugins.payload.entropy import costs as K
 from imij_plugins.payload.entropy import encoder
 from imij_plugins.payload.entropy.encoder import EFFORTS, encode_tuned
 from imij_plugins.payload.entropy.models import M
-from imij_plugins.payload.entropy.decoder import decode_entropy_payload
 from imij_plugins.payload.entropy.modeling import (ABSENT_BITS, SlotStats, bucket_costs, bucket_tokens, choose_model,
                                                    effort_of)
-from imij_plugins.payload.entropy.writer import header_for
 
 from .backends import NEEDS_C, both
+from .syntax_writer import decode_entropy_payload, header_for
 
 FIX = 1 << K.COST_FIX
 ZERO_MAP = np.zeros((1, K.CLASSES), dtype=np.uint8)

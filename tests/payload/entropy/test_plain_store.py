@@ -10,12 +10,12 @@ import pytest
 
 from imij_plugins import _backend
 from imij_plugins.payload.data import read_data
-from imij_plugins.payload.entropy.decoder import decode_entropy_payload, prepare
-from imij_plugins.payload.entropy.writer import EntropyOptions, UnitChoice, encode_entropy_payload, header_for
+from imij_plugins.payload.entropy.decoder import prepare
 from imij_plugins.payload.head import read_lossless_head
 from imij_plugins.wire.cursor import Cursor
 
 from .gen import header_of, random_case
+from .syntax_writer import EntropyOptions, UnitChoice, decode_entropy_payload, encode_entropy_payload, header_for
 
 pytestmark = pytest.mark.skipif("c" not in _backend.available(), reason="C kernels not built")
 

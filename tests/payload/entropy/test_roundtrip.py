@@ -6,21 +6,22 @@ import numpy as np
 import pytest
 
 from imij_plugins.container.header import Header
-from imij_plugins.payload.entropy.decoder import decode_entropy_payload, prepare
+from imij_plugins.payload.entropy.decoder import prepare
 from imij_plugins.payload.entropy.maps import check_maps, forward
-from imij_plugins.payload.entropy.writer import (
-    EntropyOptions,
-    MapChoice,
-    ModelChoice,
-    UnitChoice,
-    encode_entropy_payload,
-    header_for,
-)
 from imij_plugins.payload.head import read_lossless_head
 from imij_plugins.registry.features import FeatureId as F
 from imij_plugins.wire.cursor import Cursor
 
 from .gen import SAMPLES, header_of, random_case
+from .syntax_writer import (
+    EntropyOptions,
+    MapChoice,
+    ModelChoice,
+    UnitChoice,
+    decode_entropy_payload,
+    encode_entropy_payload,
+    header_for,
+)
 
 ALL_SAMPLES = list(SAMPLES)
 

@@ -21,10 +21,9 @@ import imij_plugins
 from imij_plugins import _backend
 from imij_plugins.errors import ImijError
 from imij_plugins.payload.entropy import kernel
-from imij_plugins.payload.entropy.decoder import decode_entropy_payload
-from imij_plugins.payload.entropy.writer import EntropyOptions, ModelChoice, UnitChoice, encode_entropy_payload
 
 from .gen import header_of, random_case
+from .syntax_writer import EntropyOptions, ModelChoice, UnitChoice, decode_entropy_payload, encode_entropy_payload
 from .test_entropy_mutation import _mutate
 from .test_kernel_paths import _photo, _screen
 

@@ -14,16 +14,16 @@ import pytest
 
 import imij_plugins
 from imij_plugins.errors import Corrupt
-from imij_plugins.payload.entropy.decoder import decode_entropy_payload, prepare
+from imij_plugins.payload.entropy.decoder import prepare
 from imij_plugins.payload.entropy.level_writer import LevelOptions
 from imij_plugins.payload.entropy.models import table_code
 from imij_plugins.payload.entropy.template import read_template_record, template_record
-from imij_plugins.payload.entropy.writer import EntropyOptions, UnitChoice, encode_entropy_payload, header_for
 from imij_plugins.payload.head import ChannelMap
 from imij_plugins.registry.features import FeatureId as F
 from imij_plugins.wire.records import Record
 
 from .handmade import Bits, head, header
+from .syntax_writer import EntropyOptions, UnitChoice, decode_entropy_payload, encode_entropy_payload, header_for
 from .test_bilevel import STATE, M, OracleStream, _layouts, oracle_lanes, oracle_t, payload_bytes
 
 TPL = {F.TEMPLATE_PALETTES}

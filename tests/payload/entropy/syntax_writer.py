@@ -1,4 +1,5 @@
-"""The syntax-complete writer of entropy-coded lossless payloads (2, 2.1-2.7, 3, 4; 5 for defaults).
+"""The syntax-complete test writer of entropy-coded lossless payloads (2, 2.1-2.7, 3, 4; 5 for
+defaults), and ``decode_entropy_payload``, a whole payload decoded on one thread.
 
 It emits any syntax choice on request: lanes, stripe rows, column groups, each channel's map,
 per-unit decorrelation mode and per-row predictors, per-slot model parameters (k, m, cross,
@@ -8,14 +9,16 @@ are built from the actual symbol counts; the frequencies the stream is coded wit
 decoder's own normalization (3.3) of the written weights, and rANS is encoded in reverse so
 that the decoder's (step, phase, lane) word order comes out (3.1).
 
-It aims at coverage and exactness, not compression (that is the next encoder's job).
+It aims at coverage and exactness, not compression (that is ``encode_tuned``'s job); the tests
+use it to reach syntax the tuned encoder never writes. It shares the head, predictor and unit
+record writers with the package's encoders.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import NamedTuple, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -23,17 +26,19 @@ from imij_plugins.container.header import Header
 from imij_plugins.errors import ImijError
 from imij_plugins.payload.encode import choose_geometry
 from imij_plugins.payload.entropy.costs import decor_forward, lane_edges, near_row, plane_residuals, zigzag
-from imij_plugins.payload.entropy.level_writer import LevelCoder, LevelOptions
+from imij_plugins.payload.data import read_data
+from imij_plugins.payload.entropy.decoder import prepare
+from imij_plugins.payload.entropy.encoder import EncodedEntropy
+from imij_plugins.payload.entropy.level_writer import LevelCoder, LevelOptions, UnitChoice
 from imij_plugins.payload.entropy.maps import (
     CONST,
-    FLOAT_SHIFT,
     LSB,
-    OFFSET,
     TABLE,
     Slot,
     build_slots,
     check_maps,
     decorrelation_allowed,
+    entropy_features,
     forward,
     order_map,
     reduce,
@@ -49,21 +54,22 @@ from imij_plugins.payload.entropy.models import (
 )
 from imij_plugins.payload.entropy.near import encode_bounds, read_bounds
 from imij_plugins.payload.entropy.rans import Event, Lanes, encode_stream, tokenize
-from imij_plugins.payload.entropy.stripe import LAYOUT_PALETTE, PALETTE_MAX_DEPTH
+from imij_plugins.payload.entropy.stripe import LAYOUT_PALETTE, PALETTE_MAX_DEPTH, predictor_bytes
 from imij_plugins.payload.entropy.tokens import Scheme, clamped_k, valid_parameters
 from imij_plugins.payload.geometry import Geometry
 from imij_plugins.payload.head import (
     PRESENT_PALETTE,
-    PRESENT_RECORDS,
     REC_NEAR,
     REC_ORDINALS,
     ChannelMap,
+    map_value_bytes,
+    write_lossless_head,
 )
 from imij_plugins.payload.units import UNIT_STRIPE, record_prefix, unit_table_records
 from imij_plugins.pixels.dtypes import layout_code, sample_code
 from imij_plugins.registry.features import FeatureId
 from imij_plugins.wire.bits import BitWriter
-from imij_plugins.wire.records import Record, encode_records
+from imij_plugins.wire.records import Record
 from imij_plugins.wire.varint import encode_varint
 
 U64 = np.uint64
@@ -107,26 +113,6 @@ class ModelChoice:
 
 
 @dataclass
-class UnitChoice:
-    """One unit's syntax (2.4, 2.5). ``predictors``: one per row, or one for rows 1.. (row 0
-    takes 0, or 7 when this is given as 7 and a reference exists). ``palette``: None = use a
-    palette stripe when the payload allows it and it looks smaller. ``palette_seed``: nonzero
-    shuffles the entries. ``palette_alias``: code entry 0 with indices >= n (2.5). ``slack_words``:
-    words after each stream that the decode never reads (2.7). ``layout``: force a bilevel
-    (0x81), bilevel palette (0x82) or template palette stripe with own (0x83) or shared (0x84)
-    entries; ``typical``: whether such a template stripe marks typical rows (level_writer)."""
-
-    decor: int | None = None
-    predictors: int | Sequence[int] | None = None
-    palette: bool | None = None
-    palette_seed: int = 0
-    palette_alias: bool = False
-    slack_words: int = 0
-    layout: int | None = None  # 0x81-0x84: a bilevel / template palette stripe (2.10, 2.14)
-    typical: bool = True  # template stripes: mark rows equal to the row above as typical (2.14)
-
-
-@dataclass
 class EntropyOptions:
     """Every syntax choice of an entropy-coded payload; None fields take sensible defaults."""
 
@@ -148,13 +134,6 @@ class EntropyOptions:
     side_records: bool = False  # a side record (id 8) before every main record (2.7)
     models_padding: int = 0  # bytes after the models' last byte (3.3: ignored)
     levels: LevelOptions = field(default_factory=LevelOptions)  # records 25 / 35 and the chooser (2.10, 2.14)
-
-
-class EncodedEntropy(NamedTuple):
-    payload: bytes
-    head_len: int  # where the first unit record starts
-    features_used: frozenset[int]  # features the file must declare in its mask for this payload
-    units: int = 0  # main unit records (2.7)
 
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -449,14 +428,6 @@ def _row_predictors(choice: int | Sequence[int] | None, h: int) -> list[int]:
     return preds
 
 
-def predictor_bytes(preds: list[int]) -> bytes:
-    """2.4: a stripe's row predictors, two 4-bit fields a byte, low nibble first."""
-    out = bytearray((len(preds) + 1) // 2)
-    for r, p in enumerate(preds):
-        out[r >> 1] |= p << (4 * (r & 1))
-    return bytes(out)
-
-
 def _palette(uc: UnitChoice, vals: list[np.ndarray], allowed: bool, pixels: int) -> tuple[list[tuple[int, ...]], np.ndarray] | None:
     """2.5 / 5: the unit's slot tuples as entries (by sum of slot values) and its index plane."""
     if uc.palette is False or (uc.palette is None and not allowed):
@@ -540,50 +511,33 @@ def _assemble(opts: EntropyOptions, header: Header, geo: Geometry, n_lanes: int,
     if opts.ordinals:
         head_records.append(Record(REC_ORDINALS, b""))
         features.add(FeatureId.UNIT_ORDINALS)
-    head = lossless_head(header, opts.palette, n_lanes, geo, maps, models, head_records, features)
+    features |= entropy_features(header, maps)
+    head = write_lossless_head(PRESENT_PALETTE if opts.palette else 0, n_lanes, geo, head_records, maps, models,
+                               map_value_bytes(header))
     return EncodedEntropy(head + b"".join(records), len(head), frozenset(features), len(records))
 
 
-def lossless_head(header: Header, palette: bool, lanes: int, geo: Geometry, maps: Sequence[ChannelMap], models: bytes,
-                  head_records: Sequence[Record], features: set[int]) -> bytes:
-    """2 / 2.1: the lossless head's bytes; adds to ``features`` what its maps and the header's
-    sample type and layout need (0.1: declare exactly the features used)."""
-    present = (PRESENT_PALETTE if palette else 0) | (PRESENT_RECORDS if head_records else 0)
-    head = bytearray(encode_varint(present))
-    head.append(lanes)
-    head += encode_varint(geo.stripe_rows) + encode_varint(geo.group_cols)
-    value_bytes = 4 if header.sample_type.bits >= 32 else 2
-    for cmap in maps:  # 2.1: mode u8, bits u8, value, then map 9's table
-        head += bytes([cmap.mode, cmap.bits]) + cmap.value.to_bytes(value_bytes, "little")
-        if cmap.mode == TABLE:
-            prev = -1
-            for t in cmap.table:
-                head += encode_varint(t - prev - 1)
-                prev = t
-        if cmap.mode == OFFSET:
-            features.add(FeatureId.OFFSET_MAP)
-        elif cmap.mode == FLOAT_SHIFT:
-            features.add(FeatureId.FLOAT_SHIFT)
-        elif cmap.mode == TABLE:
-            features.add(FeatureId.VALUE_TABLES)
-    head += encode_varint(len(models)) + models
-    if head_records:
-        rec_bytes = encode_records(head_records)
-        head += encode_varint(len(rec_bytes)) + rec_bytes
-    st = header.sample_type
-    if st.name in ("i8", "i16"):
-        features.add(FeatureId.SIGNED_SAMPLES)
-    if st.bits == 64:
-        features.add(FeatureId.WIDE_SAMPLES)
-    if header.channels in (5, 6, 7):
-        features.add(FeatureId.PIXEL_MODELS)
-    return bytes(head)
-
-
 def header_for(image: np.ndarray, encoded: EncodedEntropy, layout: int | str | None = None) -> Header:
-    """The Header a file holding ``encoded`` needs (tests and tools)."""
+    """The Header a file holding ``encoded`` needs."""
     img = np.asarray(image)
     if img.ndim == 2:
         img = img[:, :, None]
     H, W, C = img.shape
     return Header(W, H, sample=sample_code(img.dtype), channels=layout_code(C, layout), mask=encoded.features_used)
+
+
+def decode_entropy_payload(buf: bytes | bytearray | memoryview, header: Header,
+                           reference: np.ndarray | None = None) -> np.ndarray:
+    """Decode a whole entropy-coded DATA payload ``buf`` unit after unit (``payload.data`` does
+    this on a thread pool). ``reference``: the previous canvas (H, W, C) of an inter frame."""
+    data = read_data(buf, header, 0, len(buf))
+    if data.head.quick:
+        raise ValueError("a quick-pixel payload")
+    payload = prepare(header, data.head)
+    out = np.empty((header.height, header.width, header.channel_count), dtype=payload.dtype)
+    view = memoryview(buf)
+    for i, unit in enumerate(data.units):
+        x, y, w, h = data.head.geometry.unit_rect(i)
+        ref = None if reference is None else reference[y : y + h, x : x + w]
+        payload.decode_unit(view[unit.body_start : unit.end], w, h, ref, out=out[y : y + h, x : x + w])
+    return out

@@ -1,0 +1,39 @@
+"""A read loads none of the entropy encoder's modules (they cost import time; issue: writers out
+of the read path). Checked in a fresh interpreter, since this test process has imported them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import imij_plugins
+
+ENCODER_MODULES = [
+    "imij_plugins.payload.entropy.encoder",
+    "imij_plugins.payload.entropy.costs",
+    "imij_plugins.payload.entropy.level_writer",
+    "imij_plugins.payload.entropy.mapchoice",
+    "imij_plugins.payload.entropy.modeling",
+]
+
+READ = """
+import sys
+import imij_plugins
+image = imij_plugins.read(sys.argv[1])
+assert image.shape == (40, 30, 3), image.shape
+print(" ".join(sorted(m for m in sys.modules if m.startswith("imij_plugins."))))
+"""
+
+
+@pytest.mark.parametrize("codec", ["entropy", "quick"])
+def test_read_loads_no_encoder_module(tmp_path, codec):
+    path = tmp_path / "image.imi"
+    image = np.random.default_rng(3).integers(0, 256, (40, 30, 3), dtype=np.uint8)
+    imij_plugins.write(path, image, codec=codec)
+    done = subprocess.run([sys.executable, "-c", READ, str(path)], capture_output=True, text=True, check=True)
+    loaded = set(done.stdout.split())
+    assert "imij_plugins.payload.entropy.decoder" in loaded or codec == "quick"  # the check sees the read path
+    assert not loaded & set(ENCODER_MODULES)
