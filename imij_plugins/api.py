@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from imij_plugins.container.header import default_cicp
@@ -41,15 +43,20 @@ def open(  # noqa: A001 - the package's public verb
     limits: Limits = _LIMITS,
     threads: int | None = None,
     partial: bool = False,
+    storage_options: dict[str, Any] | None = None,
 ) -> ImijFile:
-    """Open an IMI file from a path (memory-mapped), bytes or a binary file object.
+    """Open an IMI file from a path (memory-mapped), bytes, a binary file object, or a URL
+    (``https://``, ``s3://``, ``file://``, any fsspec protocol) or fsspec file object.
 
     The container and every frame's header are checked now; pixels decode on ``read``.
     ``verify`` checks the file checksum (cSUM, 1.4) now and pSUM digests on full reads;
     ``limits`` bounds what a read may allocate; ``threads`` is the default for reads;
     ``partial`` reads a truncated or damaged file as far as it goes (see ``ImijFile``).
+    A URL is read by ranges (the ``remote`` extra): the container now, each read's units when
+    it runs, and ``verify`` checks the cSUM pieces under the bytes fetched as they arrive;
+    ``storage_options`` go to its fsspec filesystem (docs/REMOTE.md).
     """
-    return ImijFile(src, verify=verify, limits=limits, threads=threads, partial=partial)
+    return ImijFile(src, verify=verify, limits=limits, threads=threads, partial=partial, storage_options=storage_options)
 
 
 def read(
@@ -61,8 +68,9 @@ def read(
     verify: bool = True,
     limits: Limits = _LIMITS,
     partial: bool = False,
+    storage_options: dict[str, Any] | None = None,
 ) -> np.ndarray:
     """Frame or page ``index`` of an IMI file as an (H, W, C) array of its sample type
     (``region=(x, y, w, h)`` decodes only the units it overlaps)."""
-    with open(src, verify=verify, limits=limits, partial=partial) as f:
+    with open(src, verify=verify, limits=limits, partial=partial, storage_options=storage_options) as f:
         return f.read(index, region=region, threads=threads)

@@ -11,7 +11,7 @@ import os
 import threading
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import BinaryIO, Iterator, Union
+from typing import Any, BinaryIO, Iterator, Union
 
 import numpy as np
 
@@ -32,8 +32,9 @@ from imij_plugins.pixels.dtypes import dtype_of
 from imij_plugins.registry.chunks import is_critical, is_safe_to_copy
 from imij_plugins.registry.features import feature_name
 from imij_plugins.registry.profiles import required_profiles
+from imij_plugins.remote import RemoteFile, is_remote, open_remote
 
-Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO]
+Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO]  # or an fsspec file object
 Buffer = Union[bytes, bytearray, memoryview, mmap.mmap]
 
 DEFAULT_MAX_IMAGE_BYTES = 1 << 32  # 4 GiB of decoded samples per read
@@ -143,6 +144,11 @@ class ImijFile:
     decode or sits under a mismatching cSUM piece, and ``failures(index)`` says what was lost
     (empty: the read was complete). Checksums never report "verified" for an incomplete read.
     Reads may run on many threads at once (an animation's frames compose one at a time).
+
+    A URL (``https://``, ``s3://``, ``file://``, any fsspec protocol, ``storage_options`` for its
+    filesystem) or an fsspec file object is read by ranges: the container at open, then the
+    units each read overlaps (see ``imij_plugins.remote``); cSUM is then checked piece by piece
+    under the bytes fetched, not whole at open.
     """
 
     def __init__(
@@ -153,8 +159,15 @@ class ImijFile:
         limits: Limits = Limits(),
         threads: int | None = None,
         partial: bool = False,
+        storage_options: dict[str, Any] | None = None,
     ):
-        self._setup(load_source(src), verify, limits, threads, partial)
+        if is_remote(src):
+            buf: Buffer | RemoteFile = open_remote(src, storage_options)
+        elif storage_options:
+            raise ValueError("storage_options apply to URLs and fsspec file objects only")
+        else:
+            buf = load_source(src)
+        self._setup(buf, verify, limits, threads, partial)
 
     @classmethod
     def _nested(cls, buf: memoryview, parent: "ImijFile", frame_bad_ranges: tuple[tuple[int, int], ...] | None = None) -> "ImijFile":
@@ -167,7 +180,7 @@ class ImijFile:
 
     def _setup(
         self,
-        buf: Buffer,
+        buf: Buffer | RemoteFile,
         verify: bool,
         limits: Limits,
         threads: int | None,
@@ -175,16 +188,21 @@ class ImijFile:
         bad_ranges: tuple[tuple[int, int], ...] | None = None,
     ) -> None:
         """Parse the container; ``bad_ranges`` (this file's offsets of mismatching cSUM pieces) is
-        given for a nested file, which may not carry frames of its own (1.3)."""
+        given for a nested file, which may not carry frames of its own (1.3). A remote file's
+        container bytes are fetched here; its units when a read needs them."""
+        measure_open = functools.partial(measure_open_data, partial=partial)
+        self._remote = buf if isinstance(buf, RemoteFile) else None
+        if self._remote is not None:
+            self.container: Container = self._remote.container(verify=verify, measure_open=measure_open, partial=partial)
+            buf = self._remote.buf
+        else:
+            self.container = read_container(buf, verify=verify, measure_open=measure_open, partial=partial)
         self._buf: Buffer | None = buf
         self._children: list[ImijFile] = []  # nested files viewing this file's bytes, closed with it
         self.verify = verify
         self.limits = limits
         self.threads = threads
         self.partial = partial
-        self.container: Container = read_container(
-            buf, verify=verify, measure_open=functools.partial(measure_open_data, partial=partial), partial=partial
-        )
         self._bad_ranges = (*self.container.bad_ranges, *(bad_ranges or ()))
         self._payload: DataPayload | None = None
         self._payload_error: Corrupt | None = None  # partial reads: why DATA's head could not be read
@@ -349,7 +367,8 @@ class ImijFile:
     @property
     def checksum_status(self) -> str:
         """cSUM (1.4): "verified", "unchecked" (verify=False), "unknown" (another algorithm), "absent",
-        or "failed" (a partial read of a file whose table is gone, broken or mismatches)."""
+        or "failed" (a partial read of a file whose table is gone, broken or mismatches); for a
+        URL "pieces" until every piece was fetched: those under the bytes read so far matched."""
         if self.container.checksum_failed:
             return "failed"
         table = self.container.piece_table
@@ -357,7 +376,9 @@ class ImijFile:
             return "absent"
         if table is None:
             return "unchecked"
-        return "verified" if table.algo == 0 else "unknown"
+        if table.algo != 0:
+            return "unknown"
+        return "pieces" if self._remote is not None and not self._remote.verified else "verified"
 
     def bitmap_status(self, index: int = 0) -> str:
         """pSUM state of frame ``index``: "verified", "pending" (not fully read yet), "absent" or "unknown"."""
@@ -511,12 +532,17 @@ class ImijFile:
 
     # pixels
     def payload(self) -> DataPayload:
-        """DATA's parsed head and unit records (parsed once, on first use)."""
+        """DATA's parsed head and unit records (parsed once, on first use); for a URL with a unit
+        table, a unit no read has fetched yet has ``body_start`` -1 (2.7: placed by its span)."""
         self._check_open()
         if self._payload is None:
             data = self.container.data
             if data is None:  # only in a partial read
                 raise Corrupt("file has no DATA chunk")
+            if self._remote is not None:  # units placed by the unit table, fetched per read
+                self._payload = self._remote.payload(self.header, data, self.container.trailing_index())
+                if self._payload is not None:
+                    return self._payload
             self._payload = read_data(
                 self._buf,
                 self.header,
@@ -582,6 +608,8 @@ class ImijFile:
         if region is None or reference is not None:
             self._check_size(self.width, self.height)
             out = (np.zeros if self.partial else np.empty)(self.shape, dtype=self.dtype)
+            if self._remote is not None:
+                self._remote.fetch_units(payload, None)
             payload.decode_into(out, threads=threads, reference=reference, failures=failures)
             if region is not None:
                 x, y, w, h = self._check_region(region, self.width, self.height)
@@ -594,6 +622,8 @@ class ImijFile:
         x1, y1, uw, uh = geometry.unit_rect(indices[-1])
         self._check_size(x1 + uw - x0, y1 + uh - y0)
         box = (np.zeros if self.partial else np.empty)((y1 + uh - y0, x1 + uw - x0, self.channels), dtype=self.dtype)
+        if self._remote is not None:
+            self._remote.fetch_units(payload, indices)
         payload.decode_into(box, indices, threads=threads, origin=(x0, y0), failures=failures)
         return box[y - y0 : y - y0 + h, x - x0 : x - x0 + w].copy()
 

@@ -1,0 +1,108 @@
+"""Ranged reads of one remote file through fsspec, each response checked before it is used."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from imij_plugins.remote.errors import RangeUnsupported, RemoteChanged, RemoteError, RemoteTruncated
+
+INSTALL_HINT = "reading URLs needs fsspec (and aiohttp for HTTP): pip install 'imij-plugins[remote]'"
+
+
+@dataclass
+class FetchStats:
+    """What a fetcher asked for: requests (ranges) and bytes, the metadata request included."""
+
+    requests: int = 0
+    bytes: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, requests: int, nbytes: int) -> None:
+        with self.lock:
+            self.requests += requests
+            self.bytes += nbytes
+
+
+class RangeFetcher:
+    """Byte ranges of ``path`` on filesystem ``fs``, fetched concurrently where ``fs`` is async.
+
+    Over HTTP every range carries ``If-Match`` with the ETag seen at open, so a file replaced
+    between requests fails (412) instead of mixing two versions; on any filesystem a response
+    longer than its range (a server ignoring Range) or shorter (a cut connection, a file that
+    shrank) is a typed RemoteError.
+    """
+
+    def __init__(self, fs: Any, path: str) -> None:
+        self.fs = fs
+        self.path = path
+        self.stats = FetchStats()
+        try:
+            info = fs.info(path)
+        except FileNotFoundError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - transport failures of any fsspec backend
+            raise RemoteError(f"cannot stat {path}: {exc}") from exc
+        self.stats.add(1, 0)
+        size = info.get("size")
+        if size is None:
+            raise RemoteError(f"{path}: the server does not say the file's size")
+        self.size: int = int(size)
+        self.etag: str | None = info.get("ETag") or info.get("etag")
+        self._kwargs: dict[str, Any] = {}
+        protocols = (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
+        if self.etag and not self.etag.startswith("W/") and {"http", "https"} & set(protocols):
+            self._kwargs["headers"] = {"If-Match": self.etag}
+
+    def fetch(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        """The bytes of every ``[start, end)`` in ``ranges`` (inside the file), in one batch."""
+        if not ranges:
+            return []
+        starts = [a for a, _ in ranges]
+        ends = [b for _, b in ranges]
+        try:
+            if len(ranges) == 1:
+                out: list[Any] = [self.fs.cat_file(self.path, starts[0], ends[0], **self._kwargs)]
+            else:
+                out = self.fs.cat_ranges([self.path] * len(ranges), starts, ends, on_error="return", **self._kwargs)
+        except Exception as exc:  # noqa: BLE001
+            raise _transport_error(self.path, exc) from exc
+        self.stats.add(len(ranges), sum(len(b) for b in out if isinstance(b, (bytes, bytearray))))
+        for (start, end), data in zip(ranges, out):
+            if isinstance(data, BaseException):
+                raise _transport_error(self.path, data) from data
+            if len(data) > end - start:
+                raise RangeUnsupported(f"{self.path}: asked for {end - start} bytes at {start}, got {len(data)}: "
+                                       "the server ignores Range requests")
+            if len(data) < end - start:
+                raise RemoteTruncated(f"{self.path}: asked for {end - start} bytes at {start}, got {len(data)}")
+        return out
+
+
+def _transport_error(path: str, exc: BaseException) -> OSError:
+    """A typed OSError for a failed request: a changed file, a missing one, or any other failure."""
+    if isinstance(exc, RemoteError | FileNotFoundError):
+        return exc  # type: ignore[return-value]
+    status = getattr(exc, "status", None) or getattr(exc, "code", None)
+    if status in (412, 416):  # If-Match failed, or the range is past a shorter file
+        return RemoteChanged(f"{path} changed while it was read (HTTP {status})")
+    if status == 404:
+        return FileNotFoundError(path)
+    if type(exc).__name__ in ("ClientPayloadError", "ContentLengthError", "IncompleteRead"):
+        return RemoteTruncated(f"{path}: response cut short: {exc}")
+    return RemoteError(f"{path}: {type(exc).__name__}: {exc}")
+
+
+def open_fetcher(src: Any, storage_options: dict[str, Any] | None) -> RangeFetcher:
+    """A fetcher for a URL (with ``storage_options`` for its filesystem) or an fsspec file object."""
+    try:
+        import fsspec
+    except ImportError as exc:
+        raise ImportError(INSTALL_HINT) from exc
+    if isinstance(src, str):
+        fs, path = fsspec.core.url_to_fs(src, **(storage_options or {}))
+        return RangeFetcher(fs, path)
+    if storage_options:
+        raise ValueError("storage_options apply to URLs; an fsspec file object carries its filesystem")
+    return RangeFetcher(src.fs, src.path)
