@@ -86,9 +86,9 @@ def make_handler(served: Served) -> type[BaseHTTPRequestHandler]:
             if cut:
                 chunk = chunk[: len(chunk) // 2]
                 self.close_connection = True
-            self.wfile.write(chunk)
-            with served.lock:
+            with served.lock:  # counted before the client can see the bytes
                 served.bytes += len(chunk)
+            self.wfile.write(chunk)
 
     return Handler
 
