@@ -17,7 +17,9 @@ from imij_plugins.signature import is_imi
 TYPE_CHECKING = False  # no typing import on this path (Pillow 9 does not import it): see _imij_pillow_autoload
 if TYPE_CHECKING:
     from types import ModuleType
-    from typing import IO
+    from typing import IO, Callable
+
+    SaveHandler = Callable[[Image.Image, IO[bytes], "str | bytes"], None]
 
 FORMAT = "IMI"
 EXTENSION = ".imi"
@@ -33,9 +35,23 @@ def register() -> None:
         if hasattr(plugin, "_register"):
             plugin._register()
         return
-    Image.register_open(FORMAT, _open, is_imi)
-    Image.register_save(FORMAT, _save)
-    Image.register_save_all(FORMAT, _save_all)
+    register_entries(_open, is_imi, _save, _save_all)
+
+
+def register_entries(
+    factory: "Callable[..., Image.Image]", accept: "Callable[[bytes], bool]", save: "SaveHandler", save_all: "SaveHandler"
+) -> None:
+    """Put IMI's open factory, accept check, save handlers, extension and MIME type in Pillow's registries.
+
+    Pillow before 10 appends the format to ``Image.ID`` on every ``register_open``: registering again
+    (stand-ins, then the plugin) would list IMI several times, so an entry already listed is replaced.
+    """
+    if FORMAT in Image.ID:
+        Image.OPEN[FORMAT] = (factory, accept)
+    else:
+        Image.register_open(FORMAT, factory, accept)
+    Image.register_save(FORMAT, save)
+    Image.register_save_all(FORMAT, save_all)
     Image.register_extension(FORMAT, EXTENSION)
     Image.register_mime(FORMAT, MIME)
 

@@ -12,6 +12,8 @@ from PIL import Image
 import imij_plugins.pillow
 from imij_plugins.pillow import ImiImagePlugin
 
+from .startup import pil_image_own_modules
+
 
 def _run(code: str) -> str:
     result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=False)
@@ -104,12 +106,16 @@ def test_the_package_exports():
 
 CODEC = ("numpy", "cffi", "_cffi_backend", "imij_plugins.api", "imij_plugins.payload", "imij_plugins.container", "imij_plugins.pillow.ImiImagePlugin")
 
-LOADED = "import sys; loaded = lambda: sorted(m for m in sys.modules if m.startswith(CODEC) or m.split('.')[0] in ('PIL', 'imageio'))"
+LOADED = (
+    "import sys; loaded = lambda: sorted(m for m in sys.modules if m not in PIL_OWN and "
+    "(m.startswith(CODEC) or m.split('.')[0] in ('PIL', 'imageio')))"
+)
 
 
 def _loaded_codec_then(code: str) -> str:
-    """Run ``code`` after a line that defines ``loaded()``: the codec and library modules imported so far."""
-    return _run(f"CODEC = {CODEC!r}\n{LOADED}\n{textwrap.dedent(code)}")
+    """Run ``code`` after a line that defines ``loaded()``: the codec and library modules imported so far,
+    without those ``import PIL.Image`` loads by itself (Pillow 9 and 10 import cffi)."""
+    return _run(f"CODEC = {CODEC!r}\nPIL_OWN = {sorted(pil_image_own_modules())!r}\n{LOADED}\n{textwrap.dedent(code)}")
 
 
 @pytest.mark.parametrize("first_use", ["open", "save", "save_all"])
