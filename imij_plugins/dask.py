@@ -7,7 +7,9 @@ bag of records with their keys, filenames and attributes. Shapes and dtypes come
 alone (``imread``: the first file's, each task checking its own); pixels decode in the tasks,
 through the core API. A task carries its own path or key and a
 small shared reader, never the whole list, so a graph grows by a few hundred bytes per file; tasks
-run in any worker process that sees the same files.
+run in any worker process that sees the same files. ``imread`` also takes URLs and globs on a
+remote filesystem (fsspec, ``storage_options``): tasks carry the URLs and options, and each
+worker opens its own connection and fetches only the units of its band (docs/REMOTE.md).
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from __future__ import annotations
 import glob
 import os
 import re
-from dataclasses import dataclass
-from typing import Iterable, Sequence, Union
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence, Union
 
 import dask.array as da
 import dask.bag as db
@@ -27,6 +29,7 @@ from dask.highlevelgraph import HighLevelGraph
 import imij_plugins
 from imij_plugins import imijset
 from imij_plugins.errors import ImijError
+from imij_plugins.remote import is_remote
 
 __all__ = ["BLOCK_BYTES", "ImageMismatch", "from_archive", "imread", "natural_key", "to_bag"]
 
@@ -46,9 +49,12 @@ def natural_key(path: str) -> list[object]:
     return [int(part) if i % 2 else part for i, part in enumerate(_DIGITS.split(path))]
 
 
-def _paths(files: Paths) -> list[str]:
-    """A glob pattern's matches in natural order, one path, or a sequence of paths as given."""
-    if isinstance(files, (str, os.PathLike)):
+def _paths(files: Paths, storage_options: dict[str, Any] | None = None) -> list[str]:
+    """A glob pattern's matches in natural order, one path, or a sequence of paths as given
+    (a URL's pattern globbed on its filesystem)."""
+    if isinstance(files, str) and is_remote(files):
+        found = _remote_paths(files, storage_options)
+    elif isinstance(files, (str, os.PathLike)):
         path = os.fspath(files)
         found = sorted(glob.glob(path), key=natural_key) if glob.has_magic(path) else [path]
     else:
@@ -58,21 +64,43 @@ def _paths(files: Paths) -> list[str]:
     return found
 
 
+def _remote_paths(pattern: str, storage_options: dict[str, Any] | None) -> list[str]:
+    """A URL, or the URLs a glob pattern matches on its fsspec filesystem, in natural order."""
+    from fsspec.core import url_to_fs
+
+    fs, path = url_to_fs(pattern, **(storage_options or {}))
+    if not glob.has_magic(path):
+        return [pattern]
+    return sorted((fs.unstrip_protocol(p) for p in fs.glob(path)), key=natural_key)
+
+
+def _versions(paths: list[str], storage_options: dict[str, Any] | None) -> list[object]:
+    """What changes when a file does (the graph's name): local mtimes, or the filesystem's key of a URL."""
+    if not paths or not is_remote(paths[0]):
+        return [os.stat(p).st_mtime_ns for p in paths]
+    from fsspec.core import url_to_fs
+
+    fs, _ = url_to_fs(paths[0], **(storage_options or {}))
+    return [fs.ukey(url_to_fs(p, **(storage_options or {}))[1]) for p in paths]
+
+
 def _array_shape(info: imij_plugins.ImageInfo) -> Shape:
     """The (H, W[, C]) shape ``imread`` gives an image: Gray without its channel axis."""
     return info.shape[:2] if info.channels == 1 else info.shape
 
 
-def _shape_dtype(src: imij_plugins.api.Source, index: int = 0, *, partial: bool = False) -> tuple[Shape, np.dtype]:
+def _shape_dtype(
+    src: imij_plugins.api.Source, index: int = 0, *, partial: bool = False, storage_options: dict[str, Any] | None = None
+) -> tuple[Shape, np.dtype]:
     """The shape (``_array_shape``) and dtype image ``index`` of ``src`` reads as, from headers."""
-    with imij_plugins.open(src, verify=False, partial=partial) as f:
+    with imij_plugins.open(src, verify=False, partial=partial, storage_options=storage_options) as f:
         info = f.image_info(index)
     return _array_shape(info), info.dtype
 
 
-def _stripe_rows(path: str, index: int, height: int) -> int:
+def _stripe_rows(path: str, index: int, height: int, storage_options: dict[str, Any] | None) -> int:
     """The stripe height of image ``index`` (2.3); the whole height when it has no own DATA (frames)."""
-    with imij_plugins.open(path, verify=False) as f:
+    with imij_plugins.open(path, verify=False, storage_options=storage_options) as f:
         if index and f.kind == "animation":
             return height  # a frame is composed from earlier ones: read whole
         return f.page(index).payload().head.geometry.stripe_rows
@@ -105,9 +133,10 @@ class _ReadBand:
     dtype: np.dtype
     first: str
     banded: bool
+    storage_options: dict[str, Any] | None = field(default=None, compare=False)  # for URLs
 
     def __call__(self, path: str, y: int, h: int) -> np.ndarray:
-        with imij_plugins.open(path) as f:
+        with imij_plugins.open(path, storage_options=self.storage_options) as f:
             info = f.image_info(self.index)
             if (_array_shape(info), info.dtype) != (self.shape, self.dtype):
                 raise _mismatch(path, _array_shape(info), info.dtype, self.first, self.shape, self.dtype)
@@ -115,36 +144,44 @@ class _ReadBand:
             return _squeezed(f.read(self.index, region=region))[None]
 
 
-def _check_all(paths: list[str], index: int, shape: Shape, dtype: np.dtype) -> None:
+def _check_all(paths: list[str], index: int, shape: Shape, dtype: np.dtype, storage_options: dict[str, Any] | None) -> None:
     """Every file's header against the first's (``imread(check=True)``)."""
     for path in paths[1:]:
-        other, other_dtype = _shape_dtype(path, index)
+        other, other_dtype = _shape_dtype(path, index, storage_options=storage_options)
         if (other, other_dtype) != (shape, dtype):
             raise _mismatch(path, other, other_dtype, paths[0], shape, dtype)
 
 
-def imread(files: Paths, *, index: int = 0, block_bytes: int = BLOCK_BYTES, check: bool = False) -> da.Array:
+def imread(
+    files: Paths,
+    *,
+    index: int = 0,
+    block_bytes: int = BLOCK_BYTES,
+    check: bool = False,
+    storage_options: dict[str, Any] | None = None,
+) -> da.Array:
     """A lazy (N, H, W[, C]) array of image ``index`` (frame or page) of each file, Gray without a channel axis.
 
     ``files`` is a glob pattern (natural order: 2 before 10), a path or a sequence of paths (kept
     in order). The first file's header gives the shape and dtype, as in dask-image; a file that
     differs raises ``ImageMismatch`` naming it when its task runs, or now with ``check=True``
     (which opens every header). One task reads one file, or a band of whole stripes when the
-    image has more than ``block_bytes`` decoded bytes.
+    image has more than ``block_bytes`` decoded bytes. URLs and remote globs (``s3://bucket/*.imi``)
+    are read by ranges, with ``storage_options`` for their fsspec filesystem.
     """
-    paths = _paths(files)
-    shape, dtype = _shape_dtype(paths[0], index)
+    paths = _paths(files, storage_options)
+    shape, dtype = _shape_dtype(paths[0], index, storage_options=storage_options)
     if check:
-        _check_all(paths, index, shape, dtype)
+        _check_all(paths, index, shape, dtype, storage_options)
     height, width = shape[:2]
     row_bytes = width * int(np.prod(shape[2:])) * dtype.itemsize
     if height * row_bytes > block_bytes:
-        heights = _bands(height, row_bytes, _stripe_rows(paths[0], index, height), block_bytes)
+        heights = _bands(height, row_bytes, _stripe_rows(paths[0], index, height, storage_options), block_bytes)
     else:
         heights = (height,)
     starts = [int(y) for y in np.cumsum((0,) + heights[:-1])]
-    read = _ReadBand(index, shape, dtype, paths[0], len(heights) > 1)
-    name = "imij-imread-" + tokenize(paths, [os.stat(p).st_mtime_ns for p in paths], index, heights, check)
+    read = _ReadBand(index, shape, dtype, paths[0], len(heights) > 1, storage_options)
+    name = "imij-imread-" + tokenize(paths, _versions(paths, storage_options), index, heights, check)
     rest = (0,) * (len(shape) - 1)
     graph = {(name, i, j, *rest): (read, path, y, h)
              for i, path in enumerate(paths) for j, (y, h) in enumerate(zip(starts, heights))}
