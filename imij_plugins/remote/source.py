@@ -60,8 +60,8 @@ class RangeSource:
         missing part at least ``at_least`` bytes long (read-ahead while walking chunk framing)."""
         with self._lock:
             wanted = sorted((max(0, a), min(self.size, b)) for a, b in ranges if min(self.size, b) > max(0, a))
-            if self.pieces is not None:
-                wanted = sorted(r for a, b in wanted for i in self.pieces.under(a, b) for r in self.pieces.file_ranges(i))
+            if self.pieces is not None:  # whole pieces (bytes of the cSUM chunk itself are in none)
+                wanted = sorted([*wanted, *(r for a, b in wanted for i in self.pieces.under(a, b) for r in self.pieces.file_ranges(i))])
             gaps = sorted((lo, min(self.size, max(hi, lo + at_least)))
                           for a, b in _merge(wanted, MERGE_GAP) for lo, hi in self.missing(a, b))
             gaps = [r for a, b in _merge(gaps, 0) for r in self.missing(a, b)]  # read-ahead may reach held bytes

@@ -113,3 +113,15 @@ def test_storage_options_need_a_url(tmp_path, small) -> None:
 def test_missing_url(memfs) -> None:
     with pytest.raises(FileNotFoundError):
         ip.open("memory:///remote-tests/none.imi")
+
+
+def test_concurrent_region_reads(memfs, small) -> None:
+    """Reads from many threads share one file's fetched bytes and agree with local reads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    img, data = small
+    url = put(memfs, "i.imi", data)
+    boxes = [(x, y, 70, 70) for x in range(0, 440, 110) for y in range(0, 440, 110)]
+    with ip.open(url) as f, ThreadPoolExecutor(4) as pool:
+        for (x, y, w, h), out in zip(boxes, pool.map(lambda box: f.read(region=box), boxes)):
+            np.testing.assert_array_equal(out, img[y : y + h, x : x + w])
