@@ -20,8 +20,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pixels", ("pixels",)),
     ("container", ("container",)),
     ("payload", ("payload",)),
-    ("encoders", ("payload.encode", "payload.entropy.encoder", "payload.entropy.costs", "payload.entropy.mapchoice",
-                  "payload.entropy.modeling", "payload.entropy.level_writer")),
+    ("encoders", ("payload.encode", *(f"payload.entropy.{name}" for name in (
+        "scratch", "residuals", "context_stats", "estimate", "search", "palettes", "streams", "mapchoice", "modeling",
+        "level_writer", "encoder")))),
     ("api", ("", "options", "reader", "remote", "writer", "api", "physical", "lazy")),
     ("imijset", ("imijset",)),
     ("adapters", ("pillow", "imageio", "xarray", "napari", "convert", "codecs", "dask", "cli", "__main__",

@@ -42,8 +42,8 @@ class KernelCodes:
         return cls(f"{kernel}: {message}" if kernel else message)
 
 
-# csrc/encode.h: the encoders' kernels (payload/counts.py, payload/entropy/costs.py); SPACE and
-# MANY are outcomes their callers act on, raised only if one escapes them
+# csrc/encode.h: the encoders' kernels (payload/counts.py and the encoder's modules of payload/entropy/);
+# SPACE and MANY are outcomes their callers act on, raised only if one escapes them
 ENCODER = KernelCodes("IMIJ_ENC_", {
     "E_ARGS": (ValueError, "bad arguments"),
     "E_SPACE": (ValueError, "the stream does not fit its buffer"),

@@ -11,13 +11,9 @@ import pytest
 
 import imij_plugins
 
-ENCODER_MODULES = [
-    "imij_plugins.payload.entropy.encoder",
-    "imij_plugins.payload.entropy.costs",
-    "imij_plugins.payload.entropy.level_writer",
-    "imij_plugins.payload.entropy.mapchoice",
-    "imij_plugins.payload.entropy.modeling",
-]
+ENCODER_MODULES = [f"imij_plugins.payload.entropy.{name}" for name in (
+    "scratch", "residuals", "context_stats", "estimate", "search", "palettes", "streams", "mapchoice", "modeling",
+    "level_writer", "encoder")]
 
 READ = """
 import sys

@@ -130,11 +130,6 @@ def write_used_values(bw: BitWriter, values: Sequence[int | None], bits: int, vm
         bw.write(v, bits)
 
 
-def record_bits_bilevel(used: int) -> int:
-    """Bits of record 25 with ``used`` explicit contexts."""
-    return 1 + CONTEXTS + used * PROB_BITS
-
-
 # --- the shared decoding machinery (Python reference) ----------------------------------------
 
 

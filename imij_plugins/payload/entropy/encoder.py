@@ -15,13 +15,13 @@ entropy-coded lossless (or near-lossless) DATA payload:
    A unit keeps only its choices; its statistics go straight into the payload's sums.
 4. Models (3.2, 3.3, modeling.py): per slot runs, cross context, k and m, greedy context
    merging, table precision, from every unit's statistics. At effort 9 each unit's row
-   predictors are then chosen again by what these models make each row cost (costs.model_preds)
+   predictors are then chosen again by what these models make each row cost (search.model_preds)
    and the models again from the new statistics, where that lowers their estimate (_refine).
 5. Coding per unit, in parallel: the residuals again from the unit's choices, then tokens and
    reverse rANS (C); then section 5's bilevel / template palette chooser (level_writer) over
    units of at most 256 tuples, and the head and unit records (2, 2.7).
 
-Planes and residuals are held one unit at a time in their narrowest type (costs.value_dtype),
+Planes and residuals are held one unit at a time in their narrowest type (scratch.value_dtype),
 so encoding needs little memory beyond the input and the output.
 
 Everything is deterministic: the bytes do not depend on ``threads`` or on the backend.
@@ -39,7 +39,12 @@ import numpy as np
 
 from imij_plugins.container.header import Header
 from imij_plugins.payload.counts import histogram
-from imij_plugins.payload.entropy import costs as K
+from imij_plugins.payload.entropy.context_stats import CLASSES, Counts, add_stats, new_counts, stat_buckets
+from imij_plugins.payload.entropy.palettes import palette
+from imij_plugins.payload.entropy.residuals import near, residuals
+from imij_plugins.payload.entropy.scratch import release_scratch, value_dtype
+from imij_plugins.payload.entropy.search import INTER_PREDICTORS, choose, costs, model_preds
+from imij_plugins.payload.entropy.streams import stream
 from imij_plugins.payload.entropy.mapchoice import (
     Channel,
     candidate_maps,
@@ -49,6 +54,7 @@ from imij_plugins.payload.entropy.mapchoice import (
     table_bytes,
     table_candidate,
     window_cost,
+    word_summary,
 )
 from imij_plugins.payload.entropy.maps import (
     CONST,
@@ -184,8 +190,8 @@ class _Plan:
         return any(self.deltas)
 
     def buckets(self, depth: int) -> int:
-        """costs.stat_buckets of a depth-bit slot of this plan (a run stays in its unit)."""
-        return K.stat_buckets(depth, self.geo.stripe_rows * (self.geo.group_cols or self.geo.width))
+        """context_stats.stat_buckets of a depth-bit slot of this plan (a run stays in its unit)."""
+        return stat_buckets(depth, self.geo.stripe_rows * (self.geo.group_cols or self.geo.width))
 
     def ref_planes(self, index: int) -> np.ndarray | None:
         """The reference under unit ``index`` (None outside inter frames)."""
@@ -198,13 +204,13 @@ class _Plan:
         """The coded values of unit ``index``, (S, h, w) in the narrowest type of the depths (in
         this thread's buffer of ``buffers``, when given)."""
         x, y, w, h = self.geo.unit_rect(index)
-        out = None if buffers is None else buffers.get((len(self.slot_channels), h, w), K.value_dtype(self.depths))
+        out = None if buffers is None else buffers.get((len(self.slot_channels), h, w), value_dtype(self.depths))
         return self.coded_planes(y, y + h, x, x + w, out)
 
     def coded_planes(self, y0: int, y1: int, x0: int, x1: int, out: np.ndarray | None = None) -> np.ndarray:
-        """2.1: every slot's coded values s of a window, (S, h, w) in costs.value_dtype (into ``out``)."""
+        """2.1: every slot's coded values s of a window, (S, h, w) in scratch.value_dtype (into ``out``)."""
         if out is None:
-            out = np.empty((len(self.slot_channels), y1 - y0, x1 - x0), dtype=K.value_dtype(self.depths))
+            out = np.empty((len(self.slot_channels), y1 - y0, x1 - x0), dtype=value_dtype(self.depths))
         for s, ci in enumerate(self.slot_channels):
             ch = self.channels[ci]
             cmap = self.maps[ci]
@@ -249,21 +255,21 @@ def _search(plan: _Plan, planes: np.ndarray, depths: list[int], decor: bool,
     inter frame's reference ``refs`` also 7 (R), 8 and 9 (4; row 0: 0 or 7)."""
     e = plan.eff
     lanes = plan.lanes
-    inter = K.INTER_PREDICTORS if refs is not None else 0
+    inter = INTER_PREDICTORS if refs is not None else 0
     mode = 0
     if decor:
-        cost = K.costs(planes, depths, lanes, True, e.mode_preds | (inter & 0x80), 0xF, e.mode_rows, e.mode_cols, refs)
-        mode, _, _ = K.choose(cost, 0xF)
+        cost = costs(planes, depths, lanes, True, e.mode_preds | (inter & 0x80), 0xF, e.mode_rows, e.mode_cols, refs)
+        mode, _, _ = choose(cost, 0xF)
     if planes.shape[1] == 1 and refs is None:
         return mode, [0]
-    cost = K.costs(planes, depths, lanes, decor, e.preds | inter, 1 << mode, 1, e.pred_cols, refs)
-    _, preds, _ = K.choose(cost, 1 << mode)
+    cost = costs(planes, depths, lanes, decor, e.preds | inter, 1 << mode, 1, e.pred_cols, refs)
+    _, preds, _ = choose(cost, 1 << mode)
     return mode, preds
 
 
 def _slot_stats(plan: _Plan, u: np.ndarray, depth: int, shift: int) -> SlotStats:
     """3.1 / 3.2: the counts (uint32, the kernel's) of the one depth-bit slot of u, plain."""
-    stats = SlotStats(*K.new_counts(buckets=plan.buckets(depth)))
+    stats = SlotStats(*new_counts(buckets=plan.buckets(depth)))
     _count(plan, u, 0, {False: stats}, shift)
     return stats
 
@@ -271,7 +277,7 @@ def _slot_stats(plan: _Plan, u: np.ndarray, depth: int, shift: int) -> SlotStats
 def _count(plan: _Plan, u: np.ndarray, s: int, variants: dict[bool, SlotStats], shift: int) -> None:
     """Add slot s's counts of residuals u to ``variants`` (the cross variant with slot 0's)."""
     cross = variants.get(True)
-    K.add_stats((variants[False].vh, variants[False].zr, variants[False].rh),
+    add_stats((variants[False].vh, variants[False].zr, variants[False].rh),
                 (cross.vh, cross.zr, cross.rh) if cross is not None else None,
                 u[s], u[0] if cross is not None else None, plan.lanes, shift, RUN_MIN)
 
@@ -285,14 +291,14 @@ def _analyze(plan: _Plan, index: int, totals: "_Totals", buffers: "UnitBuffers")
     """5: unit ``index``'s mode, predictors and layout; its statistics are added to ``totals``."""
     planes = plan.planes(index, buffers)
     # one 1-bit slot: a palette stripe cannot be smaller, and the unit is a bilevel candidate anyway
-    pal = K.palette(planes) if plan.palette_ok and plan.depths != [1] else None
+    pal = palette(planes) if plan.palette_ok and plan.depths != [1] else None
     if plan.near:
-        preds, mode, u, _ = K.near(planes, plan.depths, plan.deltas, plan.lanes, plan.decor, plan.eff.preds,
+        preds, mode, u, _ = near(planes, plan.depths, plan.deltas, plan.lanes, plan.decor, plan.eff.preds,
                                    _mode_mask(plan))
     else:
         refs = plan.ref_planes(index)
         mode, preds = _search(plan, planes, plan.depths, plan.decor, refs)
-        u = K.residuals(planes, plan.depths, plan.lanes, preds, mode, refs, in_place=True)
+        u = residuals(planes, plan.depths, plan.lanes, preds, mode, refs, in_place=True)
     del planes  # the residuals are all the counts need: one copy of the unit per thread at a time
     if pal is None:  # no palette stripe to weigh: the counts go straight into the sums
         totals.count(plan, u, index)
@@ -311,7 +317,7 @@ def _analyze(plan: _Plan, index: int, totals: "_Totals", buffers: "UnitBuffers")
     if not _dense(entries):
         ip = index_plane[None]
         _, ppreds = _search(plan, ip, [PALETTE_DEPTH], False)
-        pu = K.residuals(ip, [PALETTE_DEPTH], plan.lanes, ppreds, 0)
+        pu = residuals(ip, [PALETTE_DEPTH], plan.lanes, ppreds, 0)
         pstats = _slot_stats(plan, pu, PALETTE_DEPTH, 0)
         entry_bits = 8 * len(entries) * sum(1 if d <= 8 else 2 for d in plan.depths) + 8
         if estimate_bits(pstats) + entry_bits < slot_bits:
@@ -333,12 +339,12 @@ def _unit_residuals(plan: _Plan, index: int, a: _Analysis, buffers: "UnitBuffers
     the same values the statistics counted)."""
     planes = plan.planes(index, buffers)
     if a.palette is not None:
-        index_plane = K.palette(planes)[1]  # type: ignore[index]  # the analysis found at most 256 tuples
-        return K.residuals(index_plane[None], [PALETTE_DEPTH], plan.lanes, a.preds, 0)
+        index_plane = palette(planes)[1]  # type: ignore[index]  # the analysis found at most 256 tuples
+        return residuals(index_plane[None], [PALETTE_DEPTH], plan.lanes, a.preds, 0)
     if plan.near:
-        return K.near(planes, plan.depths, plan.deltas, plan.lanes, plan.decor, plan.eff.preds, _mode_mask(plan),
+        return near(planes, plan.depths, plan.deltas, plan.lanes, plan.decor, plan.eff.preds, _mode_mask(plan),
                       a.preds, a.mode)[2]
-    return K.residuals(planes, plan.depths, plan.lanes, a.preds, a.mode, plan.ref_planes(index), in_place=True)
+    return residuals(planes, plan.depths, plan.lanes, a.preds, a.mode, plan.ref_planes(index), in_place=True)
 
 
 def _code_unit(plan: _Plan, index: int, a: _Analysis, models: list[ModelPlan], pmodel: ModelPlan | None, cms,
@@ -350,9 +356,9 @@ def _code_unit(plan: _Plan, index: int, a: _Analysis, models: list[ModelPlan], p
         for entry in a.palette:
             for d, v in zip(plan.depths, entry):
                 prefix += bytes([v]) if d <= 8 else v.to_bytes(2, "little")
-        data = [K.stream(u[0], None, plan.lanes, pmodel.enc, cms[-1])]
+        data = [stream(u[0], None, plan.lanes, pmodel.enc, cms[-1])]
         return bytes(prefix) + predictor_bytes(a.preds) + encode_varint(len(data[0])) + data[0]
-    data = [K.stream(u[s], u[0], plan.lanes, models[s].enc, cms[s]) for s in range(u.shape[0])]
+    data = [stream(u[s], u[0], plan.lanes, models[s].enc, cms[s]) for s in range(u.shape[0])]
     return bytes([a.mode]) + predictor_bytes(a.preds) + b"".join(encode_varint(len(d)) for d in data) + b"".join(data)
 
 
@@ -373,7 +379,7 @@ def _channels(img: np.ndarray, header: Header) -> list[Channel]:
         words = [raw[:, :, c] for c in range(C)]
     D = min(st.bits, 32)
     # what the map choice reads of every channel, in one pass over the interleaved words
-    summaries = K.word_summary(raw, st.kind, D) if st.bits < 64 else [None] * len(words)
+    summaries = word_summary(raw, st.kind, D) if st.bits < 64 else [None] * len(words)
     out = []
     for i, wd in enumerate(words):
         lo = st.bits == 64 and i >= C
@@ -528,7 +534,7 @@ def _encode(plan: _Plan, workers: int, unit_table: str, ordinals: bool) -> Encod
     bodies = parallel_map(lambda i: _code_unit(plan, i, analyses[i], models, pmodel, cms, buffers), count, workers)
     del buffers
 
-    K.release_scratch()
+    release_scratch()
     # 2.10 / 2.14 / 5: units of few tuples may be smaller as bilevel or template palette stripes
     bodies, level_records, level_features, level_units = _levels(plan, analyses, bodies, workers)
     coded_models = models + ([pmodel] if pmodel else [])
@@ -564,7 +570,7 @@ def _refinable(plan: _Plan) -> bool:
 def _refine(plan: _Plan, analyses: list[_Analysis], models: list[ModelPlan], pmodel: ModelPlan | None,
             workers: int) -> tuple[list[ModelPlan], ModelPlan | None]:
     """5: every unit's row predictors chosen again, one row after the other, by what the first
-    models make each row cost in its contexts (costs.model_preds, not the bit-length proxy), and
+    models make each row cost in its contexts (search.model_preds, not the bit-length proxy), and
     the models chosen again from the new residuals. Updates ``analyses``; the units' layouts
     (palette or slots) and decorrelation modes stay. The cost leaves zero runs out, so where the
     new models' estimate is not below the first ones' (tiled content of long runs), the first
@@ -580,15 +586,15 @@ def _refine(plan: _Plan, analyses: list[_Analysis], models: list[ModelPlan], pmo
         a = analyses[i]
         planes = plan.planes(i, buffers)
         if a.palette is None:
-            a.preds = K.model_preds(planes, plan.depths, plan.lanes, a.mode, plan.eff.preds, slot_costs, slot_maps,
+            a.preds = model_preds(planes, plan.depths, plan.lanes, a.mode, plan.eff.preds, slot_costs, slot_maps,
                                     cross)
-            totals.count(plan, K.residuals(planes, plan.depths, plan.lanes, a.preds, a.mode, in_place=True), i)
+            totals.count(plan, residuals(planes, plan.depths, plan.lanes, a.preds, a.mode, in_place=True), i)
             return
         assert pmodel is not None
-        index_plane = K.palette(planes)[1][None]  # type: ignore[index]  # the analysis found at most 256 tuples
-        a.preds = K.model_preds(index_plane, [PALETTE_DEPTH], plan.lanes, 0, plan.eff.preds,
+        index_plane = palette(planes)[1][None]  # type: ignore[index]  # the analysis found at most 256 tuples
+        a.preds = model_preds(index_plane, [PALETTE_DEPTH], plan.lanes, 0, plan.eff.preds,
                                 bucket_costs(pmodel)[None], np.array([pmodel.ctx_map], dtype=np.uint8), [False])
-        pu = K.residuals(index_plane, [PALETTE_DEPTH], plan.lanes, a.preds, 0)
+        pu = residuals(index_plane, [PALETTE_DEPTH], plan.lanes, a.preds, 0)
         totals.take_palette(_slot_stats(plan, pu, PALETTE_DEPTH, 0))
 
     parallel_map(again, len(analyses), workers)
@@ -614,7 +620,7 @@ class _MinimalModel:
     scheme: Scheme
     cross: bool = False
     ctx_shift: int = 0
-    ctx_map: tuple[int, ...] = (0,) * K.CLASSES
+    ctx_map: tuple[int, ...] = (0,) * CLASSES
     codes: tuple[TableCode, ...] = (table_code([1], 1),)
 
 
@@ -650,12 +656,12 @@ class _Totals:
     def __init__(self, slots: int, positions: int):
         self.dtype = np.uint32 if positions < 1 << 32 else np.int64
         self.own = positions >= OWN_SUMS_POSITIONS
-        self.slots: list[dict[bool, K.Counts]] = [{} for _ in range(slots)]  # per slot and cross variant
-        self.palette: dict[bool, K.Counts] = {}  # the palette index plane's
+        self.slots: list[dict[bool, Counts]] = [{} for _ in range(slots)]  # per slot and cross variant
+        self.palette: dict[bool, Counts] = {}  # the palette index plane's
         self._lock = threading.Lock()  # the palette's sums and the thread list
         self._slot_locks = [threading.Lock() for _ in range(slots)]
         self._mine = threading.local()  # each thread's own sums of counted units, added in by merge
-        self._threads: list[list[dict[bool, K.Counts]]] = []
+        self._threads: list[list[dict[bool, Counts]]] = []
 
     def count(self, plan: _Plan, u: np.ndarray, index: int) -> None:
         """Add every slot's counts of unit ``index``'s residuals u to this thread's sums in place
@@ -675,10 +681,10 @@ class _Totals:
         for s, total in enumerate(own):
             self._count(plan, u, s, total)
 
-    def _count(self, plan: _Plan, u: np.ndarray, s: int, total: dict[bool, K.Counts]) -> None:
+    def _count(self, plan: _Plan, u: np.ndarray, s: int, total: dict[bool, Counts]) -> None:
         for cross in (False, True) if s in plan.cross_slots else (False,):
             if cross not in total:
-                total[cross] = K.new_counts(self.dtype, plan.buckets(plan.depths[s]))
+                total[cross] = new_counts(self.dtype, plan.buckets(plan.depths[s]))
         _count(plan, u, s, {c: SlotStats(*counts) for c, counts in total.items()}, plan.shifts[s])
 
     def merge(self) -> None:
@@ -700,29 +706,29 @@ class _Totals:
         with self._lock:
             self._add(self.palette, {False: st})
 
-    def _add(self, total: dict[bool, K.Counts], variants: dict[bool, SlotStats]) -> None:
+    def _add(self, total: dict[bool, Counts], variants: dict[bool, SlotStats]) -> None:
         for cross, st in variants.items():
             if cross not in total:
-                total[cross] = K.new_counts(self.dtype, st.vh.shape[1])
+                total[cross] = new_counts(self.dtype, st.vh.shape[1])
             for acc, add in zip(total[cross], (st.vh, st.zr, st.rh)):
                 np.add(acc, add, out=acc, casting="unsafe")
 
     @staticmethod
-    def stats(total: dict[bool, K.Counts]) -> dict[bool, SlotStats]:
+    def stats(total: dict[bool, Counts]) -> dict[bool, SlotStats]:
         """One sum's variants as the models read them: the uint32 sums themselves (no copy);
         int64 sums (2^32 positions or more) halved until they fit, a nonzero count kept >= 1."""
         return {cross: SlotStats(*(counts if counts[0].dtype == np.uint32 else _fit32(counts)))
                 for cross, counts in total.items()}
 
 
-def _fit32(counts: K.Counts) -> K.Counts:
+def _fit32(counts: Counts) -> Counts:
     """int64 sums as uint32 with one right shift for all three arrays (their ratios kept)."""
     shift = max(0, max(int(a.max()) for a in counts).bit_length() - 32)
     return tuple(np.where(a > 0, np.maximum(a >> shift, 1), 0).astype(np.uint32) for a in counts)  # type: ignore[return-value]
 
 
 def _empty_stats() -> SlotStats:
-    vh, zr, rh = K.new_counts(buckets=1)
+    vh, zr, rh = new_counts(buckets=1)
     vh[0, 0] = 1
     return SlotStats(vh, zr, rh)
 

@@ -20,7 +20,7 @@ from typing import Callable, Sequence, TypeVar
 import numpy as np
 
 from imij_plugins.payload.counts import histogram
-from imij_plugins.payload.entropy.costs import lookup8, palette
+from imij_plugins.payload.entropy.palettes import lookup8, palette
 from imij_plugins.payload.entropy.bilevel import (
     CONTEXTS,
     HALF,

@@ -16,8 +16,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from imij_plugins import _backend
 from imij_plugins.payload.counts import distinct_values
-from imij_plugins.payload.entropy import costs as K
 from imij_plugins.payload.entropy.maps import (
     CONST,
     F16_IN_F32,
@@ -36,6 +36,8 @@ from imij_plugins.payload.entropy.maps import (
     reduce,
     to_word,
 )
+from imij_plugins.payload.entropy.scratch import NARROW, ptr, use_c
+from imij_plugins.payload.entropy.search import choose, costs
 from imij_plugins.payload.head import ChannelMap
 
 U64 = np.uint64
@@ -58,12 +60,12 @@ class Channel:
     sample_name: str
     alpha: bool
     lo: bool
-    summary: tuple[int, int, int, int] | None = None  # costs.word_summary's, made on first use
+    summary: tuple[int, int, int, int] | None = None  # word_summary's, made on first use
 
     def summarize(self) -> tuple[int, int, int, int]:
         """The largest, smallest and or of the ordered words, and the or of the raw words."""
         if self.summary is None:
-            self.summary = K.word_summary(self.word[:, :, None], self.kind, self.D)[0]
+            self.summary = word_summary(self.word[:, :, None], self.kind, self.D)[0]
         return self.summary
 
 
@@ -307,11 +309,34 @@ def window_cost(ch: Channel, cmap: ChannelMap, lanes: int) -> int:
         for ix in range(nx):
             x = (w - ww) * ix // max(1, nx - 1) if nx > 1 else 0
             win = coded(ch.word[y : y + wh, x : x + ww], ch, cmap)[None]
-            cost = K.costs(win, [cmap.bits], min(lanes, max(1, ww // 16)), False, 0x7F, 1)
-            _, _, t = K.choose(cost, 1)
+            cost = costs(win, [cmap.bits], min(lanes, max(1, ww // 16)), False, 0x7F, 1)
+            _, _, t = choose(cost, 1)
             total += t
     return total
 
 
 __all__ = ["Channel", "candidate_maps", "coded", "coded_delta", "near_map", "table_candidate", "table_bytes",
            "window_cost"]
+
+
+KINDS = {"u": 0, "i": 1, "f": 2}
+
+
+def word_summary(words: np.ndarray, kind: str, D: int) -> list[tuple[int, int, int, int]]:
+    """encode.h imij_enc_word_summary: per channel (the last axis) of contiguous uint8 / 16 / 32
+    words of D bits, the largest and smallest ordered value (2.1), the or of the ordered values
+    and the or of the raw words; one pass over interleaved channels."""
+    C = words.shape[-1]
+    flat = words.reshape(-1, C)
+    if use_c() and flat.dtype in NARROW and flat.flags.c_contiguous and flat.shape[0] and C <= 16:
+        ffi, lib = _backend.ffi, _backend.lib
+        out = np.empty(4 * C, dtype=np.uint64)
+        if lib.imij_enc_word_summary(ffi.from_buffer(flat), flat.itemsize, flat.shape[0], C, KINDS[kind], D,
+                                     ptr(ffi, "uint64_t[]", out, True)) == 0:
+            return [tuple(q) for q in out.reshape(C, 4).tolist()]
+    res = []
+    for c in range(C):
+        w = flat[:, c]
+        o = native_order(w, kind, D)
+        res.append((int(o.max()), int(o.min()), int(np.bitwise_or.reduce(o)), int(np.bitwise_or.reduce(w))))
+    return res

@@ -2,11 +2,11 @@
 context, k and m, the greedy merge of the 16 context classes into up to 4 contexts and each
 table's precision, all minimizing estimated table plus data bits.
 
-Input is what ``costs.stats`` counts over every unit of a payload: value tokens per (class,
+Input is what ``context_stats.stats`` counts over every unit of a payload: value tokens per (class,
 bucket), run tokens per (class, bucket of len - 1) and the positions runs cover per class. The
 buckets keep the exact value below 256 and the leading one plus 4 bits above, so the token of
 every (k, m) a model may carry (k <= 7 whenever k < n, m <= 4) follows from the bucket.
-Estimates are integers (bits * 2^16, costs.row_costs / token_cost, C kernels with a numpy
+Estimates are integers (bits * 2^16, estimate.row_costs / token_cost, C kernels with a numpy
 reference), so every backend and thread count builds the same models.
 """
 
@@ -17,8 +17,17 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from imij_plugins.payload.entropy import costs as K
-from imij_plugins.payload.entropy.costs import BUCKETS, CLASSES, EncModel
+from imij_plugins.payload.entropy.context_stats import BUCKETS, CLASSES
+from imij_plugins.payload.entropy.estimate import (
+    COST_FIX,
+    LOG2_FIX,
+    best_precisions,
+    partition,
+    row_costs,
+    token_cost,
+    token_counts,
+)
+from imij_plugins.payload.entropy.streams import EncModel
 from imij_plugins.payload.entropy.models import M, TableCode
 from imij_plugins.payload.entropy.tokens import Scheme, join_token, valid_parameters
 
@@ -30,7 +39,7 @@ SMALL_SLOT = 1 << 16  # positions below which choose_model searches less
 class SlotStats:
     """Summed statistics of one slot (or the palette index plane) under one context variant."""
 
-    vh: np.ndarray  # (16, buckets) value tokens (costs.stat_buckets: up to 640)
+    vh: np.ndarray  # (16, buckets) value tokens (context_stats.stat_buckets: up to 640)
     zr: np.ndarray  # (16,) positions covered by run tokens
     rh: np.ndarray  # (16, buckets) run tokens
 
@@ -90,36 +99,36 @@ ABSENT_BITS = 24  # bucket_costs: a token without a frequency, as if it took thi
 
 def bucket_costs(model: ModelPlan) -> np.ndarray:
     """(4, 640) uint32: per context and residual bucket, the bits * 2^16 of its value token under
-    the model's tables, log2(M / f) plus the extra bits (3.2, 3.3), for costs.model_preds. A
+    the model's tables, log2(M / f) plus the extra bits (3.2, 3.3), for search.model_preds. A
     token the tables leave without a frequency costs ABSENT_BITS: the models are chosen again
     from the residuals the costs pick, so it gets one. Zero runs are costed as value tokens."""
     sch = model.scheme
     tok = bucket_tokens(sch.n, sch.k, sch.m)
     out = np.empty((MAX_CONTEXTS, BUCKETS), dtype=np.uint32)
-    fix = 1 << K.COST_FIX
+    fix = 1 << COST_FIX
     freqs = model.enc.freqs
     for c in range(MAX_CONTEXTS):
         f = np.zeros(int(tok[0].max()) + 1, dtype=np.int64)
         table = freqs[min(c, len(freqs) - 1)]  # contexts past the tables are never selected
         f[: len(table)] = table[: f.size]
         ft = f[tok[0]]
-        bits = np.where(ft > 0, K.LOG2_FIX[M] - K.LOG2_FIX[ft], ABSENT_BITS * fix)
+        bits = np.where(ft > 0, LOG2_FIX[M] - LOG2_FIX[ft], ABSENT_BITS * fix)
         out[c] = bits + tok[1] * fix
     return out
 
 
 def _multi_cost(items: list[tuple["SlotStats", int, int, bool]], n: int) -> list[int]:
-    """Estimated bits * 2^16 (costs.token_cost: 16 classes' coded size, rough tables and extra
+    """Estimated bits * 2^16 (estimate.token_cost: 16 classes' coded size, rough tables and extra
     bits) of each (stats, k, m, runs) item."""
-    return [K.token_cost(st.vh, st.rh, st.zr, bucket_tokens(n, k, m), runs) for st, k, m, runs in items]
+    return [token_cost(st.vh, st.rh, st.zr, bucket_tokens(n, k, m), runs) for st, k, m, runs in items]
 
 
 def partition_classes(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray], int]:
     """Up to 4 contexts from the 16 classes (5): the split of the used classes, in class order,
     into at most 4 runs of neighbouring classes with the lowest estimated bits (ideal entropy
     plus a rough table size), found exactly over every split. Returns (ctx_map, per-context
-    histograms, estimated bits * 2^16). costs.partition on the C backend, this the reference."""
-    fast = K.partition(th)
+    histograms, estimated bits * 2^16). estimate.partition on the C backend, this the reference."""
+    fast = partition(th)
     if fast is not None:
         return fast
     used = np.flatnonzero(th.any(axis=1)).tolist()
@@ -134,7 +143,7 @@ def partition_classes(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray]
     I, J = _ranges(g)
     INF = np.int64(1 << 61)  # above any estimate (integers: the same choice on every backend)
     cost = np.full((g + 1, g + 1), INF, dtype=np.int64)
-    cost[I, J] = K.row_costs(cum[J] - cum[I])
+    cost[I, J] = row_costs(cum[J] - cum[I])
     # best[k][j]: the first j used classes in k ranges; back[k][j]: where the last range starts
     # (the first such i on ties); sums of two estimates stay below 2^63
     best = np.full((MAX_CONTEXTS + 1, g + 1), INF, dtype=np.int64)
@@ -176,13 +185,13 @@ def merge_classes(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray], in
         return partition_classes(th)
     groups = [[c] for c in used]
     hists = list(th[used].astype(np.int64))
-    cost = K.row_costs(np.array(hists)).tolist()
+    cost = row_costs(np.array(hists)).tolist()
     while len(groups) > 1:
         g = len(groups)
         I, J = np.triu_indices(g, 1)
         Hs = np.array(hists)
         merged = Hs[I] + Hs[J]
-        mc = K.row_costs(merged)
+        mc = row_costs(merged)
         delta = mc - np.array(cost)[I] - np.array(cost)[J]
         best = int(np.argmin(delta))
         if g <= MAX_CONTEXTS and delta[best] >= 0:
@@ -227,7 +236,7 @@ def coded_tables(hists: list[np.ndarray], precs: range) -> list[tuple[TableCode,
     if big >= 1 << 32:  # 3.3: exponents up to 32
         shift = big.bit_length() - 32
         H = np.where(H > 0, np.maximum(1, H >> shift), 0)
-    prec, last1, codes, freq = K.best_precisions(H, precs.start, precs.stop - 1)
+    prec, last1, codes, freq = best_precisions(H, precs.start, precs.stop - 1)
     cum = np.cumsum(freq, axis=1) - freq
     return [(TableCode(p, tuple(map(tuple, c[:n]))), tuple(f[:n]), tuple(cu[:n]))
             for p, n, c, f, cu in zip(prec.tolist(), last1.tolist(), codes.tolist(), freq.tolist(), cum.tolist())]
@@ -331,7 +340,7 @@ def choose_model(variants: dict[bool, SlotStats], n: int, ctx_shift: int, eff: M
             items.append((variants[cross], k, m, runs, cross))
     vc = _multi_cost([it[:4] for it in items], n) if len(items) > 1 else [0]
     st, _, _, runs, cross = items[int(np.argmin(vc))]
-    th = K.token_counts(st.vh, st.rh, st.zr, bucket_tokens(n, k, m), runs)
+    th = token_counts(st.vh, st.rh, st.zr, bucket_tokens(n, k, m), runs)
     ctx_map, hists, est = partition_classes(th)
     if eff.greedy_any:
         alt = merge_classes(th)
@@ -344,7 +353,7 @@ def choose_model(variants: dict[bool, SlotStats], n: int, ctx_shift: int, eff: M
     tok = bucket_tokens(n, k, m)
     extra = int(st.vcol @ tok[1, : st.vcol.size]) + (int(st.rcol @ tok[3, : st.rcol.size]) if runs else 0)
     return ModelPlan(scheme, cross, ctx_shift, ctx_map, tuple(t[0] for t in tables), enc,
-                     int(est) + (extra << K.COST_FIX))
+                     int(est) + (extra << COST_FIX))
 
 
 def estimate_bits(st: SlotStats) -> float:

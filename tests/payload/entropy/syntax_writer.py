@@ -25,7 +25,7 @@ import numpy as np
 from imij_plugins.container.header import Header
 from imij_plugins.errors import ImijError
 from imij_plugins.payload.encode import choose_geometry
-from imij_plugins.payload.entropy.costs import decor_forward, lane_edges, near_row, plane_residuals, zigzag
+from imij_plugins.payload.entropy.residuals import decor_forward, lane_edges, near_row, plane_residuals, zigzag
 from imij_plugins.payload.data import read_data
 from imij_plugins.payload.entropy.decoder import prepare
 from imij_plugins.payload.entropy.encoder import EncodedEntropy

@@ -1,6 +1,6 @@
 """The tuned encoder (payload/entropy/encoder.py): round trips over every sample type, layout and
 effort, map choice, near-lossless bounds, thread and backend independence, and the C kernels of
-csrc/encode.c against their Python references (costs.py)."""
+csrc/encode.c against their Python references (search, residuals, context_stats, palettes, streams)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from imij_plugins import _backend
-from imij_plugins.payload.entropy import costs as K
+from imij_plugins.payload.entropy.context_stats import BUCKETS, stat_buckets, stats
+from imij_plugins.payload.entropy.mapchoice import word_summary
+from imij_plugins.payload.entropy.palettes import palette
+from imij_plugins.payload.entropy.residuals import near, residuals
+from imij_plugins.payload.entropy.search import choose, costs
+from imij_plugins.payload.entropy.streams import stream
 from imij_plugins.payload.entropy.encoder import EFFORTS, encode_tuned, entropy_geometry
 from imij_plugins.payload.entropy.maps import (
     CONST,
@@ -470,23 +475,23 @@ def test_kernels_match_their_references(seed):
         decor = S >= 3 and bool(rng.random() < 0.7)
         pm, rs, cs = int(rng.integers(1, 128)), int(rng.integers(1, 4)), int(rng.integers(1, 4))
         mm = int(rng.integers(1, 16)) if decor else 1
-        a, b = both(K.costs, planes, depths, lanes, decor, pm, mm, rs, cs)
+        a, b = both(costs, planes, depths, lanes, decor, pm, mm, rs, cs)
         assert np.array_equal(a, b)
-        mode, preds, _ = K.choose(a, mm)
-        u, ub = both(K.residuals, planes, depths, lanes, preds, mode)
+        mode, preds, _ = choose(a, mm)
+        u, ub = both(residuals, planes, depths, lanes, preds, mode)
         assert np.array_equal(u, ub)
         for run_min in (0, 1, 2, 4):
             u0 = u[0] if S > 1 else None
-            x, y = both(K.stats, u[-1], u0, lanes, int(rng.integers(0, 4)), run_min)
+            x, y = both(stats, u[-1], u0, lanes, int(rng.integers(0, 4)), run_min)
             for xa, ya in zip(x, y):
                 assert (xa is None) == (ya is None)
                 if xa is not None:
                     assert all(np.array_equal(p, q) for p, q in zip(xa, ya))
         deltas = [int(rng.integers(0, 1 << (d - 1))) if d >= 2 else 0 for d in depths]
-        x, y = both(K.near, planes, depths, deltas, lanes, decor, pm, mm)
+        x, y = both(near, planes, depths, deltas, lanes, decor, pm, mm)
         assert x[:2] == y[:2] and np.array_equal(x[2], y[2]) and np.array_equal(x[3], y[3])
         if all(d <= 16 for d in depths):
-            x, y = both(K.palette, planes)
+            x, y = both(palette, planes)
             assert (x is None) == (y is None)
             if x is not None:
                 assert x[0] == y[0] and np.array_equal(x[1], y[1])
@@ -500,7 +505,7 @@ def test_palette_kernel_on_flat_areas(tuples):
     colors = np.arange(tuples)[:, None] * np.array([1, 3, 7]) % 512
     flat = np.repeat(colors[rng.permutation(tuples)], rng.integers(1, 9, tuples), axis=0)
     planes = np.ascontiguousarray(flat.T.reshape(3, 1, -1)).astype(np.uint16)
-    x, y = both(K.palette, planes)
+    x, y = both(palette, planes)
     assert (x is None) == (y is None) == (tuples > 256)
     if x is not None:
         assert x[0] == y[0] and np.array_equal(x[1], y[1])
@@ -514,7 +519,7 @@ def test_palette_kernel_on_one_byte_slot(values):
     rng = np.random.default_rng(values)
     levels = rng.permutation(256)[:values]
     planes = levels[rng.integers(0, values, (1, 37, 53))].astype(np.uint8)
-    x, y = both(K.palette, planes)
+    x, y = both(palette, planes)
     assert x[0] == y[0] == [(int(v),) for v in sorted(levels)] and np.array_equal(x[1], y[1])
 
 
@@ -530,7 +535,7 @@ def test_word_summary_kernel(dtype, kind):
         for pixels in (1, 63, 200):
             words = rng.integers(0, 1 << D, (pixels, channels), dtype=np.uint64).astype(dtype)
             words[rng.random(words.shape) < 0.3] >>= dtype(3)  # values with the sign bit clear too
-            x, y = both(K.word_summary, words, kind, D)
+            x, y = both(word_summary, words, kind, D)
             assert x == y
 
 
@@ -540,19 +545,19 @@ def test_kernels_on_wide_rows():
     rng = np.random.default_rng(21)
     planes = _planes(rng, 3, 3, 5000, [8, 8, 8])
     for rows, cols in ((2, 2), (1, 3)):  # sampled columns across chunk and lane ends
-        a, b = both(K.costs, planes, [8] * 3, 16, True, 0x7F, 0xF, rows, cols)
+        a, b = both(costs, planes, [8] * 3, 16, True, 0x7F, 0xF, rows, cols)
         assert np.array_equal(a, b)
-    a, b = both(K.costs, planes, [8] * 3, 16, True, 0x7F, 0xF, 1, 1)
+    a, b = both(costs, planes, [8] * 3, 16, True, 0x7F, 0xF, 1, 1)
     assert np.array_equal(a, b)
-    mode, preds, _ = K.choose(a, 0xF)
-    u, ub = both(K.residuals, planes, [8] * 3, 16, preds, mode)
+    mode, preds, _ = choose(a, 0xF)
+    u, ub = both(residuals, planes, [8] * 3, 16, preds, mode)
     assert np.array_equal(u, ub)
     u[1, :, 100:700] = 0
     u[1, :, 4200:4900] = 0
-    x, y = both(K.stats, u[1], u[0], 16, 0, 4)
+    x, y = both(stats, u[1], u[0], 16, 0, 4)
     assert all(np.array_equal(p, q) for xa, ya in zip(x, y) for p, q in zip(xa, ya))
     model = choose_model({False: SlotStats(*x[0]), True: SlotStats(*x[1])}, 8, 0, effort_of(9))
-    s1, s2 = both(K.stream, u[1], u[0], 16, model.enc)
+    s1, s2 = both(stream, u[1], u[0], 16, model.enc)
     assert s1 == s2
 
 
@@ -571,11 +576,11 @@ def test_runs_across_rows_and_past_the_cap(dtype):
     u[60, 5] = 1  # a value inside a run, at an odd byte offset
     wide = np.zeros((2, 17000), dtype=dtype)  # one lane, one run of 34,000 positions: past the cap
     for plane, lanes in ((u, 16), (u, 3), (wide, 1)):
-        x, y = both(K.stats, plane, None, lanes, 0, 4)
+        x, y = both(stats, plane, None, lanes, 0, 4)
         assert all(np.array_equal(p, q) for p, q in zip(x[0], y[0]))
         model = choose_model({False: SlotStats(*x[0])}, 8 * np.dtype(dtype).itemsize if dtype != np.uint32 else 20, 0,
                              effort_of(5))
-        a, b = both(K.stream, plane, None, lanes, model.enc)
+        a, b = both(stream, plane, None, lanes, model.enc)
         assert a == b
 
 
@@ -594,10 +599,10 @@ def test_stream_kernel_matches_the_writers_coder(seed):
         u0 = rng.integers(0, 1 << min(n, 6), (h, w)).astype(np.uint32)
         sh = max(0, n - 16)
         with _backend.use("c"):
-            plain, cross = K.stats(u, u0, lanes, sh, 4)
+            plain, cross = stats(u, u0, lanes, sh, 4)
         model = choose_model({False: SlotStats(*plain), True: SlotStats(*cross)}, n, sh,
                              effort_of(int(rng.choice([1, 5, 9]))))
-        a, b = both(K.stream, u, u0, lanes, model.enc)
+        a, b = both(stream, u, u0, lanes, model.enc)
         assert a == b
 
 
@@ -695,13 +700,13 @@ def test_bilevel_and_template_stripes_where_they_pay():
 
 
 def test_stat_buckets_cover_every_value_and_run():
-    """costs.stat_buckets: the first bucket past a depth's largest value and a unit's longest run."""
-    assert K.stat_buckets(8, 1) == 256
-    assert K.stat_buckets(9, 1) == 272  # 511: msb 8, 16 buckets above 256
-    assert K.stat_buckets(17, 4096) == 400
-    assert K.stat_buckets(8, 64 * 64) == 320  # runs of up to 4096 positions: bucket(4095) = 319
-    assert K.stat_buckets(32, 1) == K.BUCKETS
-    assert K.stat_buckets(8, 1 << 20) == 368  # runs stop at 2^15 positions: bucket(32767) = 367
+    """context_stats.stat_buckets: the first bucket past a depth's largest value and a unit's longest run."""
+    assert stat_buckets(8, 1) == 256
+    assert stat_buckets(9, 1) == 272  # 511: msb 8, 16 buckets above 256
+    assert stat_buckets(17, 4096) == 400
+    assert stat_buckets(8, 64 * 64) == 320  # runs of up to 4096 positions: bucket(4095) = 319
+    assert stat_buckets(32, 1) == BUCKETS
+    assert stat_buckets(8, 1 << 20) == 368  # runs stop at 2^15 positions: bucket(32767) = 367
 
 
 @NEEDS_C
@@ -715,9 +720,9 @@ def test_trimmed_statistics_are_the_full_ones_cut(seed):
     u[rng.random(u.shape) < 0.4] = 0
     u[5:9] = 0
     u0 = rng.integers(0, 1 << depth, u.shape).astype(np.uint16)
-    width = K.stat_buckets(depth, u.size)
-    full, _ = both(K.stats, u, u0, 4, 0, 4)
-    cut = both(K.stats, u, u0, 4, 0, 4, width)
+    width = stat_buckets(depth, u.size)
+    full, _ = both(stats, u, u0, 4, 0, 4)
+    cut = both(stats, u, u0, 4, 0, 4, width)
     for (plain, cross), (fp, fc) in zip(cut, (full, full)):
         for a, f in zip(plain + cross, fp + fc):
             assert np.array_equal(a, f[:, :width] if f.ndim == 2 else f)
@@ -736,8 +741,8 @@ def test_statistics_refuse_values_past_their_buckets():
     for backend in _backend.available():
         with _backend.use(backend):
             with pytest.raises(ValueError):
-                K.stats(u, None, 1, 0, 0, 258)
-            K.stats(u, None, 1, 0, 0, 259)
+                stats(u, None, 1, 0, 0, 258)
+            stats(u, None, 1, 0, 0, 259)
             with pytest.raises(ValueError):  # runs of up to 32 positions: bucket(31) = 31
-                K.stats(np.zeros((4, 8), np.uint8), None, 1, 0, 4, 31)
-            K.stats(np.zeros((4, 8), np.uint8), None, 1, 0, 4, 32)
+                stats(np.zeros((4, 8), np.uint8), None, 1, 0, 4, 31)
+            stats(np.zeros((4, 8), np.uint8), None, 1, 0, 4, 32)

@@ -1,4 +1,4 @@
-"""The encoder's narrow planes and block-wise stream writer (costs.py, csrc/encode.c): kernels on
+"""The encoder's narrow planes and block-wise stream writer (streams.py, csrc/encode.c): kernels on
 uint8 / uint16 / uint32 inputs agree with each other and with the Python references, streams of
 many row blocks (runs crossing blocks) match the writer's coder, and one encode stays within a
 small multiple of its input (5)."""
@@ -11,7 +11,12 @@ import numpy as np
 import pytest
 
 from imij_plugins import _backend
-from imij_plugins.payload.entropy import costs as K
+from imij_plugins.payload.entropy.context_stats import stats
+from imij_plugins.payload.entropy.palettes import lookup8, palette
+from imij_plugins.payload.entropy.residuals import residuals
+from imij_plugins.payload.entropy.scratch import value_dtype
+from imij_plugins.payload.entropy.search import choose, costs
+from imij_plugins.payload.entropy.streams import stream
 from imij_plugins.payload.entropy.encoder import encode_tuned
 from imij_plugins.payload.entropy.modeling import SlotStats, choose_model, effort_of
 
@@ -25,7 +30,7 @@ def _smooth(rng: np.random.Generator, S: int, h: int, w: int, n: int) -> np.ndar
     y, x = np.mgrid[0:h, 0:w]
     planes = (x[None] * np.arange(1, S + 1)[:, None, None] + 3 * y[None] + rng.integers(0, 4, (S, h, w)))
     planes[:, h // 3 : h // 2] = 7
-    return (planes % (1 << n)).astype(K.value_dtype([n]))
+    return (planes % (1 << n)).astype(value_dtype([n]))
 
 
 @NEEDS_C
@@ -35,18 +40,18 @@ def test_kernels_read_every_width_alike(n):
     planes = _smooth(rng, 3, 9, 300, n)
     depths = [n] * 3
     with _backend.use("c"):
-        wide = K.costs(planes.astype(np.uint32), depths, 16, True, 0x7F, 0xF, 1, 1)
-        narrow = K.costs(planes, depths, 16, True, 0x7F, 0xF, 1, 1)
+        wide = costs(planes.astype(np.uint32), depths, 16, True, 0x7F, 0xF, 1, 1)
+        narrow = costs(planes, depths, 16, True, 0x7F, 0xF, 1, 1)
         assert np.array_equal(wide, narrow)
-        mode, preds, _ = K.choose(narrow, 0xF)
-        u = K.residuals(planes, depths, 16, preds, mode)
-        assert u.dtype == K.value_dtype(depths)
-        assert np.array_equal(u, K.residuals(planes.astype(np.uint32), depths, 16, preds, mode))
-        x = K.stats(u[1], u[0], 16, 0, 4)
-        y = K.stats(u[1].astype(np.uint32), u[0].astype(np.uint32), 16, 0, 4)
+        mode, preds, _ = choose(narrow, 0xF)
+        u = residuals(planes, depths, 16, preds, mode)
+        assert u.dtype == value_dtype(depths)
+        assert np.array_equal(u, residuals(planes.astype(np.uint32), depths, 16, preds, mode))
+        x = stats(u[1], u[0], 16, 0, 4)
+        y = stats(u[1].astype(np.uint32), u[0].astype(np.uint32), 16, 0, 4)
         assert all(np.array_equal(p, q) for xa, ya in zip(x, y) for p, q in zip(xa, ya))
-        assert K.palette(planes) is None or K.palette(planes)[0] == K.palette(planes.astype(np.uint32))[0]
-    ub = both(K.residuals, planes, depths, 16, preds, mode)[1]
+        assert palette(planes) is None or palette(planes)[0] == palette(planes.astype(np.uint32))[0]
+    ub = both(residuals, planes, depths, 16, preds, mode)[1]
     assert np.array_equal(u, ub)
 
 
@@ -59,12 +64,12 @@ def test_residuals_in_place(backend, n):
     depths = [n] * 3
     preds = [0] + [int(p) for p in rng.integers(0, 7, 13)]
     for mode in (0, 3):
-        want = K.residuals(planes, depths, 5, preds, mode)
+        want = residuals(planes, depths, 5, preds, mode)
         work = planes.copy()
-        got = K.residuals(work, depths, 5, preds, mode, in_place=True)
+        got = residuals(work, depths, 5, preds, mode, in_place=True)
         assert got is work and np.array_equal(got, want)
     with pytest.raises(ValueError):
-        K.residuals(planes[:, :, ::2], depths, 5, preds, 0, in_place=True)  # not contiguous
+        residuals(planes[:, :, ::2], depths, 5, preds, 0, in_place=True)  # not contiguous
 
 
 @NEEDS_C
@@ -80,12 +85,12 @@ def test_streams_of_many_blocks_match_the_writers_coder(seed):
     u[35:, : w // 2] = 0
     u0 = rng.integers(0, 20, (h, w)).astype(np.uint8)
     with _backend.use("c"):
-        plain, cross = K.stats(u, u0, lanes, 0, 4)
+        plain, cross = stats(u, u0, lanes, 0, 4)
     model = choose_model({False: SlotStats(*plain), True: SlotStats(*cross)}, 8, 0, effort_of(9))
-    a, b = both(K.stream, u, u0, lanes, model.enc)
+    a, b = both(stream, u, u0, lanes, model.enc)
     assert a == b
     with _backend.use("c"):
-        assert K.stream(u.astype(np.uint32), u0.astype(np.uint16), lanes, model.enc) == a
+        assert stream(u.astype(np.uint32), u0.astype(np.uint16), lanes, model.enc) == a
 
 
 @NEEDS_C
@@ -94,9 +99,9 @@ def test_stream_output_grows_past_the_first_buffer():
     rng = np.random.default_rng(5)
     u = rng.integers(0, 1 << 16, (64, 512)).astype(np.uint16)
     with _backend.use("c"):
-        plain, _ = K.stats(u, None, 16, 0, 4)
+        plain, _ = stats(u, None, 16, 0, 4)
     model = choose_model({False: SlotStats(*plain)}, 16, 0, effort_of(1))
-    a, b = both(K.stream, u[:8], None, 16, model.enc)
+    a, b = both(stream, u[:8], None, 16, model.enc)
     assert a == b
 
 
@@ -106,9 +111,9 @@ def test_stream_of_three_ops_per_position_fits_the_bound():
     rng = np.random.default_rng(6)
     u = (rng.integers(1 << 30, 1 << 31, (4, 256)) | 1).astype(np.uint32)
     with _backend.use("c"):
-        plain, _ = K.stats(u, None, 16, 16, 4)
+        plain, _ = stats(u, None, 16, 16, 4)
     model = choose_model({False: SlotStats(*plain)}, 32, 16, effort_of(1))
-    a, b = both(K.stream, u, None, 16, model.enc)
+    a, b = both(stream, u, None, 16, model.enc)
     assert a == b
 
 
@@ -158,14 +163,14 @@ def test_lookup8_agrees_and_does_not_widen_the_plane():
     rng = np.random.default_rng(3)
     lut = rng.permutation(200).astype(np.uint8)
     plane = rng.integers(0, 200, (300, 217), dtype=np.uint8)
-    a, b = both(K.lookup8, lut, plane)
+    a, b = both(lookup8, lut, plane)
     assert a.dtype == np.uint8 and np.array_equal(a, b) and np.array_equal(a, lut[plane])
     planes = (rng.integers(0, 200, (1, 256, 256)) * 300).astype(np.uint16)
     with _backend.use("c"):
-        K.palette(planes)
+        palette(planes)
         tracemalloc.start()
         try:
-            entries, index = K.palette(planes)
+            entries, index = palette(planes)
             peak = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from imij_plugins import _backend
-from imij_plugins.payload.entropy import costs as K
+from imij_plugins.payload.entropy.residuals import residuals
+from imij_plugins.payload.entropy.search import INTER_PREDICTORS, UNTRIED, choose, costs
 from imij_plugins.payload.entropy.encoder import encode_tuned
 from imij_plugins.payload.entropy.stripe import LAYOUT_PALETTE
 from imij_plugins.payload.head import read_lossless_head
@@ -81,16 +82,16 @@ def test_inter_kernels_match_their_references(seed):
         decor = S >= 3 and bool(rng.random() < 0.7)
         pm, rs, cs = int(rng.integers(1, 1024)), int(rng.integers(1, 4)), int(rng.integers(1, 4))
         mm = int(rng.integers(1, 16)) if decor else 1
-        a, b = both(K.costs, planes, depths, lanes, decor, pm, mm, rs, cs, refs)
+        a, b = both(costs, planes, depths, lanes, decor, pm, mm, rs, cs, refs)
         assert np.array_equal(a, b)
-        tried = bool(pm & 0x80) or (rs < h and bool(pm & K.INTER_PREDICTORS))  # row 0: only 7
-        assert (a[:, :, 7:] < K.UNTRIED).any() == tried
-        mode, preds, _ = K.choose(a, mm)
+        tried = bool(pm & 0x80) or (rs < h and bool(pm & INTER_PREDICTORS))  # row 0: only 7
+        assert (a[:, :, 7:] < UNTRIED).any() == tried
+        mode, preds, _ = choose(a, mm)
         assert preds[0] in (0, 7) and all(p == 0 or pm >> p & 1 for p in preds[1:])
-        u, ub = both(K.residuals, planes, depths, lanes, preds, mode, refs)
+        u, ub = both(residuals, planes, depths, lanes, preds, mode, refs)
         assert np.array_equal(u, ub)
-        plain, _ = both(K.costs, planes, depths, lanes, decor, pm, mm, rs, cs)
-        assert (plain[:, :, 7:] == K.UNTRIED).all()  # no reference: 7-9 are never tried
+        plain, _ = both(costs, planes, depths, lanes, decor, pm, mm, rs, cs)
+        assert (plain[:, :, 7:] == UNTRIED).all()  # no reference: 7-9 are never tried
 
 
 @pytest.mark.parametrize("dtype", ["u1", "<u2", "<f2", "<i2", "<u4", "<f4"])

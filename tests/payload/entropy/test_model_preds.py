@@ -1,4 +1,4 @@
-"""Row predictors by model cost (costs.model_preds, encode.c imij_enc_model_preds) and the
+"""Row predictors by model cost (search.model_preds, encode.c imij_enc_model_preds) and the
 encoder's use of them at effort 9 (encoder._refine): hand-built rows, the C kernel against its
 Python reference, bucket costs from a model's tables, and the first choice kept when the models'
 estimate does not improve."""
@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 from imij_plugins import _backend
-from imij_plugins.payload.entropy import costs as K
+from imij_plugins.payload.entropy.context_stats import BUCKETS, CLASSES
+from imij_plugins.payload.entropy.estimate import COST_FIX, LOG2_FIX
+from imij_plugins.payload.entropy.search import choose, costs, model_preds
 from imij_plugins.payload.entropy import encoder
 from imij_plugins.payload.entropy.encoder import EFFORTS, encode_tuned
 from imij_plugins.payload.entropy.models import M
@@ -21,13 +23,13 @@ from imij_plugins.payload.entropy.modeling import (ABSENT_BITS, SlotStats, bucke
 from .backends import NEEDS_C, both
 from .syntax_writer import decode_entropy_payload, header_for
 
-FIX = 1 << K.COST_FIX
-ZERO_MAP = np.zeros((1, K.CLASSES), dtype=np.uint8)
+FIX = 1 << COST_FIX
+ZERO_MAP = np.zeros((1, CLASSES), dtype=np.uint8)
 
 
 def _costs(cheap: int, dear: int | None = None) -> np.ndarray:
     """One slot's bucket costs: 8 bits each, bucket ``cheap`` 1 bit (and ``dear`` 20)."""
-    c = np.full((1, 4, K.BUCKETS), 8 * FIX, dtype=np.uint32)
+    c = np.full((1, 4, BUCKETS), 8 * FIX, dtype=np.uint32)
     c[:, :, cheap] = FIX
     if dear is not None:
         c[:, :, dear] = 20 * FIX
@@ -35,7 +37,7 @@ def _costs(cheap: int, dear: int | None = None) -> np.ndarray:
 
 
 def _both_ways(*args) -> list[int]:
-    a, b = both(K.model_preds, *args)
+    a, b = both(model_preds, *args)
     assert a == b
     return a
 
@@ -57,7 +59,7 @@ def test_the_tables_decide_not_the_bit_length():
     # zigzag(5) = 10 cheap and 0 dear: W's row (u = 0, 10, 10, 10: 20 + 3 x 1 bits) wins over
     # N's (0, 0, 0, 0: 4 x 20 bits), although the bit-length proxy prefers N
     assert _both_ways(ROWS, [8], 1, 0, 0x7F, _costs(cheap=10, dear=0), ZERO_MAP, [False]) == [0, 0]
-    _, proxy, _ = K.choose(K.costs(ROWS, [8], 1, False, 0x7F, 1), 1)
+    _, proxy, _ = choose(costs(ROWS, [8], 1, False, 0x7F, 1), 1)
     assert proxy == [0, 1]
 
 
@@ -74,7 +76,7 @@ def test_contexts_select_the_table():
     costs = _costs(cheap=0)
     costs[0, 1, 0] = 20 * FIX
     costs[0, 1, 10] = FIX
-    ctx = np.ones((1, K.CLASSES), dtype=np.uint8)
+    ctx = np.ones((1, CLASSES), dtype=np.uint8)
     ctx[0, 0] = 0
     assert _both_ways(ROWS, [8], 1, 0, 0x7F, costs, ctx, [False]) == [0, 0]
     assert _both_ways(ROWS, [8], 1, 0, 0x7F, costs, ZERO_MAP, [False]) == [0, 1]
@@ -103,7 +105,7 @@ def test_bad_arguments_are_refused(case):
         lanes = 17
     for backend in ("c", "python"):
         with _backend.use(backend), pytest.raises(ValueError):
-            K.model_preds(planes, depths, lanes, mode, mask, _costs(cheap=0), ctx, [False])
+            model_preds(planes, depths, lanes, mode, mask, _costs(cheap=0), ctx, [False])
 
 
 # --- C against the reference ----------------------------------------------------------------------
@@ -125,8 +127,8 @@ def test_the_kernel_matches_its_reference(seed):
             planes = np.cumsum(planes % 3, axis=2) % np.array([1 << d for d in depths])[:, None, None]
         planes = planes.astype(np.uint16 if n > 8 or max(depths) > 8 else np.uint8)
         mode = int(rng.integers(0, 4)) if S >= 3 else 0
-        costs = rng.integers(0, 24 * FIX, (S, 4, K.BUCKETS)).astype(np.uint32)
-        ctx = rng.integers(0, 4, (S, K.CLASSES)).astype(np.uint8)
+        costs = rng.integers(0, 24 * FIX, (S, 4, BUCKETS)).astype(np.uint32)
+        ctx = rng.integers(0, 4, (S, CLASSES)).astype(np.uint8)
         cross = [bool(rng.random() < 0.5) for _ in range(S)]
         _both_ways(planes, depths, int(rng.integers(1, 17)), mode, int(rng.integers(1, 128)), costs, ctx, cross)
 
@@ -136,10 +138,10 @@ def test_the_kernel_matches_its_reference(seed):
 
 def test_bucket_costs_follow_the_tables():
     rng = np.random.default_rng(4)
-    vh = np.zeros((K.CLASSES, K.BUCKETS), dtype=np.uint32)
+    vh = np.zeros((CLASSES, BUCKETS), dtype=np.uint32)
     vh[3, :40] = rng.integers(1, 500, 40)
     vh[9, :300:7] = rng.integers(1, 50, 43)
-    st = SlotStats(vh, np.zeros(K.CLASSES, np.uint32), np.zeros((K.CLASSES, K.BUCKETS), np.uint32))
+    st = SlotStats(vh, np.zeros(CLASSES, np.uint32), np.zeros((CLASSES, BUCKETS), np.uint32))
     model = choose_model({False: st}, 10, 0, effort_of(9))
     got = bucket_costs(model)
     tok = bucket_tokens(10, model.scheme.k, model.scheme.m)
@@ -148,7 +150,7 @@ def test_bucket_costs_follow_the_tables():
         for b in (0, 1, 39, 256, 300, 400):
             t, nb = int(tok[0, b]), int(tok[1, b])
             f = table[t] if t < len(table) else 0
-            bits = K.LOG2_FIX[M] - K.LOG2_FIX[f] if f else ABSENT_BITS * FIX
+            bits = LOG2_FIX[M] - LOG2_FIX[f] if f else ABSENT_BITS * FIX
             assert got[c, b] == bits + nb * FIX
 
 

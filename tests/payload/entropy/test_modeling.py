@@ -11,14 +11,15 @@ import numpy as np
 import pytest
 
 from imij_plugins import _backend
-from imij_plugins.payload.entropy import costs as K
+from imij_plugins.payload.entropy.context_stats import BUCKETS, CLASSES
+from imij_plugins.payload.entropy.estimate import COST_FIX, best_precisions, row_costs, token_cost, token_counts
 from imij_plugins.payload.entropy import models
 from imij_plugins.payload.entropy.modeling import bucket_tokens, partition_classes
 from imij_plugins.payload.entropy.tokens import valid_parameters
 
 from .backends import NEEDS_C, both
 
-FIX = 1 << K.COST_FIX
+FIX = 1 << COST_FIX
 
 
 def _l(f: int) -> int:
@@ -37,10 +38,10 @@ def _counts(rng, rows: int, width: int, big: bool = False) -> np.ndarray:
 def test_row_cost_by_hand():
     """Counts (3, 1): f = (768, 256) sum to M, no excess; 2 symbols used, the last at 1."""
     h = np.array([[3, 1, 0, 0]])
-    want = 3 * (_l(1024) - _l(768)) + (_l(1024) - _l(256)) + ((11 + 6 * 2 + 2 * 2) << K.COST_FIX)
+    want = 3 * (_l(1024) - _l(768)) + (_l(1024) - _l(256)) + ((11 + 6 * 2 + 2 * 2) << COST_FIX)
     for backend in _backend.available():
         with _backend.use(backend):
-            assert K.row_costs(h).tolist() == [want]
+            assert row_costs(h).tolist() == [want]
 
 
 def test_row_cost_excess_by_hand():
@@ -51,10 +52,10 @@ def test_row_cost_excess_by_hand():
     excess = f0 + 4 - 1024
     assert excess == 1
     want = 2000 * (_l(1024) - _l(f0)) + 4 * _l(1024) + 2000 * (_l(f0) - _l(f0 - excess))
-    want += (11 + 6 * 5 + 2 * 5) << K.COST_FIX
+    want += (11 + 6 * 5 + 2 * 5) << COST_FIX
     for backend in _backend.available():
         with _backend.use(backend):
-            assert K.row_costs(h).tolist() == [want]
+            assert row_costs(h).tolist() == [want]
 
 
 @NEEDS_C
@@ -63,7 +64,7 @@ def test_row_costs_agree(seed):
     rng = np.random.default_rng(seed)
     for width in (1, 7, 256):
         h = _counts(rng, 40, width, big=seed % 2 == 1)
-        x, y = both(K.row_costs, h)
+        x, y = both(row_costs, h)
         assert x.tolist() == y.tolist()
 
 
@@ -71,18 +72,18 @@ def test_row_costs_agree(seed):
 @pytest.mark.parametrize("n", [1, 8, 12, 16, 32])
 def test_token_cost_agrees(n):
     rng = np.random.default_rng(n)
-    vh = _counts(rng, K.CLASSES, K.BUCKETS).reshape(K.CLASSES, K.BUCKETS)
-    rh = _counts(rng, K.CLASSES, K.BUCKETS).reshape(K.CLASSES, K.BUCKETS)
-    zr = rng.integers(0, 1 << 20, K.CLASSES).astype(np.int64)
+    vh = _counts(rng, CLASSES, BUCKETS).reshape(CLASSES, BUCKETS)
+    rh = _counts(rng, CLASSES, BUCKETS).reshape(CLASSES, BUCKETS)
+    zr = rng.integers(0, 1 << 20, CLASSES).astype(np.int64)
     limit = 1 << min(n, 31)
-    reach = np.array([b < 256 and b < limit or b >= 256 for b in range(K.BUCKETS)])
+    reach = np.array([b < 256 and b < limit or b >= 256 for b in range(BUCKETS)])
     vh[:, ~reach] = 0
     for k, m in list(valid_parameters(n))[:: max(1, len(valid_parameters(n)) // 6)]:
         tokens = bucket_tokens(n, k, m)
         for runs in (True, False):
-            x, y = both(K.token_cost, vh, rh, zr, tokens, runs)
+            x, y = both(token_cost, vh, rh, zr, tokens, runs)
             assert x == y
-            x, y = both(K.token_counts, vh, rh, zr, tokens, runs)
+            x, y = both(token_counts, vh, rh, zr, tokens, runs)
             assert np.array_equal(x, y)
 
 
@@ -97,7 +98,7 @@ def test_best_precisions_agree(seed):
         H[np.arange(ctxs), rng.integers(0, width, ctxs)] |= 1  # every row used
         H[0, -1] |= 1  # and the last symbol (rows may end before it)
         for lo, hi in ((1, 8), (3, 7), (5, 5)):
-            x, y = both(K.best_precisions, H, lo, hi)
+            x, y = both(best_precisions, H, lo, hi)
             assert [a.tolist() for a in x] == [b.tolist() for b in y]
 
 
@@ -105,22 +106,22 @@ def test_best_precisions_agree(seed):
 def test_estimate_kernels_refuse_bad_arguments():
     with _backend.use("c"):
         with pytest.raises(ValueError):
-            K.row_costs(np.array([[3, -1]]))
+            row_costs(np.array([[3, -1]]))
         with pytest.raises(ValueError):
-            K.row_costs(np.ones((1, 257), dtype=np.int64))
+            row_costs(np.ones((1, 257), dtype=np.int64))
         with pytest.raises(ValueError):
-            K.best_precisions(np.zeros((1, 4), dtype=np.int64), 1, 8)  # an unused row
+            best_precisions(np.zeros((1, 4), dtype=np.int64), 1, 8)  # an unused row
         with pytest.raises(ValueError):
-            K.best_precisions(np.ones((1, 4), dtype=np.int64), 0, 8)
+            best_precisions(np.ones((1, 4), dtype=np.int64), 0, 8)
         with pytest.raises(ValueError):
-            K.best_precisions(np.full((1, 4), 1 << 32, dtype=np.int64), 1, 8)
+            best_precisions(np.full((1, 4), 1 << 32, dtype=np.int64), 1, 8)
         tokens = bucket_tokens(8, 3, 1).copy()
         tokens[0, 5] = 256
-        z = np.zeros((K.CLASSES, K.BUCKETS), dtype=np.int64)
+        z = np.zeros((CLASSES, BUCKETS), dtype=np.int64)
         with pytest.raises(ValueError):
-            K.token_cost(z, z, np.zeros(K.CLASSES, dtype=np.int64), tokens, True)
+            token_cost(z, z, np.zeros(CLASSES, dtype=np.int64), tokens, True)
         with pytest.raises(ValueError):
-            K.token_counts(z, z, np.zeros(K.CLASSES, dtype=np.int64), tokens, True)
+            token_counts(z, z, np.zeros(CLASSES, dtype=np.int64), tokens, True)
 
 
 @NEEDS_C
@@ -145,8 +146,8 @@ def test_partition_is_the_best_split():
     """partition_classes against every split of the used classes into at most 4 ranges."""
     rng = np.random.default_rng(3)
     for _ in range(5):
-        th = np.zeros((K.CLASSES, 256), dtype=np.int64)
-        used = sorted(rng.choice(K.CLASSES, 7, replace=False).tolist())
+        th = np.zeros((CLASSES, 256), dtype=np.int64)
+        used = sorted(rng.choice(CLASSES, 7, replace=False).tolist())
         for c in used:
             th[c, : rng.integers(2, 40)] = rng.integers(0, 5000, 1) >> rng.integers(0, 12, 1)
             th[c, 0] += 1
@@ -157,7 +158,7 @@ def test_partition_is_the_best_split():
             for cuts in itertools.combinations(range(1, g), k - 1):
                 bounds = list(zip((0, *cuts), (*cuts, g)))
                 rows = np.array([th[used[i:j]].sum(axis=0) for i, j in bounds])
-                cost = int(K.row_costs(rows).sum())
+                cost = int(row_costs(rows).sum())
                 best = cost if best is None else min(best, cost)
         assert est == best
 
@@ -165,10 +166,10 @@ def test_partition_is_the_best_split():
 def _partition_cases(rng):
     """Token counts of 0 to 16 used classes: sparse and dense rows, equal rows (ties between
     splits), a single symbol, and sums up to 2^40 (an image of 2^40 positions)."""
-    yield np.zeros((K.CLASSES, 256), dtype=np.int64)
+    yield np.zeros((CLASSES, 256), dtype=np.int64)
     for _ in range(40):
-        th = np.zeros((K.CLASSES, 256), dtype=np.int64)
-        used = rng.choice(K.CLASSES, int(rng.integers(1, K.CLASSES + 1)), replace=False)
+        th = np.zeros((CLASSES, 256), dtype=np.int64)
+        used = rng.choice(CLASSES, int(rng.integers(1, CLASSES + 1)), replace=False)
         width = int(rng.integers(1, 257))
         th[used, :width] = _counts(rng, len(used), width) << (16 if rng.random() < 0.2 else 0)
         th[used, int(rng.integers(0, width))] += 1  # every chosen class used
@@ -191,7 +192,7 @@ def test_partition_kernel_is_the_reference():
 
 @NEEDS_C
 def test_partition_kernel_rejects_negative_counts():
-    th = np.zeros((K.CLASSES, 256), dtype=np.int64)
+    th = np.zeros((CLASSES, 256), dtype=np.int64)
     th[3, 5] = -1
     with _backend.use("c"), pytest.raises(ValueError):
         partition_classes(th)

@@ -1,0 +1,174 @@
+"""The model chooser's estimate (3.3, 5; C: csrc/encode.c): the exact integer bit costs of
+tokens under candidate tables and contexts, and each table's best precision."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from imij_plugins import _backend
+from imij_plugins.payload.entropy.context_stats import CLASSES
+from imij_plugins.payload.entropy.models import M, normalize
+from imij_plugins.payload.entropy.scratch import U32, ptr, use_c
+from imij_plugins.payload.kernel_codes import ENCODER
+
+
+COST_FIX = 16  # estimates are bits * 2^16, exact integers: every backend chooses the same models
+
+
+LOG2_FIX = np.array([0] + [round(math.log2(f) * (1 << COST_FIX)) for f in range(1, M + 1)], dtype=np.int64)
+
+
+def row_costs(h: np.ndarray) -> np.ndarray:
+    """encode.h imij_enc_row_costs: the estimated bits * 2^16 of coding each row of symbol counts
+    h (rows, width <= 256) with a table normalized to M (3.3), plus a rough table size."""
+    h = np.ascontiguousarray(h, dtype=np.int64)
+    rows, width = h.shape
+    if use_c():
+        ffi, lib = _backend.ffi, _backend.lib
+        out = np.empty(rows, dtype=np.int64)
+        code = lib.imij_enc_row_costs(ptr(ffi, "int64_t[]", h), rows, width, ptr(ffi, "int64_t[]", LOG2_FIX),
+                                      ptr(ffi, "int64_t[]", out, True))
+        if code:
+            raise ENCODER.error(code, "imij_enc_row_costs")
+        return out
+    if rows == 0:
+        return np.zeros(0, dtype=np.int64)
+    tot = h.sum(axis=1)
+    f = np.where(h > 0, np.maximum(1, (h * M) // np.maximum(tot, 1)[:, None]), 0)
+    at = np.arange(rows)
+    top = np.argmax(f, axis=1)  # the first of the largest
+    fmax, ctop = f[at, top], h[at, top]
+    excess = np.maximum(f.sum(axis=1) - M, 0)
+    bits = (h * (LOG2_FIX[M] - LOG2_FIX[f])).sum(axis=1)
+    bits += ctop * (LOG2_FIX[fmax] - LOG2_FIX[np.maximum(1, fmax - excess)])
+    nz = h > 0
+    last1 = width - np.argmax(nz[:, ::-1], axis=1)
+    return bits + np.where(tot > 0, (11 + 6 * nz.sum(axis=1) + 2 * last1) << COST_FIX, 0)
+
+
+def counts32(a: np.ndarray) -> np.ndarray:
+    """Statistics as the chooser's kernels read them: contiguous uint32 (no copy when they are);
+    ValueError for counts outside 0 .. 2^32 - 1."""
+    if a.dtype != U32:
+        if a.size and (a.min() < 0 or a.max() >= 1 << 32):
+            raise ValueError("statistics counts outside 0 .. 2^32 - 1")
+        a = a.astype(U32)
+    return np.ascontiguousarray(a)
+
+
+def _tokens_for(tokens: np.ndarray, vh: np.ndarray) -> np.ndarray:
+    """A scheme's (4, 640) per-bucket tokens cut to the statistics' buckets, contiguous."""
+    return np.ascontiguousarray(tokens[:, : vh.shape[1]])
+
+
+def token_cost(vh: np.ndarray, rh: np.ndarray, zr: np.ndarray, tokens: np.ndarray, runs: bool) -> int:
+    """encode.h imij_enc_token_cost: a slot's statistics (counts32 vh, rh (16, buckets), zr (16,))
+    under one scheme's per-bucket tokens (4, 640: value token, its extra bits, run token, its
+    extra bits; the first buckets read): the 16 classes' row_costs plus the extra bits, * 2^16."""
+    vh, rh, zr = counts32(vh), counts32(rh), counts32(zr)
+    tokens = _tokens_for(tokens, vh)
+    if use_c():
+        ffi, lib = _backend.ffi, _backend.lib
+        cost = lib.imij_enc_token_cost(ptr(ffi, "uint32_t[]", vh), ptr(ffi, "uint32_t[]", rh),
+                                       ptr(ffi, "uint32_t[]", zr), ptr(ffi, "int64_t[]", tokens), vh.shape[1],
+                                       int(runs), ptr(ffi, "int64_t[]", LOG2_FIX))
+        if cost < 0:
+            raise ENCODER.error(cost, "imij_enc_token_cost")
+        return int(cost)
+    th = token_counts(vh, rh, zr, tokens, runs)
+    extra = int((tokens[1] * vh.sum(axis=0, dtype=np.int64)).sum())
+    if runs:
+        extra += int((tokens[3] * rh.sum(axis=0, dtype=np.int64)).sum())
+    return int(row_costs(th).sum()) + (extra << COST_FIX)
+
+
+def partition(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray], int] | None:
+    """encode.h imij_enc_partition: modeling.partition_classes' split of the 16 classes of token
+    counts th (16, 256) into at most 4 contexts (ctx_map, per-context counts, estimate); None
+    without the C backend (the caller's reference then)."""
+    if not use_c():
+        return None
+    ffi, lib = _backend.ffi, _backend.lib
+    th = np.ascontiguousarray(th, dtype=np.int64)
+    ctx_map, hists = np.empty(CLASSES, np.uint8), np.empty((4, 256), np.int64)
+    nctx, width = ffi.new("uint32_t *"), ffi.new("uint32_t *")
+    est = lib.imij_enc_partition(ptr(ffi, "int64_t[]", th), ptr(ffi, "int64_t[]", LOG2_FIX),
+                                 ptr(ffi, "uint8_t[]", ctx_map, True), ptr(ffi, "int64_t[]", hists, True), nctx, width)
+    if est < 0:
+        raise ENCODER.error(est, "imij_enc_partition")
+    return tuple(ctx_map.tolist()), list(hists[: nctx[0], : width[0]]), int(est)
+
+
+def best_precisions(H: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """encode.h imij_enc_best_tables: per row of counts H (ctxs, width <= 256; below 2^32, each
+    row with a nonzero count) the precision lo ..= hi with the fewest table plus data bits, the
+    last used symbol + 1, every symbol's (e, nb, mant) at that precision and the table the
+    decoder normalizes from their weights (3.3; zero past the last used symbol)."""
+    H = np.ascontiguousarray(H, dtype=np.int64)
+    ctxs, width = H.shape
+    if use_c():
+        ffi, lib = _backend.ffi, _backend.lib
+        prec, last1 = np.empty(ctxs, dtype=U32), np.empty(ctxs, dtype=U32)
+        codes, freq = np.zeros((ctxs, width, 3), dtype=U32), np.zeros((ctxs, width), dtype=U32)
+        code = lib.imij_enc_best_tables(ptr(ffi, "int64_t[]", H), ctxs, width, lo, hi, ptr(ffi, "int64_t[]", LOG2_FIX),
+                                        ptr(ffi, "uint32_t[]", prec, True), ptr(ffi, "uint32_t[]", last1, True),
+                                        ptr(ffi, "uint32_t[]", codes, True), ptr(ffi, "uint32_t[]", freq, True))
+        if code:
+            raise ENCODER.error(code, "imij_enc_best_tables")
+        return prec, last1, codes, freq
+    nz = H > 0
+    last1 = (nz * np.arange(1, width + 1)).max(axis=1)  # per row: last used symbol + 1
+    inside = np.arange(width)[None, :] < last1[:, None]
+    e = np.frexp(H.astype(np.float64))[1].astype(np.int64)  # bit_length
+    dz = np.diff(np.concatenate([np.zeros((ctxs, 1), dtype=np.int64), e], axis=1), axis=1)
+    z = np.where(dz >= 0, 2 * dz, -2 * dz - 1) + 1
+    gamma = ((2 * np.frexp(z.astype(np.float64))[1] - 1) * inside).sum(axis=1)
+    P = np.arange(lo, hi + 1)[None, :, None]  # (1, precs, 1)
+    E = e[:, None, :]
+    nb = np.where(E > 1, np.minimum(E - 1, P - 1), 0)  # (ctx, precs, symbols)
+    sh = np.maximum(E - 1 - nb, 0)
+    Hx = H[:, None, :]
+    mant = np.where(E > 1, (Hx >> sh) & ((1 << nb) - 1), 0)
+    w = np.where(E == 0, 0, np.where(E == 1, 1, ((1 << nb) | mant) << sh))
+    tbits = 11 + gamma[:, None] + (nb * inside[:, None, :]).sum(axis=2)
+    tot = w.sum(axis=2, keepdims=True)
+    f = np.where(w > 0, np.maximum(1, (w * M) // np.maximum(tot, 1)), 1)
+    top = np.argmax(w, axis=2)
+    excess = np.maximum(np.where(w > 0, f, 0).sum(axis=2) - M, 0)
+    fi = np.take_along_axis(f, top[:, :, None], axis=2)[:, :, 0]
+    np.put_along_axis(f, top[:, :, None], np.maximum(1, fi - excess)[:, :, None], axis=2)
+    data = (Hx * (LOG2_FIX[M] - LOG2_FIX[f])).sum(axis=2)  # bits * 2^16, as row_costs
+    best = np.argmin((tbits << COST_FIX) + data, axis=1)
+    at = np.arange(ctxs)
+    codes = np.stack([e, nb[at, best], mant[at, best]], axis=2) * inside[:, :, None]
+    freq = np.zeros((ctxs, width), dtype=np.int64)
+    for c in range(ctxs):
+        freq[c, : last1[c]] = normalize(w[c, best[c], : last1[c]].tolist())
+    return best + lo, last1, codes, freq
+
+
+def token_counts(vh: np.ndarray, rh: np.ndarray, zr: np.ndarray, tokens: np.ndarray, runs: bool) -> np.ndarray:
+    """(16, 256) token counts per class of a slot's statistics under per-bucket tokens (3.2), a
+    class at a time (float sums of integers below 2^53: exact; no whole-array float copies);
+    encode.h imij_enc_token_counts on the C backend."""
+    th = np.zeros((CLASSES, 256), dtype=np.int64)
+    vh, rh, zr = counts32(vh), counts32(rh), counts32(zr)
+    tokens = _tokens_for(tokens, vh)
+    if use_c():
+        ffi, lib = _backend.ffi, _backend.lib
+        code = lib.imij_enc_token_counts(ptr(ffi, "uint32_t[]", vh), ptr(ffi, "uint32_t[]", rh),
+                                         ptr(ffi, "uint32_t[]", zr), ptr(ffi, "int64_t[]", tokens), vh.shape[1],
+                                         int(runs), ptr(ffi, "int64_t[]", th, True))
+        if code:
+            raise ENCODER.error(code, "imij_enc_token_counts")
+        return th
+    for c in range(CLASSES):
+        row = np.bincount(tokens[0], weights=vh[c], minlength=256)
+        if runs:
+            row += np.bincount(tokens[2], weights=rh[c], minlength=256)
+        th[c] = row
+    if not runs:
+        th[:, 0] += zr.astype(np.int64)
+    return th
