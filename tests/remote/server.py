@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -19,6 +20,7 @@ class Served:
     ranges: bool = True  # False: answer a ranged GET with 200 and the whole body
     replace_after: int | None = None  # replace every file (new bytes, new ETag) after this many GETs
     cut_after: int | None = None  # from this many GETs on, send half the body and close
+    delay: float = 0.0  # seconds each response waits (network latency, for measurements)
     requests: int = 0
     bytes: int = 0
     log: list[tuple[str, str | None]] = field(default_factory=list)
@@ -36,6 +38,7 @@ def _etag(data: bytes) -> str:
 def make_handler(served: Served) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body go out as two writes: no 40 ms stall
 
         def log_message(self, *args: object) -> None:  # quiet
             pass
@@ -47,6 +50,7 @@ def make_handler(served: Served) -> type[BaseHTTPRequestHandler]:
             self._serve(body=True)
 
         def _serve(self, body: bool) -> None:
+            time.sleep(served.delay)
             with served.lock:
                 served.requests += 1
                 served.log.append((self.command, self.headers.get("Range")))
