@@ -125,3 +125,16 @@ def test_concurrent_region_reads(memfs, small) -> None:
     with ip.open(url) as f, ThreadPoolExecutor(4) as pool:
         for (x, y, w, h), out in zip(boxes, pool.map(lambda box: f.read(region=box), boxes)):
             np.testing.assert_array_equal(out, img[y : y + h, x : x + w])
+
+
+def test_large_metadata_and_trailing_chunks(memfs) -> None:
+    """Chunks beyond the first request are fetched as the framing walk reaches them."""
+    img = textured(256, 512, 5)
+    xmp = b"<x:xmpmeta>" + b"a" * 300_000 + b"</x:xmpmeta>"
+    after = (b"zTRl", b"t" * 200_000, "after")
+    data = ip.encode(img, stripe_rows=32, group_cols=128, unit_table="filled", xmp=xmp, chunks=[after])
+    url = put(memfs, "j.imi", data)
+    with ip.open(url) as f:
+        assert f.metadata["xmp"] == xmp
+        assert f.extra_chunks() == [after]
+        np.testing.assert_array_equal(f.read(region=(130, 40, 100, 20)), img[40:60, 130:230])
