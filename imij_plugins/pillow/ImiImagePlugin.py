@@ -357,6 +357,9 @@ def _to_pillow(samples: np.ndarray, entry: modes.OpenMode) -> np.ndarray:
         return np.ascontiguousarray(samples >> 8, dtype=np.uint8)
     if entry.convert == modes.NONZERO:
         return np.ascontiguousarray(samples != 0, dtype=np.uint8)
+    if entry.convert == modes.SCALE:  # a stored value above the declaration shows as white
+        top = (1 << entry.bits) - 1
+        return np.ascontiguousarray((np.minimum(samples, top).astype(np.uint16) * 255 + top // 2) // top, dtype=np.uint8)
     if entry.convert == modes.FIT_I32 and samples.size and int(samples.max()) > 0x7FFFFFFF:
         msg = "u32 samples above 2**31 - 1 do not fit Pillow's mode I; " + modes.unsupported_message("Gray", samples.dtype)
         raise Unsupported(msg)

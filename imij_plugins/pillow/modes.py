@@ -19,6 +19,7 @@ EXACT = "exact"  # the samples as stored (a widening cast at most: i8/i16 -> int
 HIGH_BYTE = "high_byte"  # 16 -> 8 bits by the high byte (PNG's "RGB;16B" unpacking)
 FIT_I32 = "fit_i32"  # u32 -> int32, refused at load when a sample is above 2**31 - 1
 NONZERO = "nonzero"  # a 1-bit image: a nonzero sample is white ("1;8" unpacking)
+SCALE = "scale"  # n < 8 significant bits (right-aligned, 1.0) to 0..255, as Pillow unpacks 2- and 4-bit gray ("L;2", "L;4")
 
 ANY_BITS = None  # an OPEN_MODES key that matches any significant-bit declaration
 
@@ -31,6 +32,7 @@ class OpenMode:
     rawmode: str  # the raw mode Pillow unpacks the converted samples with
     dtype: str  # numpy dtype of the converted samples (native byte order where Pillow wants it)
     convert: str = EXACT
+    bits: int = 8  # the significant bits SCALE expands to 8
 
     @property
     def lossless(self) -> bool:
@@ -43,6 +45,7 @@ OPEN_MODES: dict[tuple[str, str, int | None], OpenMode] = {
     # 8-bit
     ("Gray", "u8", 1): OpenMode("1", "1;8", "u1", NONZERO),  # 1 significant bit (a Shift or Lsb map)
     ("Gray", "u8", ANY_BITS): OpenMode("L", "L", "u1"),
+    **{("Gray", "u8", n): OpenMode("L", "L", "u1", SCALE, bits=n) for n in range(2, 8)},  # 2- and 4-bit TIFF, PNG
     ("GrayAlpha", "u8", ANY_BITS): OpenMode("LA", "LA", "u1"),
     ("RGB", "u8", ANY_BITS): OpenMode("RGB", "RGB", "u1"),
     ("RGBA", "u8", ANY_BITS): OpenMode("RGBA", "RGBA", "u1"),

@@ -37,7 +37,7 @@ def test_every_opened_mode_saves_back_to_the_same_layout(key):
     entry = modes.OPEN_MODES[key]
     target = modes.SAVE_MODES[entry.mode]
     assert target.layout == layout
-    assert target.sig_bits == bits
+    assert target.sig_bits == (None if entry.convert == modes.SCALE else bits)  # a scaled view is full 8-bit L
     if entry.convert == modes.EXACT and entry.mode not in ("I", "F"):
         assert target.sample == sample  # I and F widen: i8/i16/u32 -> i32, f16 -> f32, values exact
     if entry.convert == modes.HIGH_BYTE:
@@ -268,3 +268,15 @@ def test_frames_with_a_transparency_key_animate_with_alpha():
         for index, frame in enumerate(frames):
             im.seek(index)
             assert_image_equal(im.convert("RGBA"), frame.convert("RGBA"), f"frame {index}")
+
+
+@pytest.mark.parametrize(("bits", "factor"), [(2, 85), (4, 17), (3, 255 / 7)])
+def test_gray_of_fewer_significant_bits_opens_scaled_to_eight_bits(bits, factor):
+    """A 2- or 4-bit gray TIFF or PNG opens in Pillow as L spanning 0..255 ("L;2", "L;4"); so does
+    IMI gray whose samples declare that many right-aligned significant bits (1.0)."""
+    values = np.arange(1 << bits, dtype=np.uint8).reshape(1, -1)
+    data = imij_plugins.encode(imij_plugins.Frame(values[:, :, None], "Gray", (bits,)))
+    out = reopen(data)
+    assert out.mode == "L"
+    assert (np.asarray(out) == np.round(values * factor).astype(np.uint8)).all()
+    assert (imij_plugins.read(data)[..., 0] == values).all()  # the stored samples are unchanged
