@@ -5,10 +5,12 @@ frame, twice: every ``save_all`` walks the frames again) is saved with ``save_al
 in memory, opened again, and classified:
 
 exact
-    same frame count, and per frame: pixels (both sides converted to one mode that holds them,
-    see ``_arrays``), the mode the plugin documents for the source mode, size, duration; loop,
-    ICC, Exif tags (IFD0, Exif, GPS, IFD1; the resolution tags are compared as dpi), orientation,
-    XMP, dpi (``info["dpi"]``, else the source Exif's resolution).
+    same frame count (an APNG's default image that is not an animation frame may be left out),
+    and per frame: pixels (both sides converted to one mode that holds them, see ``_arrays``),
+    the mode the plugin documents for the source mode, size, duration; loop (0 or 1 when the
+    source says nothing), ICC, Exif tags (IFD0, Exif, GPS, IFD1; the resolution tags are
+    compared as dpi; tags added are no loss), orientation, XMP, dpi (``info["dpi"]``, else the
+    source Exif's resolution).
 refused
     the save raised a ValueError or OSError that says why (for frames of different sizes or
     modes the save is retried with ``pages=True``, as the error message asks), or the only
@@ -53,11 +55,13 @@ SECTION = "## Pillow's test images"
 PILLOW_SDIST = "pillow==13.0.0"
 ALPHA_MODES = {"LA", "La", "PA", "RGBA", "RGBa"}
 NUMERIC_MODES = {"1", "L", "I", "I;16", "I;16L", "I;16B", "I;16N", "F"}
-# the mode the plugin documents for a source mode (modes.SAVE_MODES, the docstring's transparency rule)
-OPENED_AS = {"RGBX": {"RGB"}, "P": {"RGB", "RGBA", "L", "LA"}, "PA": {"RGBA", "LA"}, "I;16L": {"I;16"}, "I;16B": {"I;16"}, "I;16N": {"I;16"}}
+# the mode the plugin documents for a source mode (modes.SAVE_MODES, the docstring's transparency rule);
+# I may come back as I;16 (convert stores 16-bit PGM and TIFF as u16; the values are compared exactly)
+OPENED_AS = {"I": {"I", "I;16"}, "RGBX": {"RGB"}, "P": {"RGB", "RGBA", "L", "LA"}, "PA": {"RGBA", "LA"}, "I;16L": {"I;16"}, "I;16B": {"I;16"}, "I;16N": {"I;16"}}
 KEYED_16_BIT = {"I;16", "I;16L", "I;16B", "I;16N", "I"}
 TRANSPARENT_AS = {"1": {"LA"}, "L": {"LA"}, "RGB": {"RGBA"}, "P": {"RGBA", "LA"}, **{m: {"LA"} for m in KEYED_16_BIT}}
 WIDER = {"L": {"1"}, "LA": {"1", "L"}, "RGB": {"1", "L"}, "RGBA": {"1", "L", "LA", "RGB"}}
+NO_LOOP = object()  # the source says nothing about looping
 RESOLUTION_TAGS = {0x011A, 0x011B, 0x0128}  # compared as dpi: the core writes dpi as these (Exif)
 POINTER_TAGS = {0x8769, 0x8825, 0xA005, 0x0201, 0x0202}  # offsets and lengths that move on rewrite
 
@@ -244,11 +248,6 @@ class Reference:
     dpi: tuple[float, float] | None
     loop: Any
 
-    @property
-    def timed(self) -> bool:
-        """An animation whose timing a page sequence would lose."""
-        return len(self.frames) > 1 and any(float(f.duration or 0) > 0 for f in self.frames)
-
 
 def reference(path: Path) -> Reference:
     """The source as a fresh open shows it (Pillow loses an APNG's palette when it rewinds)."""
@@ -257,7 +256,7 @@ def reference(path: Path) -> Reference:
         exif, orientation = _exif(im), _orientation(im)
         dpi = _dpi(im.info) or _exif_dpi(im)  # a file's Exif resolution is its dpi (as Pillow's JPEG reader)
         loaded = list(frames(im))
-        return Reference(loaded, loaded[0].info, exif, orientation, dpi, im.info.get("loop", 0))
+        return Reference(loaded, loaded[0].info, exif, orientation, dpi, im.info.get("loop", NO_LOOP))
 
 
 def compare(want: Reference, data: bytes) -> list[str]:
@@ -267,9 +266,11 @@ def compare(want: Reference, data: bytes) -> list[str]:
     with Image.open(io.BytesIO(data)) as out:
         got = list(frames(out))
         animation = out.info.get("imij_kind") == "animation"
+        if want.info.get("default_image") and len(got) == len(wanted) - 1:
+            wanted = wanted[1:]  # an APNG's default image that is not an animation frame, left out
         if len(wanted) != len(got):
             return [f"{len(wanted)} frames -> {len(got)}"]
-        if want.timed and not animation:
+        if len(wanted) > 1 and any(float(w.duration or 0) > 0 for w in wanted) and not animation:
             diffs.append(f"animation -> {out.info.get('imij_kind')}")
         for index, (w, g) in enumerate(zip(wanted, got)):
             where = f"frame {index}: " if len(wanted) > 1 else ""
@@ -287,11 +288,12 @@ def compare(want: Reference, data: bytes) -> list[str]:
         out.seek(0)
         out_info = dict(out.info)
         out_exif, out_orientation = _exif(out), _orientation(out)
-    if animation and (1 if want.loop is None else int(want.loop)) != out_info.get("loop"):
-        diffs.append(f"loop {want.loop} -> {out_info.get('loop')}")  # absent: forever, as Pillow's APNG writer
+    loops = {0, 1} if want.loop is NO_LOOP else {1 if want.loop is None else int(want.loop)}
+    if animation and out_info.get("loop") not in loops:  # unsaid: forever (APNG writer) or once (GIF writer)
+        diffs.append(f"loop {want.loop} -> {out_info.get('loop')}")
     if (want.info.get("icc_profile") or None) != (out_info.get("icc_profile") or None):
         diffs.append("icc_profile")
-    if want.exif != out_exif:
+    if not _exif_kept(want.exif, out_exif):
         diffs.append(_exif_difference(want.exif, out_exif))
     if want.orientation != out_orientation:  # from Exif, XMP or the IMI header
         diffs.append(f"orientation {want.orientation} -> {out_orientation}")
@@ -300,6 +302,14 @@ def compare(want: Reference, data: bytes) -> list[str]:
     if want.dpi != _dpi(out_info):
         diffs.append(f"dpi {want.dpi} -> {_dpi(out_info)}")
     return diffs
+
+
+def _exif_kept(a: Any, b: Any) -> bool:
+    """Every tag of the source's Exif in the output's with its value (tags added, e.g. from a
+    TIFF's own tags, are no loss); Exif that does not parse kept byte for byte."""
+    if a is None or a == b:
+        return True
+    return isinstance(a, dict) and isinstance(b, dict) and all(k in b and b[k] == v for k, v in a.items())
 
 
 def _exif_difference(a: Any, b: Any) -> str:
@@ -366,7 +376,7 @@ def run_convert(root: Path, loadable: dict[str, Outcome]) -> dict[str, Any]:
             text=True,
         )
         seconds = time.perf_counter() - started
-        records = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+        records = [r for r in (json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")) if "input" in r]
         for record in records:
             name = str(Path(record["input"]).resolve().relative_to(root.resolve()))
             plugin = loadable.get(name)
@@ -374,6 +384,7 @@ def run_convert(root: Path, loadable: dict[str, Outcome]) -> dict[str, Any]:
                 continue  # Pillow does not load it: nothing to compare with
             status, detail = _convert_status(record)
             outcomes.append(Outcome(name, plugin.format, plugin.mode, status, detail))
+    outcomes.sort(key=lambda o: o.name)
     return {"exit": result.returncode, "seconds": seconds, "records": len(records), "outcomes": outcomes, "stderr": result.stderr.strip().splitlines()[-1:]}
 
 
@@ -382,12 +393,19 @@ def _convert_status(record: dict[str, Any]) -> tuple[str, str]:
     if record["status"] != "converted":
         typed = reason.split(":", 1)[0] in TYPED_REFUSALS
         return ("refused" if typed else "crash"), f"{record['status']}: {reason}"
+    if record.get("parts"):
+        return "wrong", f"split into {len(record['parts'])} files"
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             diffs = compare(reference(Path(record["input"])), Path(record["output"]).read_bytes())
+    except (ValueError, OSError) as e:  # the plugin refuses what convert wrote (a typed error)
+        return "wrong", f"the output does not load in Pillow: {type(e).__name__}: {e}"
     except Exception as e:  # noqa: BLE001
         return "crash", f"{type(e).__name__}: {e}"
+    said = [w for w in record.get("warnings", []) if "not written" in str(w)]
+    if diffs and said and all(d.startswith("dpi ") for d in diffs):  # announced, as in the plugin table
+        return "refused", f"warned: {said[0]}"
     return ("wrong", "; ".join(diffs)) if diffs else ("exact", "")
 
 
@@ -440,11 +458,15 @@ def _commit() -> str:
 
 
 def write_section(path: Path, text: str) -> None:
-    """Replace (or append) this section in ``path``, keeping the others."""
+    """Replace this section in ``path`` where it is (or append it), keeping the others."""
     old = path.read_text() if path.exists() else "# Benchmark results\n"
     parts = old.rstrip("\n").split("\n\n## ")
-    kept = [part for part in parts if not ("## " + part).startswith(SECTION)]
-    path.write_text("\n\n## ".join(kept) + "\n\n" + text)
+    mine = [i for i, part in enumerate(parts) if ("## " + part).startswith(SECTION)]
+    if mine:
+        parts[mine[0]] = text.rstrip("\n").removeprefix("## ")
+        path.write_text("\n\n## ".join(parts) + "\n")
+    else:
+        path.write_text("\n\n## ".join(parts) + "\n\n" + text)
 
 
 def main() -> None:
