@@ -1,9 +1,12 @@
 """``open`` and ``Archive``: one IMIJ-set file, read as its newest committed generation and appended to.
 
 Guarantees: a reader sees exactly one committed generation (the newest footer that passes its
-checks, with its root page); a writer only appends, commits one footer per batch, makes the batch
-durable before its footer and the footer durable before ``commit`` returns (``durable=True``),
-and truncates an abandoned batch back to where it began. One writer at a time (an advisory lock).
+checks, with its root page, and when bytes follow it the pages and blobs of its last MiB); a
+writer never rewrites a committed byte, commits one footer per batch, makes the batch durable
+before its footer and the footer durable before ``commit`` returns (``durable=True``;
+``durable="checked"`` syncs a small batch and its footer together and keeps zeros past its last
+commit, see ``durability``), and truncates an abandoned batch back to where it began. One writer
+at a time (an advisory lock).
 With ``compact="auto"`` a writer also replaces the file, by policy, with its live entries
 rewritten as one segment (``autocompact``).
 """
@@ -22,6 +25,7 @@ from imij_plugins._platform import BINARY, POSIX, fsync_directory, lock_writer, 
 from imij_plugins.errors import Corrupt, ImijError
 from imij_plugins.imijset.autocompact import AutoCompact, rewrite
 from imij_plugins.imijset.columns import U64_MAX
+from imij_plugins.imijset.durability import DURABILITIES, Durability, check_unflushed
 from imij_plugins.imijset.entries import CICP, Description, Entry, describe
 from imij_plugins.imijset.footer import DEFAULT_SCAN_BUDGET, Footer, find_newest, load_chain
 from imij_plugins.imijset.metadata import NO_METADATA, Metadata, build_metadata
@@ -31,7 +35,7 @@ from imij_plugins.imijset.keyindex import KeyIndexStats
 from imij_plugins.imijset.reader import DEFAULT_CACHE_BYTES, DEFAULT_INDEX_BYTES, PageSource, Snapshot, level_of
 from imij_plugins.imijset.sequence import ATTRIBUTE as SEQUENCE_ATTRIBUTE
 from imij_plugins.imijset.sequence import SequenceIndex, SequenceRecord, SequenceReference, encode_sequence_index
-from imij_plugins.imijset.writer import Output, Placement, SegmentWriter
+from imij_plugins.imijset.writer import RESERVE, Output, Placement, SegmentWriter
 
 Mode = Literal["r", "a", "w"]
 
@@ -53,7 +57,7 @@ def open(  # noqa: A001 - the package's verb
     mode: Mode = "r",
     *,
     placement: Placement = "interleaved",
-    durable: bool = True,
+    durable: Durability = True,
     scan_budget: int = DEFAULT_SCAN_BUDGET,
     cache_bytes: int = DEFAULT_CACHE_BYTES,
     index_bytes: int = DEFAULT_INDEX_BYTES,
@@ -81,7 +85,7 @@ class Archive:
         mode: Mode = "r",
         *,
         placement: Placement = "interleaved",
-        durable: bool = True,
+        durable: Durability = True,
         scan_budget: int = DEFAULT_SCAN_BUDGET,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         index_bytes: int = DEFAULT_INDEX_BYTES,
@@ -91,6 +95,8 @@ class Archive:
             raise ValueError(f"mode must be 'r', 'a' or 'w', not {mode!r}")
         if compact not in (None, "auto") and not isinstance(compact, AutoCompact):
             raise ValueError(f"compact must be None, 'auto' or an AutoCompact, not {compact!r}")
+        if durable not in DURABILITIES or not isinstance(durable, (bool, str)):
+            raise ValueError(f"durable must be True, False or 'checked', not {durable!r}")
         if placement not in ("interleaved", "tail"):
             raise ValueError(f"placement must be 'interleaved' or 'tail', not {placement!r}")
         self.path = os.fspath(path)
@@ -114,10 +120,19 @@ class Archive:
             size = os.fstat(self._fd).st_size
             self._source = PageSource(self._fd, 0, cache_bytes)
             self._snapshot = Snapshot(self._source, self._recover(size, scan_budget), index_bytes)
-            self._out = Output(self._fd, size) if mode != "r" else None
+            self._out = self._output(size) if mode != "r" else None
         except BaseException:
             self._release()
             raise
+
+    def _output(self, size: int) -> Output:
+        """Where this writer appends: at the end of the file, or over zeros a writer reserved past
+        the newest commit and did not truncate (it was killed). Bytes past the newest commit that
+        are not all zeros (a torn batch, or a damaged commit) are never overwritten."""
+        end = self._snapshot.newest.end if self._snapshot.newest else 0
+        if 0 < size - end <= RESERVE and not pread(self._fd, size - end, end).strip(b"\x00"):
+            return Output(self._fd, end, size)
+        return Output(self._fd, size)
 
     def _recover(self, size: int, budget: int) -> list[Footer]:
         """The newest valid footer and its chain; an empty file has no generation yet."""
@@ -135,6 +150,8 @@ class Archive:
             root = self._source.page(footer.root_offset, footer.root_length, footer.root_digest, "root page", data)
             if level_of(root) != footer.root_level:
                 raise Corrupt(f"root page: level {level_of(root)}, its footer says {footer.root_level}")
+            if size > footer.end:  # a writer is open, or was killed: its last commit may be torn
+                check_unflushed(self._source, footer, root)
 
         newest = find_newest(raw, size, budget, accept)
         self._source.limit = newest.end
@@ -379,6 +396,8 @@ class Archive:
             self._batch = SegmentWriter(self._out, None, self.placement)
         footer, root = self._batch.finish(self.durable)
         self._batch = None
+        if self.durable == "checked":
+            self._out.reserve(RESERVE)
         if self._sync_directory and self.durable:
             fsync_directory(self.path)
             self._sync_directory = False
@@ -393,7 +412,7 @@ class Archive:
         """``compact="auto"``: the live entries into a new file renamed over this one, which this
         handle then appends to. The old file's lock is held until the rename is done, and readers
         that opened it keep reading it (POSIX keeps an unlinked file readable while it is open)."""
-        fd, footer, root = rewrite(self.path, self._fd, self.items(), self.blob, self.placement, self.durable)
+        fd, footer, root = rewrite(self.path, self._fd, self.items(), self.blob, self.placement, bool(self.durable))
         if self.durable:
             fsync_directory(self.path)
         old = self._fd
@@ -424,6 +443,8 @@ class Archive:
         try:
             if self._out is not None:
                 self.commit()
+                if self._out.reserved > self._out.position:  # the zeros reserved ahead
+                    self._out.truncate(self._out.position)
         finally:
             self._release()
 

@@ -13,10 +13,11 @@ import tempfile
 
 from imij_plugins._platform import fsync_directory, replace_unlocked
 from imij_plugins.imijset.archive import Archive
+from imij_plugins.imijset.durability import Durability
 from imij_plugins.imijset.writer import Placement
 
 
-def compact(source: Archive, dst: str | os.PathLike, *, placement: Placement = "interleaved", durable: bool = True) -> int:
+def compact(source: Archive, dst: str | os.PathLike, *, placement: Placement = "interleaved", durable: Durability = True) -> int:
     """Write ``source``'s live entries to ``dst`` (through a temporary file and a rename); return the count.
 
     Every page of ``source`` is checked by the listing and every blob by its digest as it is copied.
@@ -32,7 +33,8 @@ def compact(source: Archive, dst: str | os.PathLike, *, placement: Placement = "
     os.close(fd)
     count = 0
     try:
-        with Archive(tmp, "w", placement=placement, durable=durable) as out:
+        # the whole file is one commit, with no earlier one to fall back to: flushed in order
+        with Archive(tmp, "w", placement=placement, durable=bool(durable)) as out:
             for _, entry in source.items():
                 out.append_entry(entry, source.blob(entry))
                 count += 1

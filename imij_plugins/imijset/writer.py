@@ -16,6 +16,7 @@ from imij_plugins._platform import fsync_file, pwrite
 from imij_plugins.imijset.branches import Bounds, Child, encode_branch, union
 from imij_plugins.imijset.columns import U64_MAX, uvarint
 from imij_plugins.imijset.entries import OPAQUE, OPAQUE_BYTES, OPAQUE_DESCRIPTION, Description, cicp_key, filename_key
+from imij_plugins.imijset.durability import WINDOW, Durability
 from imij_plugins.imijset.footer import FOOTER_SIZE, NO_PREVIOUS, Footer
 from imij_plugins.imijset.leaves import encode_leaf
 from imij_plugins.imijset.metadata import Metadata
@@ -23,6 +24,8 @@ from imij_plugins.imijset.pages import MAX_CHILDREN, MAX_ENTRIES, MAX_PAGE
 
 Placement = Literal["interleaved", "tail"]
 FLUSH_AT = 1 << 20
+# zeros a durable="checked" writer keeps past its committed end (``Output.reserve``)
+RESERVE = 4 << 20
 # a metadata leaf entry takes at most 48 bytes in columns 1-5, 23 in the summary, 15 in column 7
 # and 3 for its metadata length; the page header and nine column lengths at most 31
 _ENTRY_BOUND = 89
@@ -34,13 +37,17 @@ class Output:
     """Buffered positional writes that append at ``position``, the next free byte of the file.
 
     ``buf`` holds the bytes from ``flushed`` to ``position``, written out once it reaches 1 MiB.
+    ``reserved`` is the file's size: the bytes from ``position`` to it are uncommitted (zeros
+    ``reserve`` added, or zeros a killed writer left) and are overwritten by the next batch.
     """
 
-    def __init__(self, fd: int, position: int):
+    def __init__(self, fd: int, position: int, reserved: int | None = None):
         self.fd = fd
         self.position = position
+        self.reserved = position if reserved is None else reserved
         self.buf = bytearray()
         self._flushed = position
+        self.synced = position  # every byte before it is durable (or was there when opened)
 
     def write(self, data: bytes) -> int:
         """Append ``data``; return the file offset it starts at."""
@@ -67,18 +74,33 @@ class Output:
             self._flushed += n
             view = view[n:]
 
-    def sync(self, durable: bool) -> None:
+    def sync(self, durable: Durability) -> None:
         """Flush, then make the bytes durable when the caller asked for durability."""
         self.flush()
         if durable:
             fsync_file(self.fd)
+            self.synced = self.position
 
     def truncate(self, position: int) -> None:
-        """Drop every byte from ``position`` on (only ever an uncommitted batch)."""
+        """Drop every byte from ``position`` on (only ever uncommitted bytes)."""
         self.buf = bytearray()
         os.ftruncate(self.fd, position)
-        self.position = self._flushed = position
+        self.position = self._flushed = self.reserved = position
+        self.synced = min(self.synced, position)
 
+    def reserve(self, ahead: int) -> None:
+        """Extend the file with zeros to ``ahead`` bytes past ``position``, unless half that is left.
+
+        ``durable="checked"`` commits only flush once when their footer lands before the file's
+        end, so that recovery finds bytes after it and checks the commit (``durability``). The
+        zeros lie past the committed end: "bytes after its end are uncommitted". The file is
+        extended, not written: the file system stores no blocks for the zeros.
+        """
+        if self.reserved - self.position >= ahead // 2:
+            return
+        self.flush()
+        self.reserved = self.position + ahead
+        os.ftruncate(self.fd, self.reserved)
 
 
 class LeafBuilder:
@@ -209,7 +231,7 @@ class SegmentWriter:
         bounds = union([c.bounds for c in children])
         return Child(children[-1].max_key, offset, len(page), xxh3_64_intdigest(page), bounds, level)
 
-    def finish(self, durable: bool) -> tuple[Footer, bytes]:
+    def finish(self, durable: Durability) -> tuple[Footer, bytes]:
         """Write the remaining pages and the footer; return the footer and the root page's bytes."""
         if self.leaf.rows:
             self._close_leaf()
@@ -217,8 +239,13 @@ class SegmentWriter:
             root = self._finish_tail()
         else:
             root = self._finish_interleaved()
-        # Commit footer: the footer is durable only after everything it references
-        self.out.sync(durable)
+        # Commit footer: the footer is durable only after everything it references, or, with
+        # durable="checked", in the same flush when recovery checks them all (durability.WINDOW)
+        # and the footer lands before the file's end, so recovery knows to check
+        out = self.out
+        end = out.position + FOOTER_SIZE
+        if durable != "checked" or end - out.synced > WINDOW or end >= out.reserved:
+            out.sync(durable)
         prev = self.previous
         footer = Footer(
             end=self.out.position + FOOTER_SIZE,
