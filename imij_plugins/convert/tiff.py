@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import os
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
@@ -25,7 +26,8 @@ _TIFF_ICC, _TIFF_XMP = 34675, 700
 # IFD0 tags Exif shares with TIFF: ImageDescription is left out (OME-XML and ImageJ use it)
 _TIFF_EXIF_TAGS = (271, 272, 305, 306, 315, 33432)  # Make, Model, Software, DateTime, Artist, Copyright
 _TIFF_ORIENTATION = 274
-_TIFF_SUB_IFDS = (0x8769, 0x8825)  # the Exif and GPS IFD pointers: their IFDs go into the Exif block whole
+_EXIF_IFD, _INTEROP_IFD = 0x8769, 0xA005
+_TIFF_SUB_IFDS = (_EXIF_IFD, 0x8825)  # the Exif and GPS IFD pointers: their IFDs go into the Exif block whole
 _EXIF_PREFIX = b"Exif\x00\x00"
 _TIFF_CMYK = 5  # PhotometricInterpretation SEPARATED
 _TIFF_PHOTOMETRICS = (1, 2, _TIFF_CMYK)  # MinIsBlack, RGB, Separated: the ones IMI layouts mean
@@ -55,8 +57,9 @@ def read_tiff_file(src: Input) -> Decoded:
             raise Unsupported(f"tifffile cannot decode this TIFF: {first} ({_CODECS_HINT}); nor can Pillow: {exc}") from None
         raise first from None
     loss = _pillow_loss(src, decoded)
-    if loss is None:
-        return decoded
+    if loss is None:  # the tags' metadata, as tifffile's read has it (Pillow 9 leaves out XMP and Exif)
+        metadata = _tags_metadata(src)
+        return decoded if metadata is None else replace(decoded, metadata=metadata)
     hint = f" ({_CODECS_HINT})" if needs_codecs else ""
     raise Unsupported(f"tifffile cannot decode this TIFF: {first}{hint}; Pillow {loss}")
 
@@ -76,16 +79,32 @@ def read_tiff(src: Input) -> Decoded:
             frames, stack = read_hyperstack(tif)
         else:
             frames = tuple(_tiff_frame(page) for page in pages)
-        tags = tif.pages.first.tags
-        metadata = Metadata(
-            icc_profile=_tag_bytes(tags, _TIFF_ICC),
-            xmp=_tag_bytes(tags, _TIFF_XMP),
-            dpi=_tiff_dpi(tags),
-            exif=_tiff_exif(tags, src),
-            orientation=int(tags[_TIFF_ORIENTATION].value) if _TIFF_ORIENTATION in tags else 1,
-        )
+        metadata = _tiff_metadata(tif.pages.first.tags, src)
     reader = "tiff:ome" if stack is not None and tif.is_ome else "tiff:imagej" if stack is not None else "tiff"
     return Decoded(frames, "still" if len(frames) == 1 else "pages", reader, metadata=metadata, stack=stack)
+
+
+def _tiff_metadata(tags: Any, src: Input) -> Metadata:
+    """The metadata of page 0's tags: ICC, XMP, dpi, Exif, Orientation."""
+    return Metadata(
+        icc_profile=_tag_bytes(tags, _TIFF_ICC),
+        xmp=_tag_bytes(tags, _TIFF_XMP),
+        dpi=_tiff_dpi(tags),
+        exif=_tiff_exif(tags, src),
+        orientation=int(tags[_TIFF_ORIENTATION].value) if _TIFF_ORIENTATION in tags else 1,
+    )
+
+
+def _tags_metadata(src: Input) -> Metadata | None:
+    """Page 0's metadata from its tags, which tifffile parses even where it cannot decode the
+    pixels; None when it cannot parse them either."""
+    import tifffile
+
+    try:
+        with tifffile.TiffFile(stream(src)) as tif:
+            return _tiff_metadata(tif.pages.first.tags, src)
+    except Exception:
+        return None
 
 
 def _pages(tif: Any) -> list[Any]:
@@ -183,9 +202,18 @@ def _tiff_exif(tags: Any, src: Input) -> bytes | None:
     if sub_ifds:
         with Image.open(stream(src)) as im:
             source = im.getexif()
-            for code in sub_ifds:
-                exif.get_ifd(code).update(source.get_ifd(code))
+            for code in sub_ifds:  # as dict values: Pillow 9 writes only sub-IFDs set in the Exif itself
+                exif[code] = _sub_ifd(source, code)
     return exif.tobytes().removeprefix(_EXIF_PREFIX)
+
+
+def _sub_ifd(exif: Any, code: int) -> dict[int, Any]:
+    """The Exif or GPS IFD of a Pillow ``Exif`` as a dict, the Exif IFD's Interoperability IFD
+    nested as one (its offset would point nowhere in the new block)."""
+    ifd = dict(exif.get_ifd(code))
+    if code == _EXIF_IFD and _INTEROP_IFD in ifd:
+        ifd[_INTEROP_IFD] = dict(exif.get_ifd(_INTEROP_IFD))
+    return ifd
 
 
 def _tiff_dpi(tags: Any) -> tuple[float, float] | None:

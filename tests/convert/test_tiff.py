@@ -43,6 +43,22 @@ def test_16bit_lzw_gray_is_read_by_pillow_at_its_depth(tmp_path):
     assert np.array_equal(imij_plugins.read(tmp_path / "gray.imi")[..., 0], array)
 
 
+@no_imagecodecs
+def test_tiff_read_by_pillow_keeps_the_metadata_of_its_tags(tmp_path):
+    xmp = b'<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF/></x:xmpmeta>'
+    src = tmp_path / "tagged.tif"
+    src.write_bytes(lzw_tiff(noise((7, 9), np.uint16), iccprofile=b"\x01" * 300, resolution=(72, 96), resolutionunit="INCH",
+                             extratags=[(700, "B", len(xmp), xmp, True), (271, "s", 0, "imij", True)], metadata=None))
+    assert read_source(src).reader == "pillow:TIFF"
+    assert convert_file(src, tmp_path / "tagged.imi", ConvertOptions()).status == "converted"
+    meta = imij_plugins.open(tmp_path / "tagged.imi").metadata
+    assert meta["xmp"] == xmp and meta["icc_profile"] == b"\x01" * 300
+    assert meta["dpi"] == pytest.approx((72, 96))
+    exif = Image.Exif()
+    exif.load(b"Exif\x00\x00" + meta["exif"])
+    assert exif[0x010F] == "imij"
+
+
 def test_16bit_lzw_rgba_with_imagecodecs_converts_exactly(tmp_path):
     pytest.importorskip("imagecodecs")
     array = noise((6, 5, 4), np.uint16)
