@@ -13,6 +13,7 @@ import io
 import os
 from dataclasses import fields
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -27,6 +28,10 @@ __all__ = ["Decoded", "Input", "Kind", "Metadata", "read_source", "sniff"]
 TIFF_SIGNATURES = (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")  # classic and BigTIFF
 NPY_SIGNATURE = b"\x93NUMPY"
 _MAX_DELAY_DENOMINATOR = 65535  # APNG's delay_den is a u16: its num/den comes back exactly
+# the raw modes Pillow unpacks 16-bit unsigned gray with: into mode I;16 on newer Pillows, into
+# mode I (int32) on Pillow 9 (16-bit PNG) and on every Pillow for 16-bit PGM
+_U16_RAWMODES = frozenset({"I;16", "I;16B", "I;16L", "I;16N"})
+_JPEG_XMP = b"http://ns.adobe.com/xap/1.0/\x00"  # how a JPEG APP1 segment holding XMP starts
 
 
 def sniff(head: bytes) -> str:
@@ -92,7 +97,9 @@ def read_pillow(src: Input) -> Decoded:
     """Every frame of a file Pillow opens, each stored as the IMI plugin stores its mode. Frames
     that carry a duration once loaded (GIF, APNG, WebP, AVIF, FLI) are an animation, brought to
     one mode; other multi-frame files are pages. An APNG's default image that is not a frame of
-    its animation is left out, with a note when it differs from the first frame."""
+    its animation is left out, with a note when it differs from the first frame. 16-bit gray is
+    u16 and XMP is kept on every Pillow (Pillow 9 opens a 16-bit PNG as mode I and leaves PNG and
+    JPEG XMP out of ``info["xmp"]``)."""
     from PIL import Image
 
     from imij_plugins.pillow.ImiImagePlugin import _metadata, _one_mode, _reduced, _stored
@@ -102,9 +109,10 @@ def read_pillow(src: Input) -> Decoded:
     Image.init()
     with Image.open(stream(src)) as im:
         n = getattr(im, "n_frames", 1)
-        images, durations, timed = [], [], False
+        images, durations, timed, unsigned = [], [], False, []
         for index in range(n):
             im.seek(index)
+            unsigned.append(im.mode == "I" and _unpacks_u16(im.tile))  # load() empties the tile list
             im.load()  # WebP and AVIF set a frame's info["duration"] when they load it
             timed = timed or "duration" in im.info
             images.append(im.copy())
@@ -112,21 +120,50 @@ def read_pillow(src: Input) -> Decoded:
         loop = im.info.get("loop")
         im.seek(0)
         im.encoderinfo = {}  # _metadata reads save parameters first; there are none
-        metadata = Metadata(**{k: v for k, v in _metadata(im).items() if k in _METADATA_FIELDS})
+        found = _metadata(im)
+        if "xmp" not in found:
+            found["xmp"] = _legacy_xmp(im)
+        metadata = Metadata(**{k: v for k, v in found.items() if k in _METADATA_FIELDS})
         reader = f"pillow:{im.format}"
         apng_default = im.format == "PNG" and n > 1 and bool(im.info.get("default_image"))
     notes: tuple[str, ...] = ()
     if apng_default:
-        default, images, durations = images[0], images[1:], durations[1:]
+        default, images, durations, unsigned = images[0], images[1:], durations[1:], unsigned[1:]
         if default.size != images[0].size or default.convert("RGBA").tobytes() != images[0].convert("RGBA").tobytes():
             notes = ("the APNG default image, shown by viewers without APNG support, is not an animation frame and is not kept",)
     animated = timed and len(images) > 1
     kind: Kind = "animation" if animated else "pages" if len(images) > 1 else "still"
     if animated:
         images = _one_mode([_reduced(i) for i in images])  # GIF frames after the first load as RGB(A)
-    frames = tuple(_stored(i) for i in images)
+    frames = tuple(_as_u16(_stored(i)) if u16 else _stored(i) for i, u16 in zip(images, unsigned))
     loop = 1 if loop is None else int(loop)  # GIF without a loop extension plays once
     return Decoded(frames, kind, reader, tuple(durations) if animated else (), loop, metadata, notes=notes)
 
 
 _METADATA_FIELDS = frozenset(f.name for f in fields(Metadata))
+
+
+def _unpacks_u16(tile: list[Any]) -> bool:
+    """Whether every tile of a frame not yet loaded unpacks 16-bit unsigned samples (the file's own
+    depth, whatever Pillow mode holds them): a decoder's arguments start with its raw mode."""
+    rawmodes = {args if isinstance(args, str) else args[0] if isinstance(args, tuple) and args else None for *_, args in tile}
+    return bool(rawmodes) and rawmodes <= _U16_RAWMODES
+
+
+def _as_u16(frame: Frame) -> Frame:
+    """A Gray i32 frame of 16-bit unsigned samples as the u16 frame a Pillow with mode I;16 stores."""
+    if frame.layout != "Gray" or frame.array.dtype != np.int32:
+        return frame  # a keyed transparency is already 16-bit GrayAlpha
+    return Frame(frame.array.astype(np.uint16), "Gray", frame.sig_bits)  # exact: the decoder unpacked 16 bits
+
+
+def _legacy_xmp(im: Any) -> bytes | None:
+    """XMP where Pillow 9 leaves it out of ``info["xmp"]``: a PNG's ``XML:com.adobe.xmp`` iTXt, a
+    JPEG's APP1 XMP segment (newer Pillows put both in ``info["xmp"]``)."""
+    value = im.info.get("XML:com.adobe.xmp")
+    if value:
+        return value.encode("utf-8") if isinstance(value, str) else bytes(value)
+    for marker, segment in getattr(im, "applist", ()):
+        if marker == "APP1" and segment.startswith(_JPEG_XMP):
+            return bytes(segment[len(_JPEG_XMP) :])
+    return None

@@ -37,6 +37,17 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
+def png_samples(path: Path) -> np.ndarray:
+    """A PNG's samples as Pillow reads them, 16-bit gray as uint16 on every Pillow (Pillow 9 opens
+    it as int32 mode I): checked against the bit depth and colour type of the file's IHDR."""
+    with Image.open(path) as im:
+        array = np.asarray(im)
+        if im.mode == "I":
+            assert path.read_bytes()[24:26] == b"\x10\x00"  # 16-bit gray
+            array = array.astype(np.uint16)
+    return array
+
+
 def back_out(imi: Path, fmt: str) -> Path:
     """Convert an IMI file out to ``fmt`` and assert it reads back equal to the IMI file's pixels."""
     dst = imi.with_suffix("." + fmt)
@@ -56,7 +67,7 @@ def test_png_to_imi_and_back_exact(tmp_path, array):
     Image.fromarray(array).save(src)
     imi = to_imi(src)
     assert same_bits(imij_plugins.read(imi), array)
-    assert same_bits(np.asarray(Image.open(back_out(imi, "png"))), array)
+    assert same_bits(png_samples(back_out(imi, "png")), array)
     assert same_bits(tifffile.imread(back_out(imi, "tiff")), array)
     assert same_bits(np.load(back_out(imi, "npy")), array)
 
@@ -130,9 +141,28 @@ def test_png_metadata_survives_imi_and_back(tmp_path):
     assert meta["icc_profile"] == icc and meta["xmp"] == XMP
     assert meta["dpi"] == pytest.approx((300, 150), rel=1e-3)
     with Image.open(back_out(imi, "png")) as out:
-        assert out.info["icc_profile"] == icc and out.info["xmp"] == XMP
+        xmp = out.info.get("xmp") or out.info["XML:com.adobe.xmp"].encode()  # the iTXt key on Pillow 9
+        assert out.info["icc_profile"] == icc and xmp == XMP
         assert out.info["dpi"] == pytest.approx((300, 150), rel=1e-3)
         assert out.getexif()[0x010F] == "imij"
+
+
+def test_16_bit_pgm_is_stored_as_u16(tmp_path):
+    """Pillow opens a 16-bit PGM, like Pillow 9 a 16-bit PNG, as int32 mode I: stored at its own depth."""
+    src = tmp_path / "deep.pgm"
+    array = noise((9, 11), np.uint16)
+    src.write_bytes(b"P5 11 9 65535\n" + array.astype(">u2").tobytes())
+    assert same_bits(imij_plugins.read(to_imi(src)), array)
+
+
+def test_jpeg_xmp_survives(tmp_path):
+    src = tmp_path / "x.jpg"
+    jpeg = io.BytesIO()
+    Image.fromarray(noise((8, 8, 3))).save(jpeg, format="JPEG")
+    segment = b"http://ns.adobe.com/xap/1.0/\x00" + XMP
+    app1 = b"\xff\xe1" + struct.pack(">H", len(segment) + 2) + segment  # right after SOI, as cameras write it
+    src.write_bytes(jpeg.getvalue()[:2] + app1 + jpeg.getvalue()[2:])
+    assert imij_plugins.open(to_imi(src)).metadata["xmp"] == XMP
 
 
 def test_tiff_metadata_survives_imi_and_back(tmp_path):
@@ -165,25 +195,31 @@ def test_tiff_descriptive_tags_and_orientation_become_exif(tmp_path):
 def tiff_with_exif_ifd(pixels: bytes, width: int, height: int) -> bytes:
     """A little-endian 8-bit gray TIFF, built by hand (neither Pillow nor tifffile writes an Exif
     IFD into a TIFF), whose IFD0 has Make and points (tag 34665) at an Exif IFD holding
-    ExposureTime 1/250 (RATIONAL) and DateTimeOriginal (ASCII)."""
+    ExposureTime 1/250 (RATIONAL), DateTimeOriginal (ASCII) and a pointer (tag 40965) to an
+    Interoperability IFD holding InteropIndex "R98"."""
     date, make = b"2024:01:02 03:04:05\x00", b"imij\x00"
-    n0, n1 = 10, 2
+    n0, n1, n2 = 10, 3, 1
     exif_ifd = 8 + 2 + 12 * n0 + 4
-    rational_at = exif_ifd + 2 + 12 * n1 + 4
+    interop_ifd = exif_ifd + 2 + 12 * n1 + 4
+    rational_at = interop_ifd + 2 + 12 * n2 + 4
     date_at = rational_at + 8
     make_at = date_at + len(date)
     strip_at = make_at + len(make)
 
-    def entry(tag: int, typ: int, count: int, value: int) -> bytes:
-        packed = struct.pack("<HH", value, 0) if typ == 3 else struct.pack("<I", value)  # SHORT, else LONG/offset
+    def entry(tag: int, typ: int, count: int, value: int | bytes) -> bytes:
+        if isinstance(value, bytes):
+            packed = value.ljust(4, b"\x00")  # a value of 4 bytes or fewer, inline
+        else:
+            packed = struct.pack("<HH", value, 0) if typ == 3 else struct.pack("<I", value)  # SHORT, else LONG/offset
         return struct.pack("<HHI", tag, typ, count) + packed
 
     ifd0 = [entry(256, 3, 1, width), entry(257, 3, 1, height), entry(258, 3, 1, 8), entry(259, 3, 1, 1),
             entry(262, 3, 1, 1), entry(271, 2, len(make), make_at), entry(273, 4, 1, strip_at),
             entry(278, 3, 1, height), entry(279, 4, 1, len(pixels)), entry(34665, 4, 1, exif_ifd)]
-    ifd1 = [entry(33434, 5, 1, rational_at), entry(36867, 2, len(date), date_at)]
+    ifd1 = [entry(33434, 5, 1, rational_at), entry(36867, 2, len(date), date_at), entry(40965, 4, 1, interop_ifd)]
+    ifd2 = [entry(1, 2, 4, b"R98\x00")]
     return (b"II*\x00" + struct.pack("<IH", 8, n0) + b"".join(ifd0) + struct.pack("<IH", 0, n1) + b"".join(ifd1)
-            + struct.pack("<III", 0, 1, 250) + date + make + pixels)
+            + struct.pack("<IH", 0, n2) + b"".join(ifd2) + struct.pack("<III", 0, 1, 250) + date + make + pixels)
 
 
 def test_tiff_exif_ifd_becomes_exif(tmp_path):
@@ -195,7 +231,9 @@ def test_tiff_exif_ifd_becomes_exif(tmp_path):
     exif = Image.Exif()
     exif.load(b"Exif\x00\x00" + imij_plugins.open(imi).metadata["exif"])
     assert exif[0x010F] == "imij"
-    assert exif.get_ifd(0x8769) == {33434: Fraction(1, 250), 36867: "2024:01:02 03:04:05"}
+    exif_ifd = exif.get_ifd(0x8769)
+    assert (exif_ifd[33434], exif_ifd[36867]) == (Fraction(1, 250), "2024:01:02 03:04:05")
+    assert exif.get_ifd(0xA005) == {1: "R98"}  # the Interoperability IFD, not a stale offset
     with Image.open(back_out(imi, "png")) as out:
         assert out.getexif().get_ifd(0x8769)[36867] == "2024:01:02 03:04:05"
 
