@@ -405,14 +405,14 @@ class Archive:
         if self._auto is not None and POSIX:
             segments = self._snapshot.segments
             if self._auto.due(len(segments), segments[0].footer.end, footer.end):
-                self._rewrite()
+                self._rewrite(self.placement)
         return self.generation
 
-    def _rewrite(self) -> None:
-        """``compact="auto"``: the live entries into a new file renamed over this one, which this
-        handle then appends to. The old file's lock is held until the rename is done, and readers
-        that opened it keep reading it (POSIX keeps an unlinked file readable while it is open)."""
-        fd, footer, root = rewrite(self.path, self._fd, self.items(), self.blob, self.placement, bool(self.durable))
+    def _rewrite(self, placement: Placement) -> None:
+        """``compact="auto"`` and ``compact()``: the live entries into a new file renamed over this one,
+        which this handle then appends to. The old file's lock is held until the rename is done, and
+        readers that opened it keep reading it (POSIX keeps an unlinked file readable while it is open)."""
+        fd, footer, root = rewrite(self.path, self._fd, self.items(), self.blob, placement, bool(self.durable))
         if self.durable:
             fsync_directory(self.path)
         old = self._fd
@@ -430,11 +430,24 @@ class Archive:
             self._out.truncate(self._batch.start)
             self._batch = None
 
-    def compact(self, dst: str | os.PathLike, *, placement: Placement = "interleaved") -> int:
-        """Rewrite the live entries into one sorted segment at ``dst``; return how many were copied."""
-        from imij_plugins.imijset.compaction import compact
+    def compact(self, dst: str | os.PathLike | None = None, *, placement: Placement | None = None) -> int:
+        """Rewrite the live entries into one sorted segment at ``dst``; return how many were copied.
 
-        return compact(self, dst, placement=placement, durable=self.durable)
+        Without ``dst`` a writer (mode ``a`` or ``w``, POSIX) commits its batch and rewrites its own
+        file in place, through the same crash-safe path as ``compact="auto"``, then appends to it.
+        """
+        placement = placement or self.placement
+        if dst is not None:
+            from imij_plugins.imijset.compaction import compact
+
+            return compact(self, dst, placement=placement, durable=self.durable)
+        if self._out is None:
+            raise ValueError("compacting in place needs a writer (mode 'a' or 'w'); a reader gives dst")
+        if not POSIX:
+            raise ValueError("compacting in place replaces an open file, which Windows refuses; give dst")
+        self.commit()
+        self._rewrite(placement)
+        return self._snapshot.segments[0].footer.entries
 
     def close(self) -> None:
         """Commit a pending batch (writers) and release the file."""

@@ -109,9 +109,11 @@ def _get(args: argparse.Namespace) -> int:
 
 
 def _compact(args: argparse.Namespace) -> int:
-    with open_archive(args.archive) as arc:
-        count = arc.compact(args.dst, placement="tail" if args.tail else "interleaved")
-    print(f"{args.dst}: {count} entries in one segment")
+    """Into DST, or (no DST) in place under the writer lock, by ``compact="auto"``'s crash-safe rewrite."""
+    placement = "tail" if args.tail else "interleaved"
+    with open_archive(args.archive, "r" if args.dst else "a") as arc:
+        count = arc.compact(args.dst, placement=placement)
+    print(f"{args.dst or args.archive}: {count} entries in one segment")
     return 0
 
 
@@ -151,9 +153,9 @@ def build_parser(prog: str = "imij set") -> argparse.ArgumentParser:
     p.add_argument("key", type=int)
     p.add_argument("-o", "--output", help="output file (default: stdout)")
     p.set_defaults(run=_get)
-    p = sub.add_parser("compact", help="rewrite live entries into a new one-segment archive")
+    p = sub.add_parser("compact", help="rewrite live entries as one segment, in place or into DST")
     p.add_argument("archive")
-    p.add_argument("dst")
+    p.add_argument("dst", nargs="?", help="write a new archive here (default: replace ARCHIVE, crash-safe)")
     p.add_argument("--tail", action="store_true", help="place all index pages after the last blob")
     p.set_defaults(run=_compact)
     p = sub.add_parser("verify", help="check every page, blob digest, reference and catalog")

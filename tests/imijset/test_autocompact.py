@@ -133,3 +133,72 @@ def test_a_writer_killed_while_rewriting_loses_no_commit(path: Path) -> None:
         assert set(committed) <= present
         assert present <= set(committed) | in_flight
         next_batch = len(present)
+
+
+COMPACTOR = """
+import contextlib, io, sys
+import imij_plugins.imijset as imijset
+from imij_plugins.imijset.cli import main_set
+path, first = sys.argv[1], int(sys.argv[2])
+for b in range(first, first + 100000):
+    with imijset.open(path, "a") as arc:
+        for k in range(b * {batch}, (b + 1) * {batch}):
+            arc.append(k, f"key {{k}} batch {{b}} ".encode() * 40, filename=f"k{{k}}")
+    print(b, flush=True)  # printed only once the batch is committed
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main_set(["compact", path]) == 0  # in place: the same rewrite as compact="auto"
+""".format(batch=BATCH)
+
+
+@posix_only
+def test_imij_set_compact_killed_while_rewriting_loses_no_commit(path: Path) -> None:
+    """SIGKILL at random moments of a process that commits a batch, then runs ``imij set compact
+    ARCHIVE`` (which rewrites every entry so far): every committed batch is there, whole."""
+    rng = random.Random(42)
+    committed: list[int] = []
+    in_flight: set[int] = set()
+    next_batch = 0
+    for _ in range(8):
+        proc = subprocess.Popen([sys.executable, "-c", COMPACTOR, str(path), str(next_batch)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = proc.stdout.readline()  # type: ignore[union-attr]
+        time.sleep(rng.uniform(0, 0.15))
+        os.kill(proc.pid, signal.SIGKILL)
+        out = first + proc.stdout.read()  # type: ignore[union-attr]
+        proc.wait(timeout=60)
+        proc.stderr.close()  # type: ignore[union-attr]
+        proc.stdout.close()  # type: ignore[union-attr]
+        printed = [int(line) for line in out.split()]
+        assert printed, "the process committed nothing before the kill"
+        committed += printed
+        in_flight.add(next_batch + len(printed))
+        present = set(_batches(path))
+        assert set(committed) <= present
+        assert present <= set(committed) | in_flight
+        next_batch = len(present)
+    with imijset.open(path) as arc:
+        assert arc.segments <= 2  # compacted (and at most the batch committed since)
+
+
+@posix_only
+def test_compact_in_place_keeps_entries_mode_and_the_batch(path: Path) -> None:
+    with imijset.open(path, "w") as arc:
+        for b in range(4):
+            for k in range(b, 40, 4):
+                arc.append(k, b"v%d" % k, filename=f"n{k}")
+            arc.commit()
+    path.chmod(0o640)
+    with imijset.open(path) as reader:
+        with pytest.raises(ValueError):
+            reader.compact()
+        before = {k: (reader.blob(e), e.filename) for k, e in reader.items()}
+    with imijset.open(path, "a") as arc:
+        arc.append(100, b"pending")  # committed first, then compacted with the rest
+        assert arc.compact() == 41 and arc.segments == 1
+        arc.append(101, b"after")
+    assert path.stat().st_mode & 0o777 == 0o640
+    with imijset.open(path) as arc:
+        assert {k: (arc.blob(e), e.filename) for k, e in arc.items() if k < 100} == before
+        assert arc.get(100) == b"pending" and arc.get(101) == b"after"
+        assert arc.segments == 2
+    assert [p.name for p in path.parent.iterdir()] == [path.name]

@@ -38,6 +38,10 @@ def test_add_ls_get_verify_compact(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main_set(["compact", str(arc), str(dst), "--tail"]) == 0
     with imijset.open(dst) as c:
         assert list(c.keys()) == [0, 1, 2, 10] and c.segments == 1
+    assert main_set(["compact", str(arc)]) == 0  # in place
+    assert capsys.readouterr().out.endswith(f"{arc}: 4 entries in one segment\n")
+    with imijset.open(arc) as c:
+        assert list(c.keys()) == [0, 1, 2, 10] and c.segments == 1 and c.generation == 1
 
 
 def test_get_to_stdout(tmp_path: Path, capfdbinary: pytest.CaptureFixture[bytes]) -> None:
