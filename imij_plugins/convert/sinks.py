@@ -116,6 +116,8 @@ def _png(decoded: Decoded, options: EncodeOptions) -> bytes:
     if decoded.kind == "animation":
         _check_no_repeated_frame(decoded.frames)
     images = [_pillow_image(f) for f in decoded.frames]
+    if decoded.kind == "animation" and images[0].mode == "I;16":
+        raise ValueError("APNG cannot hold 16-bit gray frames (Pillow's APNG writer does not write them): convert to tiff or imi")
     meta = decoded.metadata
     params: dict[str, object] = {k: v for k, v in (("icc_profile", meta.icc_profile), ("exif", meta.exif)) if v}
     if meta.dpi and all(0 < round(d / _METRE_IN_INCHES) <= _PHYS_MAX for d in meta.dpi):

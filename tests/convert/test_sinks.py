@@ -81,3 +81,13 @@ def test_apng_output_refuses_equal_consecutive_frames_it_would_merge(tmp_path):
     record = convert_file(src, tmp_path / "out.png", ConvertOptions())
     assert record.status == "failed"
     assert record.reason == "ValueError: APNG cannot hold equal consecutive frames 0 and 1 (Pillow's writer merges them): convert to tiff or imi"
+
+
+def test_apng_output_refuses_16_bit_frames(tmp_path):
+    src = tmp_path / "deep.imi"
+    frames = [noise((5, 6), np.uint16) for _ in range(3)]
+    src.write_bytes(imij_plugins.encode(frames, EncodeOptions(), kind="animation", durations=[0.1, 0.1, 0.1]))
+    record = convert_file(src, tmp_path / "out.png", ConvertOptions())
+    assert record.status == "failed"
+    assert record.reason == "ValueError: APNG cannot hold 16-bit gray frames (Pillow's APNG writer does not write them): convert to tiff or imi"
+    assert not (tmp_path / "out.png").exists()
