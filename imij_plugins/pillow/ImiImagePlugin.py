@@ -69,8 +69,8 @@ from PIL import ExifTags, Image, ImageFile
 from imij_plugins import api
 from imij_plugins.errors import Corrupt, ImijError, TooLarge, Unsupported
 from imij_plugins.pillow import modes
-
-MIME = "image/x.imi"  # no registered type; the spec names its own unregistered types in the x. tree
+from imij_plugins.pillow.registration import FORMAT, MIME, register_entries
+from imij_plugins.signature import is_imi
 EXIF_PREFIX = b"Exif\x00\x00"
 
 #: Threads the core may use to decode one frame in ``load()`` (None: the core's default).
@@ -122,10 +122,6 @@ def _has_transparency(im: Image.Image) -> bool:
     return im.mode in ("LA", "La", "PA", "RGBA", "RGBa") or "transparency" in im.info
 
 
-def _accept(prefix: bytes) -> bool:
-    return api.is_imi(prefix)
-
-
 # Pillow programs catch OSError around load(): each core error is raised as a class deriving
 # from both (``except imij_plugins.Corrupt`` still works), the core error chained as its cause.
 _OS_ERRORS: dict[type[ImijError], type[OSError]] = {
@@ -143,7 +139,7 @@ def _os_error(error: ImijError) -> OSError:
 
 
 class ImiImageFile(ImageFile.ImageFile):
-    format = "IMI"
+    format = FORMAT
     format_description = "IMI image"
 
     imij: api.ImijFile
@@ -151,7 +147,7 @@ class ImiImageFile(ImageFile.ImageFile):
 
     def _open(self) -> None:
         assert self.fp is not None
-        if not _accept(self.fp.read(8)):
+        if not is_imi(self.fp.read(8)):
             msg = "not an IMI file"
             raise SyntaxError(msg)
         # A named file is memory-mapped by the core: opening touches the header and chunk
@@ -556,11 +552,7 @@ def _one_mode(images: list[Image.Image]) -> list[Image.Image]:
 
 
 def _register() -> None:
-    Image.register_open(ImiImageFile.format, ImiImageFile, _accept)
-    Image.register_save(ImiImageFile.format, _save)
-    Image.register_save_all(ImiImageFile.format, _save_all)
-    Image.register_extension(ImiImageFile.format, ".imi")
-    Image.register_mime(ImiImageFile.format, MIME)
+    register_entries(ImiImageFile, is_imi, _save, _save_all)
 
 
 _register()

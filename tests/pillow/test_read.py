@@ -71,10 +71,11 @@ def _decode_failure() -> bytes:
 
 
 def test_accept_looks_at_the_signature_only():
-    assert ImiImagePlugin._accept(b"IMIJ\r\n\x87\n")
-    assert ImiImagePlugin._accept(b"IMIJ\r\n\x87\n" + b"\xff" * 8)
-    assert not ImiImagePlugin._accept(b"IMIJ\r\n\x87")
-    assert not ImiImagePlugin._accept(b"\x89PNG\r\n\x1a\n")
+    accept = Image.OPEN["IMI"][1]
+    assert accept(b"IMIJ\r\n\x87\n")
+    assert accept(b"IMIJ\r\n\x87\n" + b"\xff" * 8)
+    assert not accept(b"IMIJ\r\n\x87")
+    assert not accept(b"\x89PNG\r\n\x1a\n")
 
 
 def test_a_file_of_another_format_is_not_identified():

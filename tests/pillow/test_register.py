@@ -11,6 +11,7 @@ from PIL import Image
 
 import imij_plugins.pillow
 from imij_plugins.pillow import ImiImagePlugin
+from imij_plugins.signature import is_imi
 
 from .startup import pil_image_own_modules
 
@@ -82,7 +83,7 @@ def test_register_pillow_restores_a_removed_registration():
     del Image.OPEN["IMI"]
     Image.ID.remove("IMI")
     imij_plugins.pillow.register_pillow()
-    assert Image.OPEN["IMI"] == (ImiImagePlugin.ImiImageFile, ImiImagePlugin._accept)
+    assert Image.OPEN["IMI"] == (ImiImagePlugin.ImiImageFile, is_imi)
 
 
 def test_options_are_set_and_kept():
