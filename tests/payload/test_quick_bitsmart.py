@@ -309,7 +309,7 @@ def image_bytes(kind: str, npixels: int, channels: int, word_bytes: int, rng) ->
         pool = np.array([np.nan, -0.0, 0.0, np.inf, -np.inf, 1.5, -2.25, 1e-3], dtype=ftype)
         values = pool[rng.integers(0, pool.size, size=shape)]
         raw = values.view(f"<u{word_bytes}").copy()
-        raw[0, 0] |= 1  # a NaN/denormal payload bit: bits must survive as stored
+        raw[0, 0] |= raw.dtype.type(1)  # a NaN/denormal payload bit: bits must survive as stored (numpy 1.x: typed)
         return raw.tobytes()
     raise AssertionError(kind)
 

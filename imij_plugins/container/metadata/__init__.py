@@ -1,6 +1,7 @@
 """Typed parsers and writers for metadata chunk payloads (1.1, 1.1.1, 1.2, 1.3 kVMD, 1.5): pure functions over bytes.
 
-iCCP, eXIf and xMPp payloads stay raw bytes (1.1) and have no module here.
+iCCP and xMPp payloads stay raw bytes (1.1) and have no module here; eXIf payloads stay raw bytes
+too, and ``exif`` edits them in place (dpi tags) without moving any IFD.
 """
 
 from imij_plugins.container.metadata.gainmap import GainMap
