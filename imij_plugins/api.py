@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -10,7 +10,9 @@ from imij_plugins.container.header import default_cicp
 from imij_plugins.options import OPTION_NAMES, EncodeKeywords, EncodeOptions, Frame
 from imij_plugins.reader import Failure, FrameInfo, ImageInfo, ImijFile, Limits, Source, is_imi
 from imij_plugins.registry.samples import LAYOUTS
-from imij_plugins.writer import encode, write
+
+if TYPE_CHECKING:
+    from imij_plugins.writer import encode, write
 
 __all__ = [
     "EncodeKeywords",
@@ -74,3 +76,12 @@ def read(
     (``region=(x, y, w, h)`` decodes only the units it overlaps)."""
     with open(src, verify=verify, limits=limits, partial=partial, storage_options=storage_options) as f:
         return f.read(index, region=region, threads=threads)
+
+
+def __getattr__(name: str) -> Any:
+    """``encode`` and ``write`` load the writer on first use, so reading imports no writer module."""
+    if name in ("encode", "write"):
+        from imij_plugins import writer
+
+        return getattr(writer, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
