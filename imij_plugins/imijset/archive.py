@@ -341,7 +341,10 @@ class Archive:
         else:
             blob = blob_or_array if type(blob_or_array) is bytes else bytes(blob_or_array)
             desc = description or describe(blob)
-        self._add(key, blob, desc, meta, raw)
+        if self._batch is not None and type(key) is int:
+            self._batch.add(key, blob, desc, meta, raw)
+        else:
+            self._add(key, blob, desc, meta, raw)
 
     def append_entry(self, entry: Entry, blob: bytes) -> None:
         """Append an entry copied from an archive: its summary, CICP, image count, hint and metadata

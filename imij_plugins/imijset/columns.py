@@ -6,7 +6,9 @@ layout with C-speed bytes methods and converts with numpy before falling back to
 
 from __future__ import annotations
 
-from typing import Iterable
+import operator
+from itertools import islice
+from typing import Sequence
 
 import numpy as np
 
@@ -29,9 +31,18 @@ def uvarint(value: int) -> bytes:
     return encode_varint(value)
 
 
-def encode_column(values: Iterable[int]) -> bytes:
+def encode_column(values: Sequence[int]) -> bytes:
     """A column: the shortest LEB128 form of each value, concatenated."""
+    if values and values.count(values[0]) == len(values):  # one value repeated (equal lengths, steps)
+        return uvarint(values[0]) * len(values)
     return b"".join([_SHORT[v] if v < 0x4000 else encode_varint(v) for v in values])
+
+
+def encode_deltas(values: Sequence[int]) -> bytes:
+    """Leaf columns 1 and 2: the first value, then each value's difference from the one before."""
+    if not values:
+        return b""
+    return uvarint(values[0]) + encode_column(list(map(operator.sub, islice(values, 1, None), values)))
 
 
 def read_uvarint(buf: bytes, pos: int, end: int, what: str) -> tuple[int, int]:

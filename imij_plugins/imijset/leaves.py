@@ -7,18 +7,17 @@ CICP, image counts and metadata (columns 6-9) when a listing, query or entry nee
 
 from __future__ import annotations
 
-import operator
 import struct
 from array import array
 from bisect import bisect_left
-from itertools import accumulate, islice
+from itertools import accumulate
 from typing import Sequence
 
 import numpy as np
 
 from imij_plugins.errors import Corrupt
 from imij_plugins.imijset.branches import Bounds
-from imij_plugins.imijset.columns import decode_column, encode_column, read_uvarint, uvarint
+from imij_plugins.imijset.columns import decode_column, encode_column, encode_deltas, read_uvarint, uvarint
 from imij_plugins.imijset.dictionary import encode_dictionary, expand, parse_dictionary, repeated_strings, tokenize
 from imij_plugins.imijset.entries import Entry, Summary, cicp_key, filename_key
 from imij_plugins.imijset.metadata import MAX_PAYLOAD, NO_METADATA, Metadata, parse_metadata
@@ -268,8 +267,8 @@ def encode_leaf(
     dictionaries: "choose kind 3 only when the entire serialized page is smaller".
     """
     cols = [
-        encode_column([keys[0], *map(operator.sub, islice(keys, 1, None), keys)] if keys else ()),
-        encode_column([offsets[0], *map(operator.sub, islice(offsets, 1, None), offsets)] if offsets else ()),
+        encode_deltas(keys),
+        encode_deltas(offsets),
         encode_column(lengths),
         encode_column(hints),
         digests,

@@ -106,17 +106,23 @@ class Output:
 class LeafBuilder:
     """The entries of the leaf being filled, one row each; columns are derived when the leaf closes."""
 
-    __slots__ = ("rows", "basic", "size")
+    __slots__ = ("rows", "basic", "opaque", "raw_bytes")
 
     def __init__(self) -> None:
         # (key, offset, length, digest, description, metadata, metadata payload) per entry
         self.rows: list[tuple[int, int, int, int, Description, Metadata, bytes]] = []
         self.basic = True
-        self.size = _PAGE_BOUND
+        self.opaque = True  # every description is OPAQUE_DESCRIPTION
+        self.raw_bytes = 0  # metadata payload bytes: with 89 bytes an entry, what bounds the page size
 
     def encode(self) -> tuple[bytes, Bounds]:
         """The page, and the bounds its parent descriptor declares."""
         keys, offsets, lengths, digests, descs, metas, raws = zip(*self.rows)
+        n = len(keys)
+        packed = struct.pack(f"<{n}Q", *digests)
+        if self.basic and self.opaque:  # opaque blobs without metadata
+            page = encode_leaf(keys, offsets, lengths, bytes(n), packed, [OPAQUE_BYTES * n], None, None, None)
+            return page, _OPAQUE_BOUNDS
         summaries = [d.summary for d in descs]
         extras = None
         if not self.basic:
@@ -129,14 +135,12 @@ class LeafBuilder:
             offsets,
             lengths,
             [d.prefix_hint for d in descs],
-            struct.pack(f"<{len(digests)}Q", *digests),
+            packed,
             [OPAQUE_BYTES if s is OPAQUE else s.encode() for s in summaries],
             extras,
             None if self.basic else metas,
             None if self.basic else raws,
         )
-        if self.basic and all(s is OPAQUE for s in summaries):  # every bound is (0, 0)
-            return page, _OPAQUE_BOUNDS
         columns = (
             [s.width for s in summaries],
             [s.height for s in summaries],
@@ -173,32 +177,40 @@ class SegmentWriter:
             if not 0 <= key <= U64_MAX:
                 raise ValueError(f"key {key} outside 0 ..= 2^64 - 1")
             raise ValueError(f"key {key} after {self.last_key}: keys must increase within a batch; commit() first")
-        if desc is not OPAQUE_DESCRIPTION and desc.prefix_hint > len(blob):
+        opaque = desc is OPAQUE_DESCRIPTION
+        if not opaque and desc.prefix_hint > len(blob):
             raise ValueError("a prefix hint cannot exceed its blob")
         leaf = self.leaf
-        size = leaf.size + _ENTRY_BOUND + len(raw)
-        # Index pages: "Page-size limits may close a leaf before 256 entries."
-        if size > MAX_PAGE and leaf.rows:
-            self._close_leaf()
-            leaf = self.leaf
-            size = leaf.size + _ENTRY_BOUND + len(raw)
-        if raw or (desc is not OPAQUE_DESCRIPTION and (desc.cicp is not None or desc.image_count)):
+        rows = leaf.rows
+        if raw or leaf.raw_bytes:  # without metadata 256 entries always fit (31 + 89 * 256 bytes)
+            # Index pages: "Page-size limits may close a leaf before 256 entries."
+            if rows and _PAGE_BOUND + _ENTRY_BOUND * (len(rows) + 1) + leaf.raw_bytes + len(raw) > MAX_PAGE:
+                self._close_leaf()
+                leaf = self.leaf
+                rows = leaf.rows
+            leaf.raw_bytes += len(raw)
+        if not opaque:
+            leaf.opaque = False
+            if desc.cicp is not None or desc.image_count:
+                leaf.basic = False
+        if raw:
             leaf.basic = False
-        leaf.size = size
         # "blobs in a segment are nonoverlapping and in write order"; "Each blob ends before its leaf."
         out = self.out
         offset = out.position
-        if len(blob) < FLUSH_AT:  # Output.write, inlined for small blobs
-            out.position = offset + len(blob)
-            out.buf += blob
-            if len(out.buf) >= FLUSH_AT:
+        n = len(blob)
+        if n < FLUSH_AT:  # Output.write, inlined for small blobs
+            out.position = offset + n
+            buf = out.buf
+            buf += blob
+            if len(buf) >= FLUSH_AT:
                 out.flush()
         else:
             out.write(blob)
-        leaf.rows.append((key, offset, len(blob), xxh3_64_intdigest(blob), desc, meta, raw))
+        rows.append((key, offset, n, xxh3_64_intdigest(blob), desc, meta, raw))
         self.last_key = key
         self.count += 1
-        if len(leaf.rows) == MAX_ENTRIES:
+        if len(rows) == MAX_ENTRIES:
             self._close_leaf()
 
     def _close_leaf(self) -> None:
