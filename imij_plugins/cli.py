@@ -19,6 +19,7 @@ import _imij_pillow_autoload as hook
 import imij_plugins
 from imij_plugins.convert import cli as convert_cli
 from imij_plugins.desktop import cli as desktop_cli
+from imij_plugins.container.writer import write_atomic
 from imij_plugins.errors import ImijError
 
 
@@ -159,19 +160,6 @@ def _is_site_dir(directory: str) -> bool:
     return os.path.realpath(directory) in {os.path.realpath(d) for d in dirs}
 
 
-def _write_atomically(path: str, text: str) -> None:
-    """Write through a temporary file, so that an interpreter starting meanwhile never reads half a .pth."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        with open(tmp, "w", encoding="ascii") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
-
-
 def _permission_hints(action: str, user: bool) -> list[str]:
     """What to do when the site-packages directory is not writable: per user, or as an administrator."""
     hints = []
@@ -213,7 +201,7 @@ def cmd_pillow_autoload(args: argparse.Namespace) -> int:
             else:
                 if args.user:
                     os.makedirs(directory, exist_ok=True)  # the user site-packages may not exist yet
-                _write_atomically(path, line)
+                write_atomic(path, line.encode("ascii"))  # a starting interpreter never reads half a .pth
                 print(f"Pillow autoload {'enabled' if current is None else 'updated'}: {path}")
         elif current is None:
             print(f"Pillow autoload already disabled: no {path}")

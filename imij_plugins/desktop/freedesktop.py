@@ -18,6 +18,7 @@ import sys
 from dataclasses import dataclass
 from xml.sax.saxutils import quoteattr
 
+from imij_plugins.container.writer import write_atomic
 from imij_plugins.signature import SIGNATURE
 
 MIME_TYPE = "image/x-imi"
@@ -127,7 +128,7 @@ def install(paths: Paths, command: list[str], update: bool = True) -> list[str]:
     written = []
     for path, text in ((paths.mime_package, mime_xml()), (paths.thumbnailer, thumbnailer_entry(command))):
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        _write_atomically(path, text)
+        write_atomic(path, text.encode("utf-8"))  # a file manager never reads half a file
         written.append(path)
     if update:
         problem = update_database(paths.mime_dir)
@@ -160,15 +161,3 @@ def _prune(directory: str, stop: str) -> None:
     while directory.startswith(stop + os.sep) and os.path.isdir(directory) and not os.listdir(directory):
         os.rmdir(directory)
         directory = os.path.dirname(directory)
-
-
-def _write_atomically(path: str, text: str) -> None:
-    """Write through a temporary file, so that a file manager never reads half a file."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
