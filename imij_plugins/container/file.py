@@ -125,12 +125,12 @@ def _check_checksums(container: Container, k: int | None, csum: Chunk | None, pa
     """1.4: the header record, the table and every piece; a partial read records what fails."""
     table, buf = container.piece_table, container.buf
     if not partial:
-        _check_checksum_record(k, table)
+        check_checksum_record(k, table)
         if table is not None and csum is not None:
             verify_pieces(buf, csum, table)
         return
     try:
-        _check_checksum_record(k, table)
+        check_checksum_record(k, table)
     except Corrupt as exc:
         container.damage.append(exc)
         container.piece_table = None
@@ -145,7 +145,7 @@ def _check_checksums(container: Container, k: int | None, csum: Chunk | None, pa
             container.checksum_failed = True
 
 
-def _check_checksum_record(k: int | None, table: PieceTable | None) -> None:
+def check_checksum_record(k: int | None, table: PieceTable | None) -> None:
     """1.4: header record 2 and the table come together, with the same k."""
     if k is not None and table is None:
         raise Corrupt("header announces a file checksum but the file has no cSUM chunk")

@@ -146,6 +146,14 @@ class DataPayload:
             failures[index] = exc
 
 
+def unit_decoder(header: Header, head: LosslessHead) -> UnitDecoder:
+    """The decoder of this head's units: quick-pixel units (2.13), else entropy coded, whose maps,
+    models and head records are checked once here, before any unit decodes."""
+    if head.quick:
+        return QuickUnits(header.channel_count, np.dtype(header.sample_type.dtype), head.bit_smart)
+    return prepare(header, head)
+
+
 def read_data(
     buf: bytes | bytearray | memoryview,
     header: Header,
@@ -168,11 +176,7 @@ def read_data(
     if header.coding != 0:
         raise Unsupported("lossy payloads are not implemented")
     head = read_lossless_head(Cursor(buf, start, end, "DATA head"), header)
-    decoder: UnitDecoder
-    if head.quick:
-        decoder = QuickUnits(header.channel_count, np.dtype(header.sample_type.dtype), head.bit_smart)
-    else:  # maps, models and head records are checked once, before any unit decodes
-        decoder = prepare(header, head)
+    decoder = unit_decoder(header, head)
     walk_errors: list[ImijError] | None = [] if partial else None
     units = walk_units(buf, head, end, errors=walk_errors)
     payload = DataPayload(buf, header, head, units, units[-1].end if units else head.end, decoder)

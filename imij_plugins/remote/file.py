@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import numpy as np
-
 from imij_plugins.container.checksum import read_piece_table
 from imij_plugins.container.chunks import CSUM, DATA, Chunk, MeasureOpen, read_chunk
-from imij_plugins.container.file import INDEX_FOOTER, Container, _check_checksum_record, read_container
+from imij_plugins.container.file import INDEX_FOOTER, Container, check_checksum_record, read_container
 from imij_plugins.container.header import Header, checksum_piece_log2, read_header
 from imij_plugins.errors import Corrupt, ImijError, Unsupported
-from imij_plugins.payload.data import DataPayload, QuickUnits, UnitDecoder
-from imij_plugins.payload.entropy.decoder import prepare
+from imij_plugins.payload.data import DataPayload, unit_decoder
 from imij_plugins.payload.head import LosslessHead, read_lossless_head
 from imij_plugins.payload.units import KNOWN_MAIN, RESERVE_CHECK_TAIL, UNIT_STRIPE, Unit, head_spans, trailing_spans
 from imij_plugins.remote.fetch import FetchStats, RangeFetcher
@@ -107,7 +104,7 @@ class RemoteFile:
         k = checksum_piece_log2(container.header)
         found = container.find(CSUM)
         table = read_piece_table(container.payload(found[0]), len(self.buf), found[0].size) if found else None
-        _check_checksum_record(k, table)
+        check_checksum_record(k, table)
         if table is not None:
             container.piece_table = table
             self.source.arm_pieces(Pieces(found[0], table))
@@ -136,7 +133,7 @@ class RemoteFile:
         for span in spans:
             units.append(Unit(pos, -1, pos + span))  # body_start -1: record not fetched yet
             pos += span
-        return DataPayload(self.buf, header, head, units, end, _decoder(header, head))
+        return DataPayload(self.buf, header, head, units, end, unit_decoder(header, head))
 
     def fetch_units(self, payload: DataPayload, indices: Sequence[int] | None) -> None:
         """Fetch the records of units ``indices`` (all: None) in one batch and check each against
@@ -158,13 +155,6 @@ def _table(head: LosslessHead, trailing_index: memoryview | None, data_len: int)
     if int.from_bytes(trailing_index[-INDEX_FOOTER:-12], "little") != data_len:
         raise Corrupt("unit index for another DATA")
     return trailing_spans(trailing_index[:-INDEX_FOOTER], head.geometry.unit_count)
-
-
-def _decoder(header: Header, head: LosslessHead) -> UnitDecoder:
-    """The unit decoder ``read_data`` would choose for this head (2.13 quick, else entropy coded)."""
-    if head.quick:
-        return QuickUnits(header.channel_count, np.dtype(header.sample_type.dtype), head.bit_smart)
-    return prepare(header, head)
 
 
 def _unit_record(buf: bytes | bytearray | memoryview, head: LosslessHead, index: int, span: Unit) -> Unit:
