@@ -16,19 +16,23 @@ Kind = Literal["still", "animation", "pages"]
 
 @dataclass(frozen=True)
 class Metadata:
-    """The file-level metadata a conversion carries: ICC, Exif (TIFF header onward), XMP, dpi, orientation."""
+    """The file-level metadata a conversion carries: ICC, Exif (TIFF header onward), XMP, dpi,
+    orientation, and how the last channel of GrayAlpha/RGBA is meant (1.0 alpha_mode: 0 straight,
+    1 premultiplied, 3 undefined padding, as a TIFF's ExtraSamples says)."""
 
     icc_profile: bytes | None = None
     exif: bytes | None = None
     xmp: bytes | None = None
     dpi: tuple[float, float] | None = None
     orientation: int = 1
+    alpha_mode: int = 0
 
     def options(self) -> dict[str, object]:
         """The fields that are set, as ``EncodeOptions`` keywords."""
         out = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
-        if self.orientation == 1:
-            del out["orientation"]
+        for name, default in (("orientation", 1), ("alpha_mode", 0)):
+            if out[name] == default:
+                del out[name]
         return out
 
 

@@ -38,6 +38,9 @@ _TIFF_LAYOUTS = {
     "RGBA": ("rgb", ("unassalpha",)),
     "CMYK": ("separated", ()),
 }
+# IMI alpha_mode (1.0) -> TIFF ExtraSamples of the last channel: premultiplied is associated
+# alpha, undefined padding an unspecified extra sample
+_TIFF_EXTRASAMPLES = {1: ("assocalpha",), 3: ("unspecified",)}
 _METRE_IN_INCHES, _PHYS_MAX = 0.0254, 0xFFFFFFFF  # PNG pHYs: u32 pixels per metre
 _CLASSIC_TIFF_BYTES = 1 << 31  # above this many sample bytes, write BigTIFF (32-bit offsets run out)
 
@@ -115,6 +118,9 @@ def _png(decoded: Decoded, options: EncodeOptions) -> bytes:
         raise ValueError(f"PNG holds one image or an animation, not {len(decoded.frames)} pages: convert to tiff")
     if decoded.kind == "animation":
         _check_no_repeated_frame(decoded.frames)
+    if decoded.metadata.alpha_mode in _TIFF_EXTRASAMPLES:
+        what = "premultiplied alpha" if decoded.metadata.alpha_mode == 1 else "a last channel that is no alpha"
+        raise ValueError(f"PNG cannot hold {what} (its alpha is straight): convert to tiff")
     images = [_pillow_image(f) for f in decoded.frames]
     if decoded.kind == "animation" and images[0].mode == "I;16":
         raise ValueError("APNG cannot hold 16-bit gray frames (Pillow's APNG writer does not write them): convert to tiff or imi")
@@ -156,6 +162,8 @@ def _tiff(decoded: Decoded, compression: str) -> bytes:
             if layout not in _TIFF_LAYOUTS:
                 raise ValueError(f"TIFF has no photometric interpretation for {layout}: convert to imi or npy")
             photometric, extrasamples = _TIFF_LAYOUTS[layout]
+            if extrasamples:
+                extrasamples = _TIFF_EXTRASAMPLES.get(meta.alpha_mode, extrasamples)
             first = index == 0
             tif.write(
                 _plane(array),

@@ -78,6 +78,7 @@ def read_imi(src: Input, threads: int | None = None) -> Decoded:
             xmp=meta.get("xmp"),  # type: ignore[arg-type]
             dpi=meta.get("dpi"),  # type: ignore[arg-type]
             orientation=int(meta["orientation"]),  # type: ignore[call-overload]
+            alpha_mode=f.image_info(0).alpha_mode,
         )
         records = meta.get("science")
         channels = frames[0].array.shape[2]

@@ -26,12 +26,16 @@ _TIFF_ICC, _TIFF_XMP = 34675, 700
 # IFD0 tags Exif shares with TIFF: ImageDescription is left out (OME-XML and ImageJ use it)
 _TIFF_EXIF_TAGS = (271, 272, 305, 306, 315, 33432)  # Make, Model, Software, DateTime, Artist, Copyright
 _TIFF_ORIENTATION = 274
+_TIFF_EXTRASAMPLES = 338
 _EXIF_IFD, _INTEROP_IFD = 0x8769, 0xA005
 _TIFF_SUB_IFDS = (_EXIF_IFD, 0x8825)  # the Exif and GPS IFD pointers: their IFDs go into the Exif block whole
 _EXIF_PREFIX = b"Exif\x00\x00"
 _TIFF_CMYK = 5  # PhotometricInterpretation SEPARATED
 _TIFF_PHOTOMETRICS = (1, 2, _TIFF_CMYK)  # MinIsBlack, RGB, Separated: the ones IMI layouts mean
 _ALPHA_EXTRASAMPLES = (1, 2)  # associated, unassociated (0 is an unspecified extra sample)
+# ExtraSamples -> IMI alpha_mode (1.0): associated alpha is premultiplied, an unspecified extra
+# sample is no opacity (undefined padding), unassociated alpha is straight
+_ALPHA_MODES = {0: 3, 1: 1, 2: 0}
 _CODECS_HINT = "pip install imagecodecs"
 
 
@@ -56,8 +60,10 @@ def read_tiff_file(src: Input) -> Decoded:
         if needs_codecs:
             raise Unsupported(f"tifffile cannot decode this TIFF: {first} ({_CODECS_HINT}); nor can Pillow: {exc}") from None
         raise first from None
-    loss = _pillow_loss(src, decoded)
+    pages = _page_facts(src)
+    loss = _pillow_loss(pages, decoded)
     if loss is None:  # the tags' metadata, as tifffile's read has it (Pillow 9 leaves out XMP and Exif)
+        decoded = replace(decoded, frames=tuple(_at_file_bits(f, p) for f, p in zip(decoded.frames, pages or ()))) if pages else decoded
         metadata = _tags_metadata(src)
         return decoded if metadata is None else replace(decoded, metadata=metadata)
     hint = f" ({_CODECS_HINT})" if needs_codecs else ""
@@ -80,29 +86,43 @@ def read_tiff(src: Input) -> Decoded:
         else:
             frames = tuple(_tiff_frame(page) for page in pages)
         metadata = _tiff_metadata(tif.pages.first.tags, src)
+    if frames[0].array.shape[2:] not in ((2,), (4,)):
+        metadata = replace(metadata, alpha_mode=0)  # the extra samples are not one GrayAlpha/RGBA slot
     reader = "tiff:ome" if stack is not None and tif.is_ome else "tiff:imagej" if stack is not None else "tiff"
     return Decoded(frames, "still" if len(frames) == 1 else "pages", reader, metadata=metadata, stack=stack)
 
 
-def _tiff_metadata(tags: Any, src: Input) -> Metadata:
-    """The metadata of page 0's tags: ICC, XMP, dpi, Exif, Orientation."""
+def _tiff_metadata(tags: Any, src: Input, pillow: bool = False) -> Metadata:
+    """The metadata of page 0's tags: ICC, XMP, dpi, Exif, Orientation, alpha mode. Pixels that
+    ``pillow`` decoded are already turned as the Orientation tag says (every supported Pillow
+    transposes a TIFF when it loads it) and their alpha straight (Pillow unpremultiplies
+    associated alpha, and drops an unspecified extra sample)."""
+    orientation = int(tags[_TIFF_ORIENTATION].value) if _TIFF_ORIENTATION in tags and not pillow else 1
     return Metadata(
         icc_profile=_tag_bytes(tags, _TIFF_ICC),
         xmp=_tag_bytes(tags, _TIFF_XMP),
         dpi=_tiff_dpi(tags),
-        exif=_tiff_exif(tags, src),
-        orientation=int(tags[_TIFF_ORIENTATION].value) if _TIFF_ORIENTATION in tags else 1,
+        exif=_tiff_exif(tags, src, orientation),
+        orientation=orientation,
+        alpha_mode=0 if pillow else _alpha_mode(tags),
     )
+
+
+def _alpha_mode(tags: Any) -> int:
+    """The IMI alpha_mode (1.0) of page 0's first ExtraSamples value; straight without one."""
+    tag = tags.get(_TIFF_EXTRASAMPLES)
+    values = () if tag is None else tag.value if isinstance(tag.value, tuple) else (tag.value,)
+    return _ALPHA_MODES.get(int(values[0]), 0) if values else 0
 
 
 def _tags_metadata(src: Input) -> Metadata | None:
     """Page 0's metadata from its tags, which tifffile parses even where it cannot decode the
-    pixels; None when it cannot parse them either."""
+    pixels, for pixels Pillow decoded; None when it cannot parse them either."""
     import tifffile
 
     try:
         with tifffile.TiffFile(stream(src)) as tif:
-            return _tiff_metadata(tif.pages.first.tags, src)
+            return _tiff_metadata(tif.pages.first.tags, src, pillow=True)
     except Exception:
         return None
 
@@ -157,18 +177,31 @@ def _tiff_frame(page: Any) -> Frame:
     layout = "CMYK" if photometric == _TIFF_CMYK and channels == 4 else None
     if array.dtype == np.bool_:
         return Frame(array.astype(np.uint8), layout, (1,) * channels)
+    bits = int(page.bitspersample)
+    if array.dtype == np.uint8 and bits < 8:  # 2- and 4-bit samples, unpacked as they are: declared
+        return Frame(array, layout, (bits,) * channels)
     return Frame(array, layout)
 
 
-def _pillow_loss(src: Input, decoded: Decoded) -> str | None:
-    """What Pillow's decode loses against the pages tifffile describes from the tags (their
-    count, sample type, bits per sample and alpha), or None (also when tifffile reads no tags)."""
+PageFacts = tuple[Any, int, bool]  # a page's dtype, bits per sample, alpha, as its tags say
+
+
+def _page_facts(src: Input) -> list[PageFacts] | None:
+    """Each page's sample type, bits per sample and alpha from its tags (tifffile parses them even
+    where it cannot decode the pixels); None when it cannot parse them either."""
     import tifffile
 
     try:
         with tifffile.TiffFile(stream(src)) as tif:
-            pages = [(p.dtype, int(p.bitspersample), any(int(e) in _ALPHA_EXTRASAMPLES for e in p.extrasamples)) for p in _pages(tif)]
+            return [(p.dtype, int(p.bitspersample), any(int(e) in _ALPHA_EXTRASAMPLES for e in p.extrasamples)) for p in _pages(tif)]
     except Exception:
+        return None
+
+
+def _pillow_loss(pages: list[PageFacts] | None, decoded: Decoded) -> str | None:
+    """What Pillow's decode loses against the ``pages`` the tags describe (their count, sample
+    type, bits per sample and alpha), or None (also when tifffile reads no tags)."""
+    if pages is None:
         return None
     if len(decoded.frames) < len(pages):
         return f"reads {len(decoded.frames)} of its {len(pages)} pages"
@@ -182,17 +215,32 @@ def _pillow_loss(src: Input, decoded: Decoded) -> str | None:
     return None
 
 
+def _at_file_bits(frame: Frame, page: PageFacts) -> Frame:
+    """A gray frame Pillow expanded from 2 to 7 bits per sample to 0..255 (v * 255 / (2**bits - 1),
+    as it unpacks "L;2" and "L;4") back to the file's samples, their bits declared, as tifffile
+    reads them; any other frame as it is."""
+    bits = page[1]
+    step = 255 // ((1 << bits) - 1) if 1 < bits < 8 else 0
+    array = frame.array
+    if not step or frame.sig_bits or array.dtype != np.uint8 or array.shape[2:] not in ((), (1,)) or (array % step).any():
+        return frame
+    return Frame(array // step, frame.layout, (bits,))
+
+
 def _tag_bytes(tags: Any, code: int) -> bytes | None:
     tag = tags.get(code)
     return bytes(tag.value) if tag is not None else None
 
 
-def _tiff_exif(tags: Any, src: Input) -> bytes | None:
-    """The TIFF's descriptive IFD0 tags, Orientation, and its Exif and GPS IFDs (read by Pillow,
-    which keeps each value's type) as an Exif block (TIFF header onward), or None."""
+def _tiff_exif(tags: Any, src: Input, orientation: int) -> bytes | None:
+    """The TIFF's descriptive IFD0 tags, ``orientation`` where the file has the tag, and its Exif
+    and GPS IFDs (read by Pillow, which keeps each value's type) as an Exif block (TIFF header
+    onward), or None."""
     from PIL import Image
 
-    found = {code: tags[code].value for code in (*_TIFF_EXIF_TAGS, _TIFF_ORIENTATION) if code in tags}
+    found = {code: tags[code].value for code in _TIFF_EXIF_TAGS if code in tags}
+    if _TIFF_ORIENTATION in tags:
+        found[_TIFF_ORIENTATION] = orientation
     sub_ifds = [code for code in _TIFF_SUB_IFDS if code in tags]
     if not sub_ifds and not any(code in found for code in _TIFF_EXIF_TAGS):
         return None
@@ -220,6 +268,6 @@ def _tiff_dpi(tags: Any) -> tuple[float, float] | None:
     """XResolution and YResolution as dots per inch, when ResolutionUnit is inch or centimetre."""
     x, y, unit = (tags.get(code) for code in (282, 283, 296))
     per_inch = _INCH_PER_UNIT.get(int(unit.value) if unit is not None else 2)
-    if x is None or y is None or per_inch is None or not (x.value[1] and y.value[1]):
-        return None  # no resolution, no unit, or a zero denominator
+    if x is None or y is None or per_inch is None or not all(t.value[0] > 0 and t.value[1] > 0 for t in (x, y)):
+        return None  # no resolution, no unit, or a zero term (0/1 means unknown, as Pillow reads it)
     return tuple(float(Fraction(*t.value)) * per_inch for t in (x, y))  # type: ignore[return-value]
