@@ -103,7 +103,7 @@ def read_pillow(src: Input) -> Decoded:
     JPEG XMP out of ``info["xmp"]``)."""
     from PIL import Image
 
-    from imij_plugins.pillow.ImiImagePlugin import _metadata, _one_mode, _reduced, _stored
+    from imij_plugins.pillow.ImiImagePlugin import _one_mode, _reduced, _stored
 
     # every plugin in Pillow's order: opening a .tga first would register TGA, which takes almost
     # any header, ahead of ICO, and later .ico files would read as TGA
@@ -115,15 +115,13 @@ def read_pillow(src: Input) -> Decoded:
             im.seek(index)
             unsigned.append(im.mode == "I" and _unpacks_u16(im.tile))  # load() empties the tile list
             im.load()  # WebP and AVIF set a frame's info["duration"] when they load it
+            if index == 0:  # the file's metadata: later frames may leave theirs in info (MPO's XMP)
+                found = _file_metadata(im)
             timed = timed or "duration" in im.info
             images.append(im.copy())
             durations.append((Fraction(im.info.get("duration", 0)) / 1000).limit_denominator(_MAX_DELAY_DENOMINATOR))
-        loop = im.info.get("loop")
+        loop = im.info.get("loop", 0)  # unsaid: forever, as the IMI plugin's save_all (and Pillow's APNG and WebP writers)
         im.seek(0)
-        im.encoderinfo = {}  # _metadata reads save parameters first; there are none
-        found = _metadata(im)
-        if "xmp" not in found:
-            found["xmp"] = _legacy_xmp(im)
         metadata = Metadata(**{k: v for k, v in found.items() if k in _METADATA_FIELDS})
         reader = f"pillow:{im.format}"
         apng_default = im.format == "PNG" and n > 1 and bool(im.info.get("default_image"))
@@ -137,11 +135,22 @@ def read_pillow(src: Input) -> Decoded:
     if animated:
         images = _one_mode([_reduced(i) for i in images])  # GIF frames after the first load as RGB(A)
     frames = tuple(_as_u16(_stored(i)) if u16 else _stored(i) for i, u16 in zip(images, unsigned))
-    loop = 1 if loop is None else int(loop)  # GIF without a loop extension plays once
+    loop = 1 if loop is None else int(loop)  # GIF's loop=None plays once, as in the plugin
     return Decoded(frames, kind, reader, tuple(durations) if animated else (), loop, metadata, notes=notes)
 
 
 _METADATA_FIELDS = frozenset(f.name for f in fields(Metadata))
+
+
+def _file_metadata(im: Any) -> dict[str, Any]:
+    """The metadata of a loaded first frame as the IMI plugin saves it, XMP on every Pillow."""
+    from imij_plugins.pillow.ImiImagePlugin import _metadata
+
+    im.encoderinfo = {}  # _metadata reads save parameters first; there are none
+    found = _metadata(im)
+    if "xmp" not in found:
+        found["xmp"] = _legacy_xmp(im)
+    return found
 
 
 def _unpacks_u16(tile: list[Any]) -> bool:

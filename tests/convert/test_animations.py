@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from fractions import Fraction
 
 import numpy as np
@@ -10,6 +11,7 @@ from PIL import Image, features
 
 import imij_plugins
 from imij_plugins.convert import ConvertOptions, convert_file, read_source
+from imij_plugins.pillow import register_pillow
 
 from .conftest import noise
 
@@ -72,3 +74,18 @@ def test_apng_frames_of_different_modes_are_one_animation(tmp_path):
     gray.save(src, save_all=True, append_images=[colour], duration=[50, 50])
     assert convert_file(src, tmp_path / "mixed.imi", ConvertOptions()).status == "converted"
     assert timing(tmp_path / "mixed.imi")[:2] == ("animation", 2)
+
+
+def test_a_gif_without_a_loop_setting_loops_as_the_plugin_saves_it(tmp_path):
+    src = tmp_path / "unsaid.gif"
+    first, *rest = (im.convert("RGB").quantize(16) for im in frames(3))
+    first.save(src, save_all=True, append_images=rest, duration=50)  # no loop: no NETSCAPE extension
+    with Image.open(src) as gif:
+        assert "loop" not in gif.info
+        register_pillow()
+        plugin = io.BytesIO()
+        gif.save(plugin, "IMI", save_all=True)
+    with imij_plugins.open(plugin.getvalue()) as saved:
+        loop = saved.loop_count
+    assert convert_file(src, tmp_path / "unsaid.imi", ConvertOptions()).status == "converted"
+    assert timing(tmp_path / "unsaid.imi")[3] == loop == 0  # forever, as Pillow's APNG and WebP writers

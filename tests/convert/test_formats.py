@@ -165,6 +165,17 @@ def test_jpeg_xmp_survives(tmp_path):
     assert imij_plugins.open(to_imi(src)).metadata["xmp"] == XMP
 
 
+def test_mpo_metadata_is_the_first_frames(tmp_path):
+    """Pillow leaves a later MPO frame's XMP in info after seeking back to frame 0: not the file's."""
+    first, second = (Image.fromarray(noise((8, 8, 3))) for _ in range(2))
+    second.encoderinfo = {"xmp": XMP}  # only the second frame's JPEG carries XMP
+    src = tmp_path / "pair.mpo"
+    first.save(src, "MPO", save_all=True, append_images=[second])
+    with Image.open(src) as im:
+        assert im.n_frames == 2 and "xmp" not in im.info
+    assert read_source(src).metadata.xmp is None
+
+
 def test_tiff_metadata_survives_imi_and_back(tmp_path):
     src = tmp_path / "meta.tif"
     icc = b"\x01" * 300
