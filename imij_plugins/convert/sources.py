@@ -135,8 +135,19 @@ def read_pillow(src: Input) -> Decoded:
     if animated:
         images = _one_mode([_reduced(i) for i in images])  # GIF frames after the first load as RGB(A)
     frames = tuple(_as_u16(_stored(i)) if u16 else _stored(i) for i, u16 in zip(images, unsigned))
+    if animated and len({(f.array.shape, f.array.dtype, f.layout, f.sig_bits) for f in frames}) > 1:
+        kind, animated = "pages", False
+        notes += (_as_pages_note(frames, durations),)
     loop = 1 if loop is None else int(loop)  # GIF's loop=None plays once, as in the plugin
     return Decoded(frames, kind, reader, tuple(durations) if animated else (), loop, metadata, notes=notes)
+
+
+def _as_pages_note(frames: tuple[Frame, ...], durations: list[Fraction]) -> str:
+    """Why an animation whose frames differ (a GIF frame past the logical screen grows it in
+    Pillow) is written as pages, and what of it is not kept."""
+    sizes = sorted({f"{f.array.shape[1]}x{f.array.shape[0]}" for f in frames})
+    timing = "their durations are all 0" if not any(durations) else f"their durations ({', '.join(str(float(d)) for d in durations)} s) and loop are not kept"
+    return f"animation frames differ ({', '.join(sizes)}) and IMI animation frames share one size and layout (1.3): written as pages; {timing}"
 
 
 _METADATA_FIELDS = frozenset(f.name for f in fields(Metadata))

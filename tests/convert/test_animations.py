@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import struct
 from fractions import Fraction
 
 import numpy as np
@@ -89,3 +90,39 @@ def test_a_gif_without_a_loop_setting_loops_as_the_plugin_saves_it(tmp_path):
         loop = saved.loop_count
     assert convert_file(src, tmp_path / "unsaid.imi", ConvertOptions()).status == "converted"
     assert timing(tmp_path / "unsaid.imi")[3] == loop == 0  # forever, as Pillow's APNG and WebP writers
+
+
+def growing_gif(sizes: list[tuple[int, int]], durations: list[int]) -> bytes:
+    """A GIF of 4-colour frames at the top left, its logical screen the first frame's size: Pillow
+    grows the image to a later, larger frame."""
+
+    def lzw(pixels: list[int]) -> bytes:
+        codes = []
+        for i in range(0, len(pixels), 2):
+            codes += [4, *pixels[i : i + 2]]  # a clear code every 2 pixels keeps codes 3 bits wide
+        codes.append(5)
+        data = sum(c << (3 * i) for i, c in enumerate(codes)).to_bytes((3 * len(codes) + 7) // 8, "little")
+        return bytes([2]) + b"".join(bytes([len(data[i : i + 255])]) + data[i : i + 255] for i in range(0, len(data), 255)) + b"\x00"
+
+    out = b"GIF89a" + struct.pack("<HHBBB", *sizes[0], 0x81, 0, 0) + bytes([0, 0, 0, 255, 0, 0, 0, 255, 0, 0, 0, 255])
+    for index, ((w, h), ms) in enumerate(zip(sizes, durations)):
+        out += b"\x21\xf9\x04" + struct.pack("<BHB", 0, ms // 10, 0) + b"\x00"  # graphic control: the delay
+        out += b"\x2c" + struct.pack("<HHHHB", 0, 0, w, h, 0) + lzw([(x + y + index) % 4 for y in range(h) for x in range(w)])
+    return out + b"\x3b"
+
+
+@pytest.mark.parametrize("durations", [[0, 0], [30, 40]], ids=["untimed", "timed"])
+def test_animation_frames_of_different_sizes_become_pages_with_a_note(tmp_path, durations):
+    src = tmp_path / "grows.gif"
+    src.write_bytes(growing_gif([(4, 3), (6, 5)], durations))
+    with Image.open(src) as gif:
+        want = []
+        for index in range(gif.n_frames):
+            gif.seek(index)
+            want.append(np.asarray(gif.convert("RGB")))
+    assert [w.shape for w in want] == [(3, 4, 3), (5, 6, 3)]
+    record = convert_file(src, tmp_path / "grows.imi", ConvertOptions())
+    assert record.status == "converted" and "written as pages" in record.notes[0]
+    assert ("0.03" in record.notes[0]) == any(durations)  # what is not kept is said
+    with imij_plugins.open(tmp_path / "grows.imi") as f:
+        assert f.kind == "pages" and [np.array_equal(f.read(i)[..., :3], w) for i, w in enumerate(want)] == [True, True]
