@@ -22,7 +22,15 @@ crash
 
 The second table runs ``imij convert`` (a subprocess) over the folder and classifies each file
 Pillow loads the same way, from the .imi convert wrote (a failed record is refused when its error
-is typed, else a crash). Usage::
+is typed, else a crash). convert reads a TIFF's own tags and samples, so where Pillow's TIFF
+reader shows something else the comparison is with what the file states::
+
+    no X/YResolution tags   no dpi (Pillow reports (1, 1))
+    signed 8-bit samples    the stored i8 samples' bytes (first channel) against Pillow's L of them
+    associated alpha        the stored premultiplied samples unpremultiplied as Pillow's reader
+                            does (255 * c // a of the high bytes), against Pillow's RGBA
+
+Usage::
 
     python benchmarks/pillow_images.py [--images DIR] [--results benchmarks/RESULTS.md] [--no-convert]
 
@@ -63,6 +71,7 @@ TRANSPARENT_AS = {"1": {"LA"}, "L": {"LA"}, "RGB": {"RGBA"}, "P": {"RGBA", "LA"}
 WIDER = {"L": {"1"}, "LA": {"1", "L"}, "RGB": {"1", "L"}, "RGBA": {"1", "L", "LA", "RGB"}}
 NO_LOOP = object()  # the source says nothing about looping
 RESOLUTION_TAGS = {0x011A, 0x011B, 0x0128}  # compared as dpi: the core writes dpi as these (Exif)
+X_RESOLUTION, SAMPLE_FORMAT, SAMPLE_FORMAT_INT = 0x011A, 0x0153, 2  # TIFF tags: XResolution, SampleFormat (2 signed)
 POINTER_TAGS = {0x8769, 0x8825, 0xA005, 0x0201, 0x0202}  # offsets and lengths that move on rewrite
 
 
@@ -247,6 +256,8 @@ class Reference:
     orientation: int
     dpi: tuple[float, float] | None
     loop: Any
+    file_dpi: tuple[float, float] | None  # the dpi the file states (a TIFF without resolution tags: none)
+    signed_bytes: bool  # signed 8-bit TIFF samples, which Pillow reads as L of their bytes
 
 
 def reference(path: Path) -> Reference:
@@ -255,16 +266,57 @@ def reference(path: Path) -> Reference:
         im.load()  # PNG reads eXIf after IDAT; libtiff applies and drops an orientation while loading
         exif, orientation = _exif(im), _orientation(im)
         dpi = _dpi(im.info) or _exif_dpi(im)  # a file's Exif resolution is its dpi (as Pillow's JPEG reader)
+        tags = getattr(im, "tag_v2", {}) if im.format == "TIFF" else {}
+        file_dpi = None if im.format == "TIFF" and X_RESOLUTION not in tags else dpi  # Pillow says (1, 1)
+        signed = im.mode == "L" and SAMPLE_FORMAT_INT in _as_tuple(tags.get(SAMPLE_FORMAT))
         loaded = list(frames(im))
-        return Reference(loaded, loaded[0].info, exif, orientation, dpi, im.info.get("loop", NO_LOOP))
+        return Reference(loaded, loaded[0].info, exif, orientation, dpi, im.info.get("loop", NO_LOOP), file_dpi, signed)
 
 
-def compare(want: Reference, data: bytes) -> list[str]:
-    """What differs between the source and the reopened .imi (empty: exact)."""
+def _as_tuple(value: Any) -> tuple[Any, ...]:
+    return value if isinstance(value, tuple) else () if value is None else (value,)
+
+
+def _stored_view(out: Image.Image, index: int, want: Reference) -> Image.Image | None:
+    """Pillow's view of frame ``index``'s stored samples where convert keeps what the file holds
+    and Pillow's TIFF reader shows it otherwise (None elsewhere): signed 8-bit samples, which
+    Pillow reads as L of the first sample's bytes; premultiplied alpha (alpha_mode 1), which
+    Pillow unpremultiplies from the high bytes as 255 * c // a, clipped (Unpack.c unpackRGBa,
+    unpackRGBa16L)."""
+    stored = out.imij.read(index)
+    if want.signed_bytes and stored.dtype == np.int8:
+        return Image.fromarray(np.ascontiguousarray(stored[..., 0].view(np.uint8)), "L")
+    if out.imij.image_info(index).alpha_mode != 1:
+        return None
+    samples = (stored >> 8 if stored.dtype == np.uint16 else stored).astype(np.int64)
+    alpha = samples[..., -1:]
+    colour = np.where(alpha == 0, 0, np.minimum(255, samples[..., :-1] * 255 // np.maximum(alpha, 1)))
+    return Image.fromarray(np.concatenate([colour, alpha], axis=2).astype(np.uint8), "RGBA" if samples.shape[2] == 4 else "LA")
+
+
+def frames_out(out: Image.Image, want: Reference) -> list[tuple[Frame, bool]]:
+    """Every frame of the reopened .imi, each with whether it is ``_stored_view``'s view (whose
+    mode is then not the plugin's to check)."""
+    found = []
+    for index in range(getattr(out, "n_frames", 1)):
+        out.seek(index)
+        view = _stored_view(out, index, want)
+        if view is None:
+            out.load()
+            found.append((Frame(out.copy(), out.info.get("duration"), dict(out.info)), False))
+        else:
+            found.append((Frame(view, out.info.get("duration"), dict(out.info)), True))
+    return found
+
+
+def compare(want: Reference, data: bytes, own: bool = False) -> list[str]:
+    """What differs between the source and the reopened .imi (empty: exact); ``own``: against
+    what the file itself holds (convert reads a TIFF's tags and samples), not Pillow's defaults."""
     wanted = want.frames
     diffs: list[str] = []
     with Image.open(io.BytesIO(data)) as out:
-        got = list(frames(out))
+        viewed = frames_out(out, want) if own else [(f, False) for f in frames(out)]
+        got = [f for f, _ in viewed]
         animation = out.info.get("imij_kind") == "animation"
         if want.info.get("default_image") and len(got) == len(wanted) - 1:
             wanted = wanted[1:]  # an APNG's default image that is not an animation frame, left out
@@ -272,9 +324,9 @@ def compare(want: Reference, data: bytes) -> list[str]:
             return [f"{len(wanted)} frames -> {len(got)}"]
         if len(wanted) > 1 and any(float(w.duration or 0) > 0 for w in wanted) and not animation:
             diffs.append(f"animation -> {out.info.get('imij_kind')}")
-        for index, (w, g) in enumerate(zip(wanted, got)):
+        for index, (w, (g, view)) in enumerate(zip(wanted, viewed)):
             where = f"frame {index}: " if len(wanted) > 1 else ""
-            if g.image.mode not in _expected_modes(w) and not (animation and _widens(g.image.mode, _expected_modes(w))):
+            if not view and g.image.mode not in _expected_modes(w) and not (animation and _widens(g.image.mode, _expected_modes(w))):
                 diffs.append(f"{where}mode {w.image.mode} -> {g.image.mode}")
             if w.image.size != g.image.size:
                 diffs.append(f"{where}size {w.image.size} -> {g.image.size}")
@@ -299,8 +351,9 @@ def compare(want: Reference, data: bytes) -> list[str]:
         diffs.append(f"orientation {want.orientation} -> {out_orientation}")
     if _xmp(want.info) != _xmp(out_info):
         diffs.append("xmp")
-    if want.dpi != _dpi(out_info):
-        diffs.append(f"dpi {want.dpi} -> {_dpi(out_info)}")
+    dpi = want.file_dpi if own else want.dpi
+    if dpi != _dpi(out_info):
+        diffs.append(f"dpi {dpi} -> {_dpi(out_info)}")
     return diffs
 
 
@@ -398,7 +451,7 @@ def _convert_status(record: dict[str, Any]) -> tuple[str, str]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            diffs = compare(reference(Path(record["input"])), Path(record["output"]).read_bytes())
+            diffs = compare(reference(Path(record["input"])), Path(record["output"]).read_bytes(), own=True)
     except (ValueError, OSError) as e:  # the plugin refuses what convert wrote (a typed error)
         return "wrong", f"the output does not load in Pillow: {type(e).__name__}: {e}"
     except Exception as e:  # noqa: BLE001
@@ -445,7 +498,12 @@ def section(outcomes: list[Outcome], convert: dict[str, Any] | None, folder_file
             f"{convert['records']} records in {convert['seconds']:.0f} s; of the files Pillow loads, "
             f"{found['exact']} exact, {found['refused']} refused, {found['wrong']} wrong, {found['crash']} crash "
             "(the .imi written, opened with the plugin and compared with Pillow's view of the source as above; "
-            "a failure whose error is not a ValueError/OSError or an ImijError counts as a crash).\n\n"
+            "a failure whose error is not a ValueError/OSError or an ImijError counts as a crash). convert keeps "
+            "what a TIFF's own tags and samples state, so there the comparison is with that: a TIFF without "
+            "resolution tags has no dpi (Pillow reports (1, 1), and the plugin writes what Pillow reports); "
+            "signed 8-bit samples stay i8 and their bytes are compared with the L Pillow makes of them; "
+            "associated alpha stays premultiplied (alpha mode 1) and is compared after unpremultiplying the "
+            "stored samples as Pillow's TIFF reader does.\n\n"
             f"{_table(convert['outcomes'], 'format')}\n\nNot exact:\n\n{rows or '- none'}\n"
         )
     return text
