@@ -57,7 +57,7 @@ def rewrite(
     fd, tmp = tempfile.mkstemp(prefix=".imijset-", suffix=".tmp", dir=directory)
     try:
         lock_writer(fd, tmp)
-        os.fchmod(fd, stat.S_IMODE(os.fstat(mode_of).st_mode))
+        os.chmod(tmp, stat.S_IMODE(os.fstat(mode_of).st_mode))  # by path: Windows has no fchmod
         segment = SegmentWriter(Output(fd, 0), None, placement)
         for _, entry in items:
             segment.add(entry.key, blob(entry), entry.description, entry.metadata, entry.raw_metadata)
