@@ -7,7 +7,7 @@ in memory, opened again, and classified:
 exact
     same frame count (an APNG's default image that is not an animation frame may be left out),
     and per frame: pixels (both sides converted to one mode that holds them, see ``_arrays``),
-    the mode the plugin documents for the source mode, size, duration; loop (0 or 1 when the
+    the mode the plugin documents for the source mode, size, duration; loop (0, forever, when the
     source says nothing), ICC, Exif tags (IFD0, Exif, GPS, IFD1; the resolution tags are
     compared as dpi; tags added are no loss), orientation, XMP, dpi (``info["dpi"]``, else the
     source Exif's resolution).
@@ -340,8 +340,8 @@ def compare(want: Reference, data: bytes, own: bool = False) -> list[str]:
         out.seek(0)
         out_info = dict(out.info)
         out_exif, out_orientation = _exif(out), _orientation(out)
-    loops = {0, 1} if want.loop is NO_LOOP else {1 if want.loop is None else int(want.loop)}
-    if animation and out_info.get("loop") not in loops:  # unsaid: forever (APNG writer) or once (GIF writer)
+    loops = {0} if want.loop is NO_LOOP else {1 if want.loop is None else int(want.loop)}
+    if animation and out_info.get("loop") not in loops:  # unsaid: forever, as the plugin's save_all and Pillow's APNG writer
         diffs.append(f"loop {want.loop} -> {out_info.get('loop')}")
     if (want.info.get("icc_profile") or None) != (out_info.get("icc_profile") or None):
         diffs.append("icc_profile")
@@ -459,7 +459,7 @@ def _convert_status(record: dict[str, Any]) -> tuple[str, str]:
     said = [w for w in record.get("warnings", []) if "not written" in str(w)]
     if diffs and said and all(d.startswith("dpi ") for d in diffs):  # announced, as in the plugin table
         return "refused", f"warned: {said[0]}"
-    return ("wrong", "; ".join(diffs)) if diffs else ("exact", "")
+    return ("wrong", "; ".join(diffs)) if diffs else ("exact", "; ".join(record.get("notes", [])))
 
 
 def _table(outcomes: list[Outcome], key: str) -> str:
@@ -493,6 +493,7 @@ def section(outcomes: list[Outcome], convert: dict[str, Any] | None, folder_file
     if convert is not None:
         found = collections.Counter(o.status for o in convert["outcomes"])
         rows = "\n".join(f"- `{o.name}` ({o.format} {o.mode}): {o.status}: {o.detail}" for o in convert["outcomes"] if o.status != "exact")
+        noted = "\n".join(f"- `{o.name}` ({o.format} {o.mode}): {o.detail}" for o in convert["outcomes"] if o.status == "exact" and o.detail)
         text += (
             f"\n`imij convert FOLDER -o OUT --json -j 2` over the same folder: exit {convert['exit']}, "
             f"{convert['records']} records in {convert['seconds']:.0f} s; of the files Pillow loads, "
@@ -505,6 +506,7 @@ def section(outcomes: list[Outcome], convert: dict[str, Any] | None, folder_file
             "associated alpha stays premultiplied (alpha mode 1) and is compared after unpremultiplying the "
             "stored samples as Pillow's TIFF reader does.\n\n"
             f"{_table(convert['outcomes'], 'format')}\n\nNot exact:\n\n{rows or '- none'}\n"
+            f"\nExact, with a note in the record:\n\n{noted or '- none'}\n"
         )
     return text
 
