@@ -28,6 +28,7 @@ import xxhash
 from imij_plugins.errors import Corrupt
 from imij_plugins.imijset.branches import Branch
 from imij_plugins.imijset.footer import NO_PREVIOUS, Footer
+from imij_plugins.imijset.leaves import Leaf
 
 if TYPE_CHECKING:
     from imij_plugins.imijset.reader import PageSource
@@ -37,7 +38,7 @@ DURABILITIES = (True, False, "checked")
 WINDOW = 1 << 20  # bytes a "checked" commit may leave unflushed before its footer
 
 
-def check_unflushed(source: "PageSource", footer: Footer, root: object) -> None:
+def check_unflushed(source: "PageSource", footer: Footer, root: Leaf | Branch) -> None:
     """Check every page and blob of ``footer``'s commit that ends in its last ``WINDOW`` bytes.
 
     ``root`` is the commit's root page, already checked against the footer. Index pages: "All
@@ -54,8 +55,8 @@ def check_unflushed(source: "PageSource", footer: Footer, root: object) -> None:
                 if c.offset + c.length > low:
                     pending.append(source.page(c.offset, c.length, c.digest, f"{what} page at {c.offset}"))
             continue
-        page.core(f"{what} leaf at {page.offset}")  # type: ignore[attr-defined]
-        for i in range(page.count):  # type: ignore[attr-defined]
-            offset, length, digest = page.blob_range(i)  # type: ignore[attr-defined]
+        page.core(f"{what} leaf at {page.offset}")
+        for i in range(page.count):
+            offset, length, digest = page.blob_range(i)
             if offset + length > low and xxhash.xxh3_64_intdigest(source.read(offset, length, what)) != digest:
                 raise Corrupt(f"{what}: the blob at {offset} fails its digest (a commit torn by a power loss?)")

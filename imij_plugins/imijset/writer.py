@@ -1,7 +1,8 @@
 """Writing one append batch: blobs, leaf and branch pages, then the footer linked to the previous commit.
 
-Only bytes past the file's current end are ever written; a batch that is abandoned is truncated
-back to where it began, so committed bytes are never rewritten.
+Only bytes past the last commit are ever written (past the file's end, or over zeros reserved
+there); a batch that is abandoned is truncated back to where it began, so committed bytes are
+never rewritten.
 """
 
 from __future__ import annotations
