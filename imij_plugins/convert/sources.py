@@ -115,13 +115,16 @@ def read_pillow(src: Input) -> Decoded:
             im.seek(index)
             unsigned.append(im.mode == "I" and _unpacks_u16(im.tile))  # load() empties the tile list
             im.load()  # WebP and AVIF set a frame's info["duration"] when they load it
-            if index == 0:  # the file's metadata: later frames may leave theirs in info (MPO's XMP)
-                found = _file_metadata(im)
+            if index == 0:
+                first_keys = set(im.info)
             timed = timed or "duration" in im.info
             images.append(im.copy())
             durations.append((Fraction(im.info.get("duration", 0)) / 1000).limit_denominator(_MAX_DELAY_DENOMINATOR))
         loop = im.info.get("loop", 0)  # unsaid: forever, as the IMI plugin's save_all (and Pillow's APNG and WebP writers)
         im.seek(0)
+        for key in set(im.info) - first_keys:  # a later frame's, left in info (an MPO frame's XMP)
+            del im.info[key]
+        found = _file_metadata(im)
         metadata = Metadata(**{k: v for k, v in found.items() if k in _METADATA_FIELDS})
         reader = f"pillow:{im.format}"
         apng_default = im.format == "PNG" and n > 1 and bool(im.info.get("default_image"))
@@ -154,7 +157,7 @@ _METADATA_FIELDS = frozenset(f.name for f in fields(Metadata))
 
 
 def _file_metadata(im: Any) -> dict[str, Any]:
-    """The metadata of a loaded first frame as the IMI plugin saves it, XMP on every Pillow."""
+    """The metadata of the first frame as the IMI plugin saves it, XMP on every Pillow."""
     from imij_plugins.pillow.ImiImagePlugin import _metadata
 
     im.encoderinfo = {}  # _metadata reads save parameters first; there are none

@@ -85,6 +85,7 @@ def read_tiff(src: Input) -> Decoded:
             frames, stack = read_hyperstack(tif)
         else:
             frames = tuple(_tiff_frame(page) for page in pages)
+            _check_later_alpha(pages)
         metadata = _tiff_metadata(tif.pages.first.tags, src)
     if frames[0].array.shape[2:] not in ((2,), (4,)):
         metadata = replace(metadata, alpha_mode=0)  # the extra samples are not one GrayAlpha/RGBA slot
@@ -106,6 +107,17 @@ def _tiff_metadata(tags: Any, src: Input, pillow: bool = False) -> Metadata:
         orientation=orientation,
         alpha_mode=0 if pillow else _alpha_mode(tags),
     )
+
+
+def _check_later_alpha(pages: list[Any]) -> None:
+    """``Unsupported`` for a page after the first whose extra sample is not straight alpha: the
+    encoder declares an alpha mode (1.0) on the first image's header only, so a later page's
+    premultiplied alpha or padding would be stored as straight alpha."""
+    for index, page in enumerate(pages[1:], 1):
+        mode = _alpha_mode(page.tags)
+        if mode:
+            what = "associated (premultiplied) alpha" if mode == 1 else "an unspecified extra sample"
+            raise Unsupported(f"TIFF page {index} has {what}; IMI pages after the first are written with straight alpha here: convert that page on its own")
 
 
 def _alpha_mode(tags: Any) -> int:

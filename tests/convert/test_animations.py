@@ -120,6 +120,8 @@ def test_animation_frames_of_different_sizes_become_pages_with_a_note(tmp_path, 
         for index in range(gif.n_frames):
             gif.seek(index)
             want.append(np.asarray(gif.convert("RGB")))
+    if want[0].shape == want[1].shape:
+        pytest.skip("this Pillow crops GIF frames to the logical screen (Pillow 9)")
     assert [w.shape for w in want] == [(3, 4, 3), (5, 6, 3)]
     record = convert_file(src, tmp_path / "grows.imi", ConvertOptions())
     assert record.status == "converted" and "written as pages" in record.notes[0]

@@ -118,3 +118,16 @@ def _exif(block: bytes) -> Image.Exif:
     exif = Image.Exif()
     exif.load(b"Exif\x00\x00" + block)
     return exif
+
+
+def test_a_later_page_with_premultiplied_alpha_is_read_straight_by_pillow(tmp_path):
+    """The encoder declares an alpha mode on the first image only: such a file is read as
+    Pillow reads it (unpremultiplied), or refused where that loses depth, never relabelled."""
+    src = tmp_path / "pages.tif"
+    with tifffile.TiffWriter(src) as tif:
+        tif.write(noise((4, 5, 3)), photometric="rgb", metadata=None)
+        tif.write(noise((4, 5, 4)) // 2, photometric="rgb", extrasamples=["assocalpha"], metadata=None)
+    assert read_source(src).reader == "pillow:TIFF"
+    with Image.open(src) as im, imij_plugins.open(to_imi(src)) as f:
+        im.seek(1)
+        assert f.image_info(1).alpha_mode == 0 and np.array_equal(f.read(1), np.asarray(im.convert("RGBA")))
