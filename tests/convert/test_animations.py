@@ -122,6 +122,8 @@ def test_animation_frames_of_different_sizes_become_pages_with_a_note(tmp_path, 
             want.append(np.asarray(gif.convert("RGB")))
     if want[0].shape == want[1].shape:
         pytest.skip("this Pillow crops GIF frames to the logical screen (Pillow 9)")
+    if [w.shape for w in want] == [(3, 4, 3), (3, 4, 3)]:
+        pytest.skip("this Pillow (9.4 does) crops every GIF frame to the first frame's size")
     assert [w.shape for w in want] == [(3, 4, 3), (5, 6, 3)]
     record = convert_file(src, tmp_path / "grows.imi", ConvertOptions())
     assert record.status == "converted" and "written as pages" in record.notes[0]
