@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import random
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +10,8 @@ import pytest
 import imij_plugins.imijset as imijset
 from imij_plugins._platform import POSIX
 from imij_plugins.imijset.autocompact import AutoCompact
+
+from tests.imijset.kill import kill_repeatedly
 
 posix_only = pytest.mark.skipif(not POSIX, reason="automatic rewrites run on POSIX only")
 
@@ -80,102 +77,50 @@ def test_a_reader_keeps_its_generation_and_a_second_writer_is_refused(path: Path
         assert [reader.get(k) for k in (1, 2, 3)] == [b"new", b"two", b"three"]
 
 
-BATCH = 5
 WRITER = """
 import sys
 import imij_plugins.imijset as imijset
 from imij_plugins.imijset.autocompact import AutoCompact
+sys.path.insert(0, {tests!r})
+from kill import BATCH, blob
 path, first = sys.argv[1], int(sys.argv[2])
 with imijset.open(path, "a", compact=AutoCompact(min_segments=2, growth=0.05)) as arc:
     for b in range(first, first + 100000):
-        for k in range(b * {batch}, (b + 1) * {batch}):
-            arc.append(k, f"key {{k}} batch {{b}} ".encode() * 40, filename=f"k{{k}}")
+        for k in range(b * BATCH, (b + 1) * BATCH):
+            arc.append(k, blob(k), filename=f"k{{k}}")
         arc.commit()
         print(b, flush=True)  # printed only once commit() (and any rewrite) has returned
-""".format(batch=BATCH)
-
-
-def _batches(path: Path) -> list[int]:
-    if not path.exists():
-        return []
-    with imijset.open(path) as arc:
-        arc.verify()
-        keys = sorted(arc.keys())
-        for k in keys:
-            assert arc.get(k) == f"key {k} batch {k // BATCH} ".encode() * 40
-    assert keys == list(range(len(keys))) and len(keys) % BATCH == 0
-    return list(range(len(keys) // BATCH))
+""".format(tests=str(Path(__file__).parent))
 
 
 @posix_only
 def test_a_writer_killed_while_rewriting_loses_no_commit(path: Path) -> None:
-    """SIGKILL at random moments of a writer that rewrites after nearly every commit: every batch
-    whose commit returned is there, whole, and nothing but at most the batch in flight."""
-    rng = random.Random(41)
-    committed: list[int] = []
-    in_flight: set[int] = set()
-    next_batch = 0
-    for _ in range(8):
-        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(next_batch)],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        first = writer.stdout.readline()  # type: ignore[union-attr]
-        time.sleep(rng.uniform(0, 0.1))
-        os.kill(writer.pid, signal.SIGKILL)
-        out = first + writer.stdout.read()  # type: ignore[union-attr]
-        writer.wait(timeout=60)
-        writer.stderr.close()  # type: ignore[union-attr]
-        writer.stdout.close()  # type: ignore[union-attr]
-        printed = [int(line) for line in out.split()]
-        assert printed, "the writer committed nothing before the kill"
-        committed += printed
-        in_flight.add(next_batch + len(printed))
-        present = set(_batches(path))
-        assert set(committed) <= present
-        assert present <= set(committed) | in_flight
-        next_batch = len(present)
+    """SIGKILL at random moments of a writer that rewrites after nearly every commit."""
+    kill_repeatedly(path, WRITER, seed=41)
 
 
 COMPACTOR = """
 import contextlib, io, sys
 import imij_plugins.imijset as imijset
 from imij_plugins.imijset.cli import main_set
+sys.path.insert(0, {tests!r})
+from kill import BATCH, blob
 path, first = sys.argv[1], int(sys.argv[2])
 for b in range(first, first + 100000):
     with imijset.open(path, "a") as arc:
-        for k in range(b * {batch}, (b + 1) * {batch}):
-            arc.append(k, f"key {{k}} batch {{b}} ".encode() * 40, filename=f"k{{k}}")
+        for k in range(b * BATCH, (b + 1) * BATCH):
+            arc.append(k, blob(k), filename=f"k{{k}}")
     print(b, flush=True)  # printed only once the batch is committed
     with contextlib.redirect_stdout(io.StringIO()):
         assert main_set(["compact", path]) == 0  # in place: the same rewrite as compact="auto"
-""".format(batch=BATCH)
+""".format(tests=str(Path(__file__).parent))
 
 
 @posix_only
 def test_imij_set_compact_killed_while_rewriting_loses_no_commit(path: Path) -> None:
     """SIGKILL at random moments of a process that commits a batch, then runs ``imij set compact
     ARCHIVE`` (which rewrites every entry so far): every committed batch is there, whole."""
-    rng = random.Random(42)
-    committed: list[int] = []
-    in_flight: set[int] = set()
-    next_batch = 0
-    for _ in range(8):
-        proc = subprocess.Popen([sys.executable, "-c", COMPACTOR, str(path), str(next_batch)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        first = proc.stdout.readline()  # type: ignore[union-attr]
-        time.sleep(rng.uniform(0, 0.15))
-        os.kill(proc.pid, signal.SIGKILL)
-        out = first + proc.stdout.read()  # type: ignore[union-attr]
-        proc.wait(timeout=60)
-        proc.stderr.close()  # type: ignore[union-attr]
-        proc.stdout.close()  # type: ignore[union-attr]
-        printed = [int(line) for line in out.split()]
-        assert printed, "the process committed nothing before the kill"
-        committed += printed
-        in_flight.add(next_batch + len(printed))
-        present = set(_batches(path))
-        assert set(committed) <= present
-        assert present <= set(committed) | in_flight
-        next_batch = len(present)
+    kill_repeatedly(path, COMPACTOR, seed=42, window=0.15)
     with imijset.open(path) as arc:
         assert arc.segments <= 2  # compacted (and at most the batch committed since)
 

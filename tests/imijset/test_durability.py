@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 import imij_plugins.imijset as imijset
+from imij_plugins._platform import POSIX
 from imij_plugins.errors import Corrupt
 from imij_plugins.imijset import writer
 from imij_plugins.imijset.writer import RESERVE
+from tests.imijset.kill import kill_repeatedly
 
 
 def write(path: Path, durable: object, batches: int = 3) -> None:
@@ -136,3 +138,30 @@ def test_flushes_per_commit(path: Path, monkeypatch: pytest.MonkeyPatch, durable
         del calls[:]
         arc.commit()  # 1.5 MB at most: the reserved zeros still hold more than half of their 4 MiB
         assert len(calls) == flushes
+
+
+CHECKED_WRITER = """
+import sys
+import imij_plugins.imijset as imijset
+sys.path.insert(0, {tests!r})
+from kill import BATCH, blob
+path, first = sys.argv[1], int(sys.argv[2])
+with imijset.open(path, "a", durable="checked") as arc:
+    for b in range(first, first + 100000):
+        for k in range(b * BATCH, (b + 1) * BATCH):
+            arc.append(k, blob(k))
+        arc.commit()
+        print(b, flush=True)  # printed only once commit() has returned
+""".format(tests=str(Path(__file__).parent))
+
+
+@pytest.mark.skipif(not POSIX, reason="SIGKILL")
+def test_a_killed_checked_writer_loses_no_commit(path: Path) -> None:
+    """SIGKILL at random moments of a ``durable="checked"`` writer, each next writer starting over
+    the zeros the killed one left: every committed batch is there, whole."""
+    kill_repeatedly(path, CHECKED_WRITER, seed=43)
+    with imijset.open(path, "a", durable="checked"):
+        pass
+    data = path.read_bytes()
+    assert not data.endswith(bytes(64))  # the last writer closed: no zeros left
+    assert bytes(1 << 20) not in data  # each writer started over the zeros the killed one left
