@@ -103,7 +103,7 @@ def read_pillow(src: Input) -> Decoded:
     JPEG XMP out of ``info["xmp"]``)."""
     from PIL import Image
 
-    from imij_plugins.pillow.ImiImagePlugin import _one_mode, _reduced, _stored
+    from imij_plugins.pillow.ImiImagePlugin import _one_mode, _reduced, _stored, loop_count
 
     # every plugin in Pillow's order: opening a .tga first would register TGA, which takes almost
     # any header, ahead of ICO, and later .ico files would read as TGA
@@ -120,7 +120,7 @@ def read_pillow(src: Input) -> Decoded:
             timed = timed or "duration" in im.info
             images.append(im.copy())
             durations.append((Fraction(im.info.get("duration", 0)) / 1000).limit_denominator(_MAX_DELAY_DENOMINATOR))
-        loop = im.info.get("loop", 0)  # unsaid: forever, as the IMI plugin's save_all (and Pillow's APNG and WebP writers)
+        loop = loop_count(im.info.get("loop", 0))
         im.seek(0)
         for key in set(im.info) - first_keys:  # a later frame's, left in info (an MPO frame's XMP)
             del im.info[key]
@@ -141,7 +141,6 @@ def read_pillow(src: Input) -> Decoded:
     if animated and len({(f.array.shape, f.array.dtype, f.layout, f.sig_bits) for f in frames}) > 1:
         kind, animated = "pages", False
         notes += (_as_pages_note(frames, durations),)
-    loop = 1 if loop is None else int(loop)  # GIF's loop=None plays once, as in the plugin
     return Decoded(frames, kind, reader, tuple(durations) if animated else (), loop, metadata, notes=notes)
 
 

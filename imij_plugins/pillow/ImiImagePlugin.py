@@ -522,8 +522,7 @@ def _save_all(im: Image.Image, fp: IO[bytes], filename: str | bytes) -> None:
     if pages:  # each page its own mode (mixed pages)
         fp.write(api.encode([_stored(i) for i in images], options, durations=durations, kind="pages"))
         return
-    loop = info.get("loop", im.info.get("loop", 0))
-    loop = 1 if loop is None else int(loop)  # GIF's loop=None plays once
+    loop = loop_count(info.get("loop", im.info.get("loop", 0)))
     images = _one_mode([_reduced(i) for i in images])
     if len({i.size for i in images}) > 1 or len({i.mode for i in images}) > 1:
         what = "size" if len({i.size for i in images}) > 1 else "mode"
@@ -531,6 +530,12 @@ def _save_all(im: Image.Image, fp: IO[bytes], filename: str | bytes) -> None:
         raise ValueError(msg)
     frames = [_stored(i) for i in images]
     fp.write(api.encode(frames, options, durations=durations, loop=loop, kind="animation"))
+
+
+def loop_count(value: object) -> int:
+    """Pillow's ``loop`` (a save parameter or ``info`` key) as IMI's loop count (1.3: 0 plays forever):
+    unsaid is 0, as Pillow's APNG and WebP writers default, and GIF's ``None`` plays once."""
+    return 1 if value is None else int(value)  # type: ignore[call-overload]
 
 
 _COMMON_MODES = {(False, False): "L", (False, True): "LA", (True, False): "RGB", (True, True): "RGBA"}
