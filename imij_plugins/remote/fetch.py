@@ -63,7 +63,7 @@ class RangeFetcher:
         ends = [b for _, b in ranges]
         try:
             if len(ranges) == 1:
-                out: list[Any] = [self.fs.cat_file(self.path, starts[0], ends[0], **self._kwargs)]
+                out: list[Any] = [self.fs.cat_file(self.path, start=starts[0], end=ends[0], **self._kwargs)]
             else:
                 out = self.fs.cat_ranges([self.path] * len(ranges), starts, ends, on_error="return", **self._kwargs)
         except Exception as exc:  # noqa: BLE001

@@ -51,3 +51,15 @@ def memfs() -> Iterator[object]:
     yield fs
     if fs.exists("/remote-tests"):
         fs.rm("/remote-tests", recursive=True)
+
+
+@pytest.fixture(scope="session")
+def s3() -> Iterator[object]:
+    """A local S3 API (moto's server mode) on a free port, with ``options`` for s3fs."""
+    require("s3fs")
+    require("moto.server")
+    from remote.s3 import S3Server
+
+    srv = S3Server()
+    yield srv
+    srv.close()
