@@ -220,14 +220,16 @@ def _sig_bits(frame: Frame, opts: EncodeOptions) -> Sequence[int] | None:
 
 def _previews(frame: Frame, header: Header, opts: EncodeOptions) -> list[bytes]:
     """pRVW payloads (1.1): image 0 downscaled by each factor of ``opts.previews`` (box average),
-    each a complete nested file of the image's layout and significant bits, smallest last."""
+    each a complete nested file of the image's layout, significant bits and alpha mode (a box
+    average of premultiplied samples is premultiplied), smallest last."""
     out = []
     for factor in sorted(set(opts.previews)):
         small = downscale(as_image_array(frame.array), factor)
         if small.shape[:2] == (header.height, header.width):
             continue  # an image no larger than the factor has no smaller preview
         coded = _code_image(Frame(small, header.channels), replace(opts, group_cols=None, stripe_rows=None))
-        out.append(_nested_file(replace(coded, header=_with_fields(coded.header, None, 1, header.sig_bits, 0))))
+        described = _with_fields(coded.header, None, 1, header.sig_bits, header.alpha_mode)  # 1.1: the image's pixels
+        out.append(_nested_file(replace(coded, header=described)))
     return out
 
 
@@ -355,9 +357,23 @@ def _image_info(header: Header) -> tuple[int, int, tuple[int, ...]]:
 
 
 def _described(frame: Frame, opts: EncodeOptions) -> _Coded:
-    """A page or sequence item coded with its own header's significant bits (1.3)."""
+    """A page or sequence item coded with its own header's significant bits and alpha mode (1.3)."""
     coded = _code_image(frame, opts)
-    return replace(coded, header=_with_fields(coded.header, None, 1, _sig_bits(frame, opts), 0))
+    alpha_mode = _page_alpha_mode(coded.header, opts.alpha_mode)
+    return replace(coded, header=_with_fields(coded.header, None, 1, _sig_bits(frame, opts), alpha_mode))
+
+
+def _page_alpha_mode(header: Header, alpha_mode: int) -> int:
+    """The alpha mode a page's or sequence item's own header declares: the file's.
+
+    1.3: mixed pages (kind 3) and sequence items (kind 4) each keep their own header, alpha_mode
+    included ("Each nested file keeps its own header"; kind 4: "Animation items have identical
+    ImageInfo (... alpha mode); pages may differ"), and readers take it from there, so every page
+    declares it, not the first image alone. A page without an alpha slot declares straight (0):
+    1.0 allows modes 2 and 3 only on a GrayAlpha/RGBA/OklabAlpha layout, and there is no alpha for
+    mode 1 to describe. Uniform pages (kind 2) and animation frames take the outer header's (1.3).
+    """
+    return alpha_mode if header.layout.has_alpha else 0
 
 
 def _code_frame(frame: Frame, previous: np.ndarray, whole: bool, opts: EncodeOptions) -> tuple[_Coded, int]:
