@@ -22,12 +22,25 @@ Reading
     ``mastering_display``, ``content_light_level``, ``diffuse_white`` (the core's typed records,
     when present); ``imij_science`` (the core's ``ScienceRecords``, when present);
     ``imij_bit_depth`` (stored bits per sample: 16 for a u16 RGB file that opens as 8-bit RGB);
+    ``imij_alpha_mode`` (the header's alpha mode, when not 0 straight: 1 premultiplied, 2 opaque,
+    3 undefined padding; see "Alpha modes" below);
     ``imij_chunks`` (ancillary chunks the core does not interpret and that are safe to copy; a save
     writes them back); ``imij_preview`` (the preview size, after ``draft()`` picked one);
     ``imij_metadata_error`` (why the metadata could not be read; the pixels still load); and for
     multi-frame files ``imij_kind`` ("animation", "pages", "mixed pages"), ``loop`` (0 = forever),
     ``duration`` and ``timestamp`` (ms). The header orientation shows as the Exif Orientation of
     ``getexif()`` when the Exif has none (as Pillow does for XMP), so ``ImageOps.exif_transpose`` works.
+
+Alpha modes (the header field of the IMI specification, version 2, section 1.0)
+    Premultiplied alpha (1) opens in Pillow's premultiplied modes ``RGBa`` and ``La``, each sample
+    as stored (16-bit samples by their high byte, still premultiplied); ``convert("RGBA")`` or
+    ``convert("LA")`` unpremultiplies exactly as Pillow's TIFF reader does with associated alpha.
+    Undefined padding (3) is not opacity: it opens as ``RGB`` or ``L`` without the slot, as
+    Pillow's TIFF reader opens an unspecified extra sample. Opaque (2) opens as ``RGBA``/``LA``
+    with the stored slot. ``im.imij.read()`` returns every stored slot whatever the mode. Saving
+    ``RGBa`` or ``La`` writes alpha mode 1 with the samples as they are (no unpremultiplying);
+    every other mode writes straight alpha (0). Pages of one file share one alpha mode here, so
+    ``save_all`` refuses pages that mix premultiplied and straight alpha (``ValueError``).
 
 Saving
     ``effort`` (or ``method``), ``lossless`` (True or absent), ``max_error`` (near-lossless: each
@@ -92,7 +105,7 @@ _INFO_FROM_METADATA = {
     "science": "imij_science",
 }
 # keys that describe one image of a file: replaced when seeking to a page (1.3: nothing is inherited)
-_PER_IMAGE_KEYS = ("exif", "imij_bit_depth", "imij_metadata_error", *_INFO_FROM_METADATA.values())
+_PER_IMAGE_KEYS = ("exif", "imij_bit_depth", "imij_alpha_mode", "imij_metadata_error", *_INFO_FROM_METADATA.values())
 _TYPED_TAGS = {"mastering_display": b"mDCv"}  # the safe-to-copy records info holds typed (1.1)
 _PAGES = ("pages", "mixed pages")
 _DEFAULT_CICPS = frozenset(api.LAYOUT_DEFAULT_CICPS.values())
@@ -211,8 +224,10 @@ class ImiImageFile(ImageFile.ImageFile):
                 exif = bytes(meta["exif"])  # type: ignore[arg-type]
                 self.info["exif"] = exif if exif.startswith(EXIF_PREFIX) else EXIF_PREFIX + exif  # as PNG
             self.info["imij_bit_depth"] = described.dtype.itemsize * 8
+            if described.alpha_mode:
+                self.info["imij_alpha_mode"] = described.alpha_mode
             self._described = described
-            self._entry = modes.open_mode(described.layout, described.dtype, described.sig_bits)
+            self._entry = modes.open_mode(described.layout, described.dtype, described.sig_bits, described.alpha_mode)
             mode = self._entry.mode if self._entry else modes.nominal_mode(described.layout, described.dtype)
             size = (described.width, described.height)
             if self._core_image() is not None and (mode != self.mode or size != self.size):
@@ -278,7 +293,7 @@ class ImiImageFile(ImageFile.ImageFile):
         best: tuple[api.ImijFile, modes.OpenMode] | None = None
         for preview in previews:
             described = preview.image_info()
-            entry = modes.open_mode(described.layout, described.dtype, described.sig_bits)
+            entry = modes.open_mode(described.layout, described.dtype, described.sig_bits, described.alpha_mode)
             if entry is None or entry.mode not in (self.mode, mode):
                 continue
             if not (size[0] <= preview.width <= self.width and size[1] <= preview.height <= self.height):
@@ -382,7 +397,18 @@ def _reduced(im: Image.Image) -> Image.Image:
 
 
 def _stored(im: Image.Image) -> api.Frame:
-    """The (H, W, C) array, layout and significant bits a Pillow image is stored as (``modes.SAVE_MODES``)."""
+    """What ``_stored_alpha`` stores, for callers that write straight alpha only (the converter's
+    Pillow source): a premultiplied mode is refused rather than labelled straight."""
+    frame, alpha_mode = _stored_alpha(im)
+    if alpha_mode:
+        msg = f"cannot write mode {im.mode} as straight alpha"
+        raise OSError(msg)
+    return frame
+
+
+def _stored_alpha(im: Image.Image) -> tuple[api.Frame, int]:
+    """The (H, W, C) array, layout and significant bits a Pillow image is stored as, and its alpha
+    mode (``modes.SAVE_MODES``)."""
     key = im.info.get("transparency")
     if isinstance(key, int) and im.mode in modes.KEYED_16_BIT:
         gray = np.asarray(im)
@@ -390,7 +416,7 @@ def _stored(im: Image.Image) -> api.Frame:
             msg = f"cannot write mode {im.mode} with a transparency key as IMI: samples outside 0..65535"
             raise OSError(msg)
         alpha = np.where(gray == key, 0, 0xFFFF)
-        return api.Frame(np.stack([gray, alpha], axis=2).astype(np.uint16), "GrayAlpha")
+        return api.Frame(np.stack([gray, alpha], axis=2).astype(np.uint16), "GrayAlpha"), 0
     im = _reduced(im)
     entry = modes.SAVE_MODES.get(im.mode)
     if entry is None:
@@ -402,7 +428,18 @@ def _stored(im: Image.Image) -> api.Frame:
     if array.dtype == np.bool_:
         array = array.astype(np.uint8)  # mode 1: 0/1, declared with 1 significant bit
     sig_bits = (entry.sig_bits,) * array.shape[2] if entry.sig_bits is not None else None
-    return api.Frame(array, entry.layout, sig_bits)
+    return api.Frame(array, entry.layout, sig_bits), entry.alpha_mode
+
+
+def _one_alpha_mode(stored: list[tuple[api.Frame, int]]) -> tuple[list[api.Frame], int]:
+    """The frames and the one alpha mode they are written with. The writer takes one alpha mode
+    per file (``EncodeOptions.alpha_mode``); images without an alpha channel take any."""
+    with_alpha = {mode for frame, mode in stored if frame.array.shape[2] in (2, 4)}
+    if len(with_alpha) > 1:
+        msg = ("cannot write premultiplied (RGBa, La) and straight (RGBA, LA) alpha in one IMI file: "
+               "convert the images to one of them first")
+        raise ValueError(msg)
+    return [frame for frame, _ in stored], max(with_alpha, default=0)
 
 
 def _metadata(im: Image.Image) -> dict[str, Any]:
@@ -484,7 +521,8 @@ def _options(im: Image.Image) -> api.EncodeOptions:
 
 def _save(im: Image.Image, fp: IO[bytes], filename: str | bytes) -> None:
     options = _options(im)
-    fp.write(api.encode(_stored(im), options))
+    frame, alpha_mode = _stored_alpha(im)
+    fp.write(api.encode(frame, options, alpha_mode=alpha_mode))
 
 
 def _save_all(im: Image.Image, fp: IO[bytes], filename: str | bytes) -> None:
@@ -520,7 +558,8 @@ def _save_all(im: Image.Image, fp: IO[bytes], filename: str | bytes) -> None:
         msg = f"{len(duration)} durations for {len(images)} frames"
         raise ValueError(msg)
     if pages:  # each page its own mode (mixed pages)
-        fp.write(api.encode([_stored(i) for i in images], options, durations=durations, kind="pages"))
+        stored, alpha_mode = _one_alpha_mode([_stored_alpha(i) for i in images])
+        fp.write(api.encode(stored, options, durations=durations, kind="pages", alpha_mode=alpha_mode))
         return
     loop = loop_count(info.get("loop", im.info.get("loop", 0)))
     images = _one_mode([_reduced(i) for i in images])
@@ -528,8 +567,8 @@ def _save_all(im: Image.Image, fp: IO[bytes], filename: str | bytes) -> None:
         what = "size" if len({i.size for i in images}) > 1 else "mode"
         msg = f"animation frames must share one {what} (pass pages=True to write pages of different {what}s)"
         raise ValueError(msg)
-    frames = [_stored(i) for i in images]
-    fp.write(api.encode(frames, options, durations=durations, loop=loop, kind="animation"))
+    frames, alpha_mode = _one_alpha_mode([_stored_alpha(i) for i in images])
+    fp.write(api.encode(frames, options, durations=durations, loop=loop, kind="animation", alpha_mode=alpha_mode))
 
 
 def loop_count(value: object) -> int:

@@ -6,11 +6,15 @@ kind and bit width of ``ImijFile.dtype``). Pillow has no multi-channel image abo
 channel (python-pillow/Pillow#1888), so u16 GrayAlpha/RGB/RGBA/CMYK open as 8-bit keeping the high
 byte, as ``PngImagePlugin._MODES`` does with ``"RGB;16B"``; ``info["imij_bit_depth"]`` keeps the
 stored depth, and ``im.imij.read()`` / ``imij_plugins.read`` return the exact samples.
+
+The header's alpha mode (1.0) changes what an alpha layout opens as (``ALPHA_MODES``):
+premultiplied alpha opens in Pillow's premultiplied modes RGBa and La, and those modes save as
+premultiplied alpha; undefined padding opens without it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -65,6 +69,20 @@ OPEN_MODES: dict[tuple[str, str, int | None], OpenMode] = {
     ("Gray", "f32", ANY_BITS): OpenMode("F", "F", "=f4"),
 }
 
+# (alpha mode, the Pillow mode of the straight entry) -> (mode, raw mode) it opens as instead (1.0).
+# Premultiplied (1) opens in Pillow's premultiplied modes, every sample as stored (the high byte of
+# 16-bit samples, which stays premultiplied); convert("RGBA") / convert("LA") unpremultiplies as
+# Pillow's TIFF reader does with associated alpha (its "RGBa" raw mode; it keeps gray as La).
+# Undefined padding (3) is not opacity: the slot is dropped, as Pillow's TIFF reader drops an
+# unspecified extra sample ("RGBX"); im.imij.read() keeps it. Opaque (2) opens as alpha: the stored
+# slot, which the file declares fully opaque.
+ALPHA_MODES: dict[tuple[int, str], tuple[str, str]] = {
+    (1, "RGBA"): ("RGBa", "RGBa"),
+    (1, "LA"): ("La", "La"),
+    (3, "RGBA"): ("RGB", "RGBX"),
+    (3, "LA"): ("L", "LX"),
+}
+
 # The mode an image that Pillow cannot hold (Oklab, 64-bit samples, multi-channel float or
 # integer above 16 bits...) reports between open and load(); load() raises Unsupported.
 NOMINAL_MODES: dict[str, str] = {
@@ -87,15 +105,18 @@ class SaveMode:
     via: str | None = None  # a Pillow mode to convert to before storing
     expands_palette: bool = False  # P/PA: stored as the RGB(A) expansion, or L(A) when every entry used is gray
     sig_bits: int | None = None  # a significant-bit declaration for every channel (header field, 1.0)
+    alpha_mode: int = 0  # the header's alpha mode (1.0): 1 for Pillow's premultiplied modes
 
 
-# Pillow mode -> SaveMode. Modes not listed (La, RGBa, YCbCr, LAB, HSV, I;16S...) are refused, as PNG does.
+# Pillow mode -> SaveMode. Modes not listed (YCbCr, LAB, HSV, I;16S...) are refused, as PNG does.
 SAVE_MODES: dict[str, SaveMode] = {
     "1": SaveMode("Gray", "u8", sig_bits=1),  # 0/1 with 1 significant bit; 0/255 L where a page cannot declare it
     "L": SaveMode("Gray", "u8"),
     "LA": SaveMode("GrayAlpha", "u8"),
     "RGB": SaveMode("RGB", "u8"),
     "RGBA": SaveMode("RGBA", "u8"),
+    "La": SaveMode("GrayAlpha", "u8", alpha_mode=1),  # premultiplied, stored as it is (not unpremultiplied)
+    "RGBa": SaveMode("RGBA", "u8", alpha_mode=1),
     "RGBX": SaveMode("RGB", "u8", via="RGB"),  # the pad byte carries nothing
     "CMYK": SaveMode("CMYK", "u8"),
     "I;16": SaveMode("Gray", "u16"),
@@ -124,9 +145,17 @@ def sample_name(dtype: np.dtype) -> str:
     return f"{dt.kind}{dt.itemsize * 8}"
 
 
-def open_mode(layout: str, dtype: np.dtype, sig_bits: tuple[int, ...] = ()) -> OpenMode | None:
-    """The table entry for an IMI image, or None when Pillow cannot hold it."""
-    sample = sample_name(dtype)
+def open_mode(layout: str, dtype: np.dtype, sig_bits: tuple[int, ...] = (), alpha_mode: int = 0) -> OpenMode | None:
+    """The table entry for an IMI image of that header alpha mode, or None when Pillow cannot hold it."""
+    entry = _straight_mode(layout, sample_name(dtype), sig_bits)
+    if entry is None or (alpha_mode, entry.mode) not in ALPHA_MODES:
+        return entry
+    mode, rawmode = ALPHA_MODES[(alpha_mode, entry.mode)]
+    return replace(entry, mode=mode, rawmode=rawmode)
+
+
+def _straight_mode(layout: str, sample: str, sig_bits: tuple[int, ...]) -> OpenMode | None:
+    """The ``OPEN_MODES`` entry: one for the significant bits, else the one for any."""
     if len(set(sig_bits)) == 1:
         found = OPEN_MODES.get((layout, sample, sig_bits[0]))
         if found is not None:
