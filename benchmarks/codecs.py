@@ -23,8 +23,8 @@ import io
 import os
 import re
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -125,7 +125,7 @@ def imij_options() -> ImiOptions:
             for owner in ("imij_plugins", "imij_plugins.options", "imij_plugins.writer"):
                 mod = __import__(owner, fromlist=["_"])
                 if isinstance(getattr(mod, "CODECS", None), (tuple, list, dict, frozenset, set)):
-                    found, how = list(getattr(mod, "CODECS")), f"{owner}.CODECS"
+                    found, how = list(mod.CODECS), f"{owner}.CODECS"
                     break
             if found is None:
                 try:

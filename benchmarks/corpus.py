@@ -27,9 +27,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
 
 import numpy as np
 
@@ -774,7 +774,7 @@ def build(out: Path = DEFAULT_DIR, force: bool = False, strict: bool = False, qu
                 entry = make()
             except Missing as exc:
                 if strict:
-                    raise SystemExit(f"missing source: {exc}")
+                    raise SystemExit(f"missing source: {exc}") from exc
                 name = getattr(make, "__name__", "?")
                 skipped.append({"builder": f"{source.__name__}.{name}", "missing": str(exc)})
                 if not quiet:

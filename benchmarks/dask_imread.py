@@ -26,7 +26,7 @@ import statistics
 import tempfile
 import textwrap
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import cloudpickle
 import dask

@@ -32,9 +32,9 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 from PIL import Image
@@ -178,7 +178,7 @@ class MComix:
     process: subprocess.Popen = field(init=False)
     window: str = field(init=False)
 
-    def __enter__(self) -> "MComix":
+    def __enter__(self) -> MComix:
         home = self.work / "home"
         env = {
             **os.environ,

@@ -13,11 +13,12 @@ import warnings
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "tests"))
 
-from imij_plugins import _backend  # noqa: E402
-from imij_plugins.errors import ImijError  # noqa: E402
 from payload.entropy.gen import header_of, random_case  # noqa: E402
 from payload.entropy.syntax_writer import decode_entropy_payload, encode_entropy_payload  # noqa: E402
 from payload.entropy.test_entropy_mutation import _mutate  # noqa: E402
+
+from imij_plugins import _backend  # noqa: E402
+from imij_plugins.errors import ImijError  # noqa: E402
 
 
 def main(seconds: float) -> None:

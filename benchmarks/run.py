@@ -46,8 +46,8 @@ import subprocess
 import sys
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -730,7 +730,7 @@ def _verdict(x: float | None, op: str, bound: float) -> str:
 def _targets(R: Results) -> list[str]:
     opts = R.option_variants()
     heads = []
-    for option, variants in opts.items():
+    for option in opts:
         efforts = R.efforts(option)
         heads.append((option, R.variant_for(option, R.default_effort), R.variant_for(option, efforts[-1]) if efforts else None))
     lines = ["### Issue 4 targets", "",

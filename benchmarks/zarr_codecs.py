@@ -18,8 +18,8 @@ import importlib.util
 import json
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import zarr

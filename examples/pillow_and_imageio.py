@@ -8,7 +8,7 @@ import imageio.v3 as iio
 import numpy as np
 from PIL import Image
 
-import imij_plugins  # registers IMI with Pillow and imageio (neither reads entry points)
+import imij_plugins  # noqa: F401  # registers IMI with Pillow and imageio (neither reads entry points)
 
 
 def main(out_dir: str) -> None:

@@ -11,7 +11,7 @@ already imported, else when it does (``_imij_pillow_autoload.when_imported``).
 import sys
 
 import _imij_pillow_autoload as _hooks  # importing it registers with Pillow now or at ``import PIL.Image``
-from imij_plugins._version import __version__
+from imij_plugins._version import __version__ as __version__
 
 TYPE_CHECKING = False  # no typing import: the Pillow autoload hook imports this package at ``import PIL.Image``
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import warnings
-from typing import Iterator
+from collections.abc import Iterator
 
 _KERNELS = "imij_plugins._kernels"
 

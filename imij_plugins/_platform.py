@@ -12,7 +12,7 @@ import errno
 import os
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 try:
     import fcntl as _fcntl

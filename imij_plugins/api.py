@@ -6,9 +6,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from imij_plugins.container.file import is_imi
 from imij_plugins.container.header import default_cicp
 from imij_plugins.options import OPTION_NAMES, EncodeKeywords, EncodeOptions, Frame
-from imij_plugins.reader import Failure, FrameInfo, ImageInfo, ImijFile, Limits, Source, is_imi
+from imij_plugins.reader import Failure, FrameInfo, ImageInfo, ImijFile, Limits, Source
 from imij_plugins.registry.samples import LAYOUTS
 
 if TYPE_CHECKING:

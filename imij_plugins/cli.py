@@ -11,15 +11,15 @@ import sys
 import sysconfig
 import tempfile
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 import _imij_pillow_autoload as hook
 import imij_plugins
+from imij_plugins.container.writer import write_atomic
 from imij_plugins.convert import cli as convert_cli
 from imij_plugins.desktop import cli as desktop_cli
-from imij_plugins.container.writer import write_atomic
 from imij_plugins.errors import ImijError
 
 

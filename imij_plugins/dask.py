@@ -17,8 +17,9 @@ from __future__ import annotations
 import glob
 import os
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence, Union
+from typing import Any, Union
 
 import dask.array as da
 import dask.bag as db

@@ -10,15 +10,29 @@ is a ``ValueError`` naming the option, before any pixel is coded.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from fractions import Fraction
-from typing import TYPE_CHECKING, Literal, Mapping, Sequence, TypedDict, Union
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 import numpy as np
 
 from imij_plugins.container import metadata as md
-from imij_plugins.registry.chunks import ANIM, CSUM, DATA, EXIF, FRAM, ICCP, ONCE, PSUM, UIDX, XMP, is_critical, is_valid_tag
 from imij_plugins.pixels.dtypes import find_layout
+from imij_plugins.registry.chunks import (
+    ANIM,
+    CSUM,
+    DATA,
+    EXIF,
+    FRAM,
+    ICCP,
+    ONCE,
+    PSUM,
+    UIDX,
+    XMP,
+    is_critical,
+    is_valid_tag,
+)
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -29,7 +43,7 @@ Chunks = Sequence[tuple[bytes, bytes, str]]  # (tag, payload, "before" | "after"
 Codec = Literal["entropy", "quick"]
 UnitTable = Literal["hint", "none", "filled", "empty", "tail"]
 Kind = Literal["animation", "pages", "sequence"]
-Seconds = Union[float, Fraction]
+Seconds = float | Fraction
 
 CODECS = ("entropy", "quick")
 UNIT_TABLES = ("hint", "none", "filled", "empty", "tail")  # where the unit spans go (2.7)

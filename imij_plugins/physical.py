@@ -10,8 +10,8 @@ xarray and napari adapters only translate a ``Physical`` into their own objects.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Mapping, Sequence
 
 import numpy as np
 

@@ -9,33 +9,34 @@ import gc
 import mmap
 import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, BinaryIO, Iterator, Union
+from typing import Any, BinaryIO, Union
 
 import numpy as np
 
+from imij_plugins.container import metadata as md
 from imij_plugins.container.animation import KIND_ANIMATION, KIND_MIXED_PAGES, KIND_SEQUENCE, Animation
 from imij_plugins.container.chunks import FRAM
-from imij_plugins.container.file import Container, is_imi, read_container
+from imij_plugins.container.file import Container, read_container
 from imij_plugins.container.frames import FrameControl, check_frame, check_reference, read_frame_control
 from imij_plugins.container.header import Header
 from imij_plugins.container.locator import locate_data, read_locator
-from imij_plugins.container.pixel_checksum import BitmapDigests, bitmap_digest, read_bitmap_digests
-from imij_plugins.container import metadata as md
 from imij_plugins.container.metadata.resolution import dpi_from_exif
+from imij_plugins.container.pixel_checksum import BitmapDigests, bitmap_digest, read_bitmap_digests
 from imij_plugins.errors import Corrupt, ImijError, TooLarge, Unsupported
 from imij_plugins.payload.data import DataPayload, measure_open_data, read_data
 from imij_plugins.payload.head import read_lossless_head
-from imij_plugins.wire.cursor import Cursor
 from imij_plugins.pixels.dtypes import dtype_of
 from imij_plugins.registry.chunks import is_critical, is_safe_to_copy
 from imij_plugins.registry.features import feature_name
 from imij_plugins.registry.profiles import required_profiles
 from imij_plugins.remote import RemoteFile, is_remote, open_remote
+from imij_plugins.wire.cursor import Cursor
 
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO]  # or an fsspec file object
-Buffer = Union[bytes, bytearray, memoryview, mmap.mmap]
+Buffer = bytes | bytearray | memoryview | mmap.mmap
 
 DEFAULT_MAX_IMAGE_BYTES = 1 << 32  # 4 GiB of decoded samples per read
 METADATA_TAGS = {b"iCCP": "icc_profile", b"eXIf": "exif", b"xMPp": "xmp"}
@@ -110,7 +111,7 @@ class ImageInfo:
         return (self.height, self.width, self.channels)
 
     @classmethod
-    def of(cls, header: Header, described: Header) -> "ImageInfo":
+    def of(cls, header: Header, described: Header) -> ImageInfo:
         """The pixels of ``header``, with color and orientation from ``described``."""
         return cls(header.width, header.height, header.layout.name, dtype_of(header.sample), header.sample_type.name,
                    tuple(header.effective_sig_bits), tuple(described.effective_cicp), described.orientation,
@@ -170,7 +171,7 @@ class ImijFile:
         self._setup(buf, verify, limits, threads, partial)
 
     @classmethod
-    def _nested(cls, buf: memoryview, parent: "ImijFile", frame_bad_ranges: tuple[tuple[int, int], ...] | None = None) -> "ImijFile":
+    def _nested(cls, buf: memoryview, parent: ImijFile, frame_bad_ranges: tuple[tuple[int, int], ...] | None = None) -> ImijFile:
         """A complete nested file inside ``parent``: a frame or page (``frame_bad_ranges`` given,
         1.3), or a preview or gain map (1.1, 1.2)."""
         nested = cls.__new__(cls)
@@ -308,7 +309,7 @@ class ImijFile:
         page = self.page(index).header
         return ImageInfo.of(page, page if anim.kind in (KIND_MIXED_PAGES, KIND_SEQUENCE) else self.header)
 
-    def page(self, index: int) -> "ImijFile":
+    def page(self, index: int) -> ImijFile:
         """Page or frame ``index`` as its own file object (its own header; 0 is this file)."""
         self._check_index(index)
         if index == 0:
@@ -318,7 +319,7 @@ class ImijFile:
             raise ValueError(f"frame {index} is empty: it repeats the previous frame")
         return nested
 
-    def _read_frames(self) -> list[tuple[FrameControl, "ImijFile | None"]]:
+    def _read_frames(self) -> list[tuple[FrameControl, ImijFile | None]]:
         """Every fRAM parsed and its nested header checked against the outer file at open (1.3, 0.1)."""
         anim = self.container.animation
         if anim is None:
@@ -335,8 +336,8 @@ class ImijFile:
         return frames
 
     def _read_frame(
-        self, start: int, end: int, anim: Animation, frames: list[tuple[FrameControl, "ImijFile | None"]]
-    ) -> tuple[FrameControl, "ImijFile | None"]:
+        self, start: int, end: int, anim: Animation, frames: list[tuple[FrameControl, ImijFile | None]]
+    ) -> tuple[FrameControl, ImijFile | None]:
         """One fRAM at ``[start, end)`` and its nested file, checked against the earlier ones (1.3)."""
         ctrl = read_frame_control(self._buf, start, end, anim.kind)
         nested = None
@@ -498,12 +499,12 @@ class ImijFile:
             out["malformed"] = malformed
         return out
 
-    def previews(self) -> list["ImijFile"]:
+    def previews(self) -> list[ImijFile]:
         """The pRVW preview layers, each a complete nested file (1.1)."""
         self._check_open()
         return [ImijFile._nested(self.container.payload(c), self) for c in self.container.find(b"pRVW")]
 
-    def gain_map_image(self) -> "ImijFile | None":
+    def gain_map_image(self) -> ImijFile | None:
         """The gMAP gain map image as a nested file (1.2), or None without a usable gMAP."""
         gain_map = self.metadata.get("gain_map")
         if gain_map is None:
@@ -709,7 +710,7 @@ class ImijFile:
         if self._buf is None:
             raise ValueError("I/O operation on a closed IMI file")
 
-    def __enter__(self) -> "ImijFile":
+    def __enter__(self) -> ImijFile:
         return self
 
     def __exit__(self, *exc: object) -> None:

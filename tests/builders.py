@@ -7,12 +7,13 @@ imij_plugins.wire (tested on their own in tests/wire).
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import xxhash
 
-from imij_plugins.wire import encode_mask, encode_varint as varint
+from imij_plugins.wire import encode_mask
+from imij_plugins.wire import encode_varint as varint
 
 SIGNATURE = b"IMIJ\r\n\x87\n"  # 1
 

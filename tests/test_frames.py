@@ -222,8 +222,9 @@ def test_pixel_checksum_unknown_version_is_skipped():
 
 def _inter_animation(first: np.ndarray, second: np.ndarray, rect: tuple[int, int, int, int]) -> bytes:
     """An animation whose frame 1 is an entropy-coded inter frame over ``rect`` of frame 0."""
-    from imij_plugins.container.writer import assemble
     from payload.entropy.syntax_writer import EntropyOptions, UnitChoice, encode_entropy_payload, header_for
+
+    from imij_plugins.container.writer import assemble
     from imij_plugins.wire import encode_varint
 
     x, y, w, h = rect
@@ -249,8 +250,9 @@ def test_inter_frame_decodes_against_the_canvas(backend):
 
 
 def test_inter_predictors_in_an_intra_image_are_corrupt():
-    from imij_plugins.container.writer import assemble
     from payload.entropy.syntax_writer import EntropyOptions, UnitChoice, encode_entropy_payload, header_for
+
+    from imij_plugins.container.writer import assemble
 
     image = np.zeros((3, 4), np.uint8)
     enc = encode_entropy_payload(image, options=EntropyOptions(unit=UnitChoice(predictors=[7, 7, 7])), reference=image[:, :, None])

@@ -15,13 +15,13 @@ import sys
 import warnings
 from pathlib import Path
 
+import builders as b
 import numpy as np
 import pytest
 from PIL import Image
-
-import builders as b
-import imij_plugins
 from pillow.helper import with_header
+
+import imij_plugins
 
 CAP = 1 << 30
 CHILD = """

@@ -24,7 +24,6 @@ import tarfile
 import zipfile
 
 import pytest
-
 from extras import require
 
 if sys.version_info >= (3, 11):

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import xxhash
 
-from imij_plugins.container.chunks import Chunk, encode_chunk, CSUM
+from imij_plugins.container.chunks import CSUM, Chunk, encode_chunk
 from imij_plugins.errors import Corrupt
 from imij_plugins.wire.cursor import Cursor
 from imij_plugins.wire.varint import encode_varint

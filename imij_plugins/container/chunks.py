@@ -2,28 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 from imij_plugins.errors import Corrupt, Unsupported
 from imij_plugins.registry.chunks import (
     AFTER_DATA,
-    ANIM,
     AXES,
     BEFORE_DATA,
     CALB,
     CATG,
     CORD,
-    CSUM,
     DATA,
     FRAM,
     KNOWN_TAGS,
-    PSUM,
-    UIDX,
     is_critical,
     is_valid_tag,
 )
+
+# re-exported: container.file, container.checksum and remote.file take these tags from here
+from imij_plugins.registry.chunks import ANIM as ANIM
+from imij_plugins.registry.chunks import CSUM as CSUM
 from imij_plugins.registry.chunks import ONCE as REGISTRY_ONCE
+from imij_plugins.registry.chunks import UIDX as UIDX
 from imij_plugins.wire.varint import encode_varint, read_varint
 
 # 1.5: science records that repeat are malformed records, which never fail an image decode

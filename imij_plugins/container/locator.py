@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from imij_plugins.container.chunks import DATA, KNOWN_CRITICAL, is_critical
 from imij_plugins.errors import ImijError

@@ -6,10 +6,12 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import BinaryIO, Callable, Sequence
+from typing import BinaryIO
 
-from imij_plugins._platform import fsync_file, replace as replace_file
+from imij_plugins._platform import fsync_file
+from imij_plugins._platform import replace as replace_file
 from imij_plugins.container.checksum import PieceHasher, choose_piece_log2, make_piece_table
 from imij_plugins.container.chunks import DATA, UIDX, chunk_start, encode_chunk
 from imij_plugins.container.file import SIGNATURE

@@ -7,7 +7,7 @@ import contextlib
 import json
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from imij_plugins import EncodeOptions
 from imij_plugins.convert.cluster import run_dask

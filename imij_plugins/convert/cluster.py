@@ -6,8 +6,9 @@ Each worker thread converts one file at a time with one IMI thread, as ``-j N`` 
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from imij_plugins.convert.paths import Job
 from imij_plugins.convert.pipeline import ConvertOptions, Record, convert_file
@@ -15,7 +16,7 @@ from imij_plugins.convert.pipeline import ConvertOptions, Record, convert_file
 EXTRA_HINT = "--dask needs the optional dependency distributed: pip install 'imij-plugins[dask]'"
 
 
-def run_dask(jobs: Sequence[Job], options: ConvertOptions, address: str) -> "Cluster":
+def run_dask(jobs: Sequence[Job], options: ConvertOptions, address: str) -> Cluster:
     """Connect to the scheduler at ``address`` now (ImportError naming the extra, OSError when it
     cannot be reached) and submit every job."""
     try:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 from imij_plugins.convert.sinks import EXTENSIONS, format_of, strip_extension
 

@@ -12,8 +12,9 @@ import logging
 import os
 import time
 import warnings
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
-from typing import Iterator, Literal
+from typing import Literal
 
 import numpy as np
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 from imij_plugins.convert.paths import Job
 from imij_plugins.convert.pipeline import Record

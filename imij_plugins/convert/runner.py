@@ -6,10 +6,11 @@ import contextlib
 import os
 import signal
 import threading
+from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import replace
 from multiprocessing import get_context
-from typing import Iterator, Protocol, Sequence
+from typing import Protocol
 
 from imij_plugins.convert.paths import Job
 from imij_plugins.convert.pipeline import ConvertOptions, Record, convert_file

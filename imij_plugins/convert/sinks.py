@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import io
 import os
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 

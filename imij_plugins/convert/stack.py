@@ -12,8 +12,8 @@ of the outer ones (``docs/SPEC_NOTES.md``, "1.5 Hyperstacks in IMI files").
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Iterator
 
 from imij_plugins import physical
 from imij_plugins.container.metadata.science import (

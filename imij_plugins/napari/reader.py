@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Callable, Sequence, Union
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -12,7 +13,7 @@ from imij_plugins import imijset, physical
 from imij_plugins.lazy import LazyImage, uniform
 from imij_plugins.reader import ImijFile
 
-PathOrPaths = Union[str, Sequence[str]]
+PathOrPaths = str | Sequence[str]
 LayerData = tuple[Any, dict[str, Any], str]
 EXTENSIONS = (".imi", ".imijset")
 LAZY_BYTES = 1 << 27  # larger images (128 MiB of samples) and every stack come as dask arrays

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import Sequence
 
 from imij_plugins.container.header import Header
 from imij_plugins.errors import Corrupt, Unsupported

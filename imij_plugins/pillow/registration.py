@@ -16,8 +16,9 @@ from imij_plugins.signature import is_imi
 
 TYPE_CHECKING = False  # no typing import on this path (Pillow 9 does not import it): see _imij_pillow_autoload
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from types import ModuleType
-    from typing import IO, Callable
+    from typing import IO
 
     SaveHandler = Callable[[Image.Image, IO[bytes], "str | bytes"], None]
 

@@ -7,8 +7,8 @@ that version (the spec's "as 0.2" repeats a set, "+ x" adds x to the previous on
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from imij_plugins.registry.features import FeatureId as F
 

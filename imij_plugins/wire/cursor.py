@@ -62,7 +62,7 @@ class Cursor:
         pos = self._skip(width, field)
         return int.from_bytes(self.buf[pos : pos + width], "little")  # a few bytes: no view
 
-    def sub(self, n: int, what: str) -> "Cursor":
+    def sub(self, n: int, what: str) -> Cursor:
         """A cursor over the next ``n`` bytes, which this cursor skips."""
         if n < 0 or n > self.end - self.pos:
             raise Corrupt(f"{self.what}: {what} runs past the end")

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-
 from extras import require
 from test_smoke import BENCH, _corpus_module
 

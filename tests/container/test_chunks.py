@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import struct
 
+import builders as b
 import numpy as np
 import pytest
 
-import builders as b
 import imij_plugins
 from imij_plugins.errors import Corrupt, Unsupported
 

@@ -5,7 +5,7 @@ import pytest
 from imij_plugins.container.header import Header, checksum_piece_log2, encode_header, read_header
 from imij_plugins.errors import Corrupt, Unsupported
 from imij_plugins.registry.features import FeatureId as F
-from imij_plugins.wire import Cursor, Record
+from imij_plugins.wire import Cursor
 
 
 def parse(hexstr: str) -> Header:

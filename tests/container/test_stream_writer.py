@@ -13,8 +13,8 @@ import imij_plugins
 from imij_plugins.container.header import Header
 from imij_plugins.container.writer import StreamWriter
 from imij_plugins.errors import Corrupt, ImijError, Unsupported
-from imij_plugins.wire.varint import encode_varint
 from imij_plugins.options import EncodeOptions
+from imij_plugins.wire.varint import encode_varint
 from imij_plugins.writer import _prepare
 
 

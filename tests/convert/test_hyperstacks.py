@@ -9,10 +9,10 @@ import pytest
 import tifffile
 
 import imij_plugins
+from imij_plugins.cli import main
 from imij_plugins.container.metadata import science as sci
 from imij_plugins.convert import ConvertOptions, convert_file
 from imij_plugins.convert.stack import udunits
-from imij_plugins.cli import main
 
 from .conftest import noise
 

@@ -9,8 +9,8 @@ from extras import require
 dask = require("dask")
 
 import imij_plugins  # noqa: E402
-from imij_plugins import imijset  # noqa: E402
 from imij_plugins import dask as imij_dask  # noqa: E402
+from imij_plugins import imijset  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

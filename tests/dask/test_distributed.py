@@ -14,8 +14,8 @@ zarr = require("zarr")
 da = require("dask.array")
 
 import imij_plugins  # noqa: E402
-from imij_plugins import imijset  # noqa: E402
 from imij_plugins import dask as imij_dask  # noqa: E402
+from imij_plugins import imijset  # noqa: E402
 
 
 @pytest.fixture(scope="module")

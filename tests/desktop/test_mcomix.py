@@ -6,7 +6,6 @@ Runs benchmarks/desktop_mcomix.py's checks when MComix, Xvfb, ImageMagick and xd
 from __future__ import annotations
 
 import pytest
-
 from bench_scripts import load_script
 
 mcomix = load_script("desktop_mcomix")

@@ -6,8 +6,8 @@ a ``tests/imageio`` *package* would be imported as ``imageio`` and shadow the re
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import pytest
 from imageio.config import known_extensions, known_plugins

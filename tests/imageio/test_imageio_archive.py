@@ -1,9 +1,9 @@
 """IMIJ-Set archives through imageio: index = entry position, iter, metadata, writing."""
 
+import imageio.v3 as iio
 import numpy as np
 import pytest
 
-import imageio.v3 as iio
 import imij_plugins
 from imij_plugins import imijset
 

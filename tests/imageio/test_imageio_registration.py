@@ -10,9 +10,9 @@ import textwrap
 import imageio.v3 as iio
 import numpy as np
 import pytest
-from PIL import Image
 from imageio.config import FileExtension, known_extensions, known_plugins
 from imageio.core.request import InitializationError, Request
+from PIL import Image
 
 from imij_plugins.imageio import ImiPlugin, register_imageio
 

@@ -5,8 +5,8 @@ larger array) as it was; with the exact length it succeeds and writes nothing pa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
-from typing import Callable
 
 import numpy as np
 import pytest

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from imij_plugins.errors import Corrupt, ImijError, Unsupported
 from imij_plugins.payload.quick.bitsmart import (

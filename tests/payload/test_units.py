@@ -5,12 +5,12 @@ pixels."""
 
 from __future__ import annotations
 
+import builders as b
 import numpy as np
 import pytest
-
-import builders as b
-import imij_plugins
 from builders import BIT_SMARTS, H_BIT_SMART, H_PALETTE, H_QUICK, ORDINALS, QUICK
+
+import imij_plugins
 from imij_plugins.errors import Corrupt, Unsupported
 from imij_plugins.wire import read_varint
 

@@ -5,8 +5,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from imij_plugins.errors import Corrupt
-from imij_plugins.wire import BitReader, BitWriter, Cursor, Record, decode_mask, encode_mask
-from imij_plugins.wire import encode_records, encode_varint, read_records, read_varint
+from imij_plugins.wire import (
+    BitReader,
+    BitWriter,
+    Cursor,
+    Record,
+    decode_mask,
+    encode_mask,
+    encode_records,
+    encode_varint,
+    read_records,
+    read_varint,
+)
 from imij_plugins.wire.varint import read_varints
 
 

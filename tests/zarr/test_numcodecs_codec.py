@@ -19,8 +19,8 @@ zarr = require("zarr")
 from numcodecs.tests import common  # noqa: E402
 
 import imij_plugins  # noqa: E402
-from imij_plugins.container.metadata import ItemMetadata  # noqa: E402
 from imij_plugins.codecs.numcodecs import Imi  # noqa: E402
+from imij_plugins.container.metadata import ItemMetadata  # noqa: E402
 
 DTYPES = ["?", "u1", "u2", "u4", "u8", "i1", "i2", "i4", "i8", "f2", "f4", "f8"]
 FIXTURES = Path(__file__).parent / "fixtures"  # numcodecs' layout below it: fixture/imi/<dtype>/...

@@ -35,7 +35,7 @@ def sample(shape: tuple[int, ...], dtype: str, seed: int = 0) -> np.ndarray:
     return rng.integers(info.min, info.max, shape, dtype=dt, endpoint=True)
 
 
-def make(path: Path, data: np.ndarray, chunks: tuple[int, ...], serializer: object = BY_NAME) -> "zarr.Array":
+def make(path: Path, data: np.ndarray, chunks: tuple[int, ...], serializer: object = BY_NAME) -> zarr.Array:
     z = zarr.create_array(store=path, shape=data.shape, dtype=data.dtype, chunks=chunks, serializer=serializer,
                           compressors=None, fill_value=0)
     z[...] = data

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from imij_plugins.errors import Corrupt, Unsupported
 from imij_plugins.wire.cursor import Cursor

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Mapping, Sequence, Union
 
 from imij_plugins.container.metadata._fields import I64_MAX, I64_MIN, check_text, encode_text, errors_as, read_text
 from imij_plugins.errors import Corrupt, Unsupported
@@ -19,7 +19,7 @@ MAX_ATTRIBUTES = 64  # 1.3: "at most 64 attributes"
 MAX_KEY = 128  # 1.3: "Keys are at most 128 bytes"
 MAX_FILENAME = 4096  # 1.3: "filename at most 4096 bytes"
 
-Value = Union[str, bytes, int, float, bool]
+Value = str | bytes | int | float | bool
 
 
 class AttrType(IntEnum):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from imij_plugins.container.metadata._fields import check_cicp, errors_as
 from imij_plugins.errors import Corrupt, Unsupported

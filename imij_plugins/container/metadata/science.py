@@ -9,10 +9,10 @@ never fails an image decode (1.5).
 from __future__ import annotations
 
 import dataclasses
-
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Literal, Sequence, Union
+from typing import Literal
 
 from imij_plugins.container.metadata._fields import (
     I64_MAX,
@@ -527,7 +527,7 @@ class Categories:
 
 # --- reports and the cross-record rules --------------------------------------------------------
 
-Record = Union[Calibration, Axes, Coordinates, StructuredMetadata, Categories]
+Record = Calibration | Axes | Coordinates | StructuredMetadata | Categories
 Status = Literal["parsed", "unknown", "malformed"]
 PARSED: Status = "parsed"
 UNKNOWN: Status = "unknown"

@@ -11,14 +11,14 @@ the plane instead of listing them; the numpy references (``template_planes``,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
 from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
-from imij_plugins.payload.entropy.models import M, M_BITS, TABLE_CODES, Table
+from imij_plugins.payload.entropy.models import M_BITS, TABLE_CODES, M, Table
 from imij_plugins.payload.entropy.rans import STATE_LOW, Lanes
 from imij_plugins.payload.kernel_codes import KernelCodes
 from imij_plugins.wire.bits import BitReader, BitWriter

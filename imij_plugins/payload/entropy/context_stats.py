@@ -12,7 +12,6 @@ from imij_plugins.payload.entropy.scratch import U32, pair, ptr, use_c
 from imij_plugins.payload.entropy.tokens import RUN_CAP
 from imij_plugins.payload.kernel_codes import ENCODER
 
-
 BUCKETS = 640  # encode.h IMIJ_ENC_BUCKETS: u below 256 exact, then (msb, 4 bits below it)
 
 

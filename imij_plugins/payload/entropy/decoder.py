@@ -12,15 +12,15 @@ import threading
 
 import numpy as np
 
+from imij_plugins import _backend
 from imij_plugins.container.header import Header
 from imij_plugins.payload.entropy.bilevel import read_bilevel_record
+from imij_plugins.payload.entropy.kernel import CModels, decode_unit_c
 from imij_plugins.payload.entropy.maps import build_slots, check_maps, decorrelation_allowed
 from imij_plugins.payload.entropy.models import read_models
 from imij_plugins.payload.entropy.near import read_bounds
-from imij_plugins import _backend
-from imij_plugins.payload.entropy.kernel import CModels, decode_unit_c
-from imij_plugins.payload.entropy.template import read_template_record
 from imij_plugins.payload.entropy.stripe import PALETTE_MAX_DEPTH, UnitPlan, decode_stripe
+from imij_plugins.payload.entropy.template import read_template_record
 from imij_plugins.payload.head import PRESENT_PALETTE, REC_BILEVEL, REC_NEAR, REC_TEMPLATE, LosslessHead
 from imij_plugins.registry.features import FeatureId
 

@@ -40,11 +40,6 @@ import numpy as np
 from imij_plugins.container.header import Header
 from imij_plugins.payload.counts import histogram
 from imij_plugins.payload.entropy.context_stats import CLASSES, Counts, add_stats, new_counts, stat_buckets
-from imij_plugins.payload.entropy.palettes import palette
-from imij_plugins.payload.entropy.residuals import near, residuals
-from imij_plugins.payload.entropy.scratch import release_scratch, value_dtype
-from imij_plugins.payload.entropy.search import INTER_PREDICTORS, choose, costs, model_preds
-from imij_plugins.payload.entropy.streams import stream
 from imij_plugins.payload.entropy.mapchoice import (
     Channel,
     candidate_maps,
@@ -65,14 +60,26 @@ from imij_plugins.payload.entropy.maps import (
     entropy_features,
     reduce,
 )
-from imij_plugins.payload.entropy.modeling import (ModelPlan, SlotStats, bucket_costs, choose_model, effort_of,
-                                                   estimate_bits, model_bits, small_slot)
+from imij_plugins.payload.entropy.modeling import (
+    ModelPlan,
+    SlotStats,
+    bucket_costs,
+    choose_model,
+    effort_of,
+    estimate_bits,
+    model_bits,
+    small_slot,
+)
 from imij_plugins.payload.entropy.models import PALETTE_DEPTH, TableCode, table_code
-from imij_plugins.payload.entropy.tokens import Scheme
 from imij_plugins.payload.entropy.near import NEAR_SAMPLES, encode_bounds
+from imij_plugins.payload.entropy.palettes import palette
+from imij_plugins.payload.entropy.residuals import near, residuals
+from imij_plugins.payload.entropy.scratch import release_scratch, value_dtype
+from imij_plugins.payload.entropy.search import INTER_PREDICTORS, choose, costs, model_preds
+from imij_plugins.payload.entropy.streams import stream
 from imij_plugins.payload.entropy.stripe import LAYOUT_PALETTE, PALETTE_MAX_DEPTH, predictor_bytes
+from imij_plugins.payload.entropy.tokens import Scheme
 from imij_plugins.payload.geometry import WIDE_GROUP, WIDE_IMAGE, Geometry, even_stripe_rows
-from imij_plugins.payload.parallel import parallel_map
 from imij_plugins.payload.head import (
     PRESENT_PALETTE,
     REC_NEAR,
@@ -81,6 +88,7 @@ from imij_plugins.payload.head import (
     map_value_bytes,
     write_lossless_head,
 )
+from imij_plugins.payload.parallel import parallel_map
 from imij_plugins.payload.units import check_unit_table, join_units, record_prefix, unit_table_records
 from imij_plugins.pixels.dtypes import as_image_array, layout_code, sample_code
 from imij_plugins.registry.features import FeatureId
@@ -200,7 +208,7 @@ class _Plan:
         x, y, w, h = self.geo.unit_rect(index)
         return self.refs[:, y : y + h, x : x + w]
 
-    def planes(self, index: int, buffers: "UnitBuffers | None" = None) -> np.ndarray:
+    def planes(self, index: int, buffers: UnitBuffers | None = None) -> np.ndarray:
         """The coded values of unit ``index``, (S, h, w) in the narrowest type of the depths (in
         this thread's buffer of ``buffers``, when given)."""
         x, y, w, h = self.geo.unit_rect(index)
@@ -287,7 +295,7 @@ def _mode_mask(plan: _Plan) -> int:
     return 0xF if plan.decor else 1
 
 
-def _analyze(plan: _Plan, index: int, totals: "_Totals", buffers: "UnitBuffers") -> _Analysis:
+def _analyze(plan: _Plan, index: int, totals: _Totals, buffers: UnitBuffers) -> _Analysis:
     """5: unit ``index``'s mode, predictors and layout; its statistics are added to ``totals``."""
     planes = plan.planes(index, buffers)
     # one 1-bit slot: a palette stripe cannot be smaller, and the unit is a bilevel candidate anyway
@@ -334,7 +342,7 @@ def _dense(entries: list[tuple[int, ...]]) -> bool:
     return len(entries[0]) == 1 and 8 * len(entries) >= 7 * (entries[-1][0] - entries[0][0] + 1)
 
 
-def _unit_residuals(plan: _Plan, index: int, a: _Analysis, buffers: "UnitBuffers") -> np.ndarray:
+def _unit_residuals(plan: _Plan, index: int, a: _Analysis, buffers: UnitBuffers) -> np.ndarray:
     """The zigzag residuals of unit ``index`` under its analysis' choices (the same kernels, so
     the same values the statistics counted)."""
     planes = plan.planes(index, buffers)
@@ -348,7 +356,7 @@ def _unit_residuals(plan: _Plan, index: int, a: _Analysis, buffers: "UnitBuffers
 
 
 def _code_unit(plan: _Plan, index: int, a: _Analysis, models: list[ModelPlan], pmodel: ModelPlan | None, cms,
-               buffers: "UnitBuffers") -> bytes:
+               buffers: UnitBuffers) -> bytes:
     u = _unit_residuals(plan, index, a, buffers)
     if a.palette is not None:
         assert pmodel is not None
@@ -515,7 +523,7 @@ def _encode(plan: _Plan, workers: int, unit_table: str, ordinals: bool) -> Encod
 
     totals = _Totals(len(plan.depths), plan.geo.width * plan.geo.height)
     buffers = UnitBuffers()
-    analyses = parallel_map(lambda i: _analyze(plan, i, totals, buffers), count, workers)
+    analyses = parallel_map(lambda i: _analyze(plan, i, totals, buffers), count, workers)  # noqa: F821  # run before the del
     del buffers  # not held while the models are chosen
     totals.merge()
 
@@ -531,7 +539,7 @@ def _encode(plan: _Plan, workers: int, unit_table: str, ordinals: bool) -> Encod
     else:
         cms = [None] * (len(models) + 1)
     buffers = UnitBuffers()
-    bodies = parallel_map(lambda i: _code_unit(plan, i, analyses[i], models, pmodel, cms, buffers), count, workers)
+    bodies = parallel_map(lambda i: _code_unit(plan, i, analyses[i], models, pmodel, cms, buffers), count, workers)  # noqa: F821  # run before the del
     del buffers
 
     release_scratch()
@@ -547,7 +555,7 @@ def _encode(plan: _Plan, workers: int, unit_table: str, ordinals: bool) -> Encod
                      unit_table, ordinals, level_records, level_features)
 
 
-def _choose_models(plan: _Plan, totals: "_Totals") -> tuple[list[ModelPlan], ModelPlan | None]:
+def _choose_models(plan: _Plan, totals: _Totals) -> tuple[list[ModelPlan], ModelPlan | None]:
     """3.3: every slot's model and the palette index plane's (None without palette stripes) from
     the units' summed statistics, one sum widened at a time."""
     eff = effort_of(plan.effort)
@@ -584,7 +592,7 @@ def _refine(plan: _Plan, analyses: list[_Analysis], models: list[ModelPlan], pmo
 
     def again(i: int) -> None:
         a = analyses[i]
-        planes = plan.planes(i, buffers)
+        planes = plan.planes(i, buffers)  # noqa: F821  # run before the del
         if a.palette is None:
             a.preds = model_preds(planes, plan.depths, plan.lanes, a.mode, plan.eff.preds, slot_costs, slot_maps,
                                     cross)

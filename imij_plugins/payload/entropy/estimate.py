@@ -13,7 +13,6 @@ from imij_plugins.payload.entropy.models import M, normalize
 from imij_plugins.payload.entropy.scratch import U32, ptr, use_c
 from imij_plugins.payload.kernel_codes import ENCODER
 
-
 COST_FIX = 16  # estimates are bits * 2^16, exact integers: every backend chooses the same models
 
 

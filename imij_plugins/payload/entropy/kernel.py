@@ -19,7 +19,7 @@ from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
 from imij_plugins.payload.entropy.levels import LAYOUT_BILEVEL, LAYOUT_TEMPLATE_SHARED, LevelStructs, decode_level_c
 from imij_plugins.payload.entropy.maps import CodedChannel, Slot
-from imij_plugins.payload.entropy.models import M, PALETTE_DEPTH
+from imij_plugins.payload.entropy.models import PALETTE_DEPTH, M
 from imij_plugins.payload.entropy.rans import Lanes
 from imij_plugins.payload.entropy.stripe import (
     SampleStore,
@@ -27,8 +27,8 @@ from imij_plugins.payload.entropy.stripe import (
     assemble,
     decode_coded,
     output_for,
-    sample_store,
     reference_planes,
+    sample_store,
 )
 from imij_plugins.payload.kernel_codes import EXPLAIN_PIXELS, KernelCodes
 
@@ -67,7 +67,7 @@ class CModels:
         self.store, self.store_struct = _stores(plan.sample_bits, plan.slots, plan.chans)
 
     @cached_property
-    def regular(self) -> "SlotModels":
+    def regular(self) -> SlotModels:
         """3.2 / 3.3: the models of regular stripes (layouts 0-3)."""
         return SlotModels(self.plan)
 

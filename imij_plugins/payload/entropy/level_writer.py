@@ -14,13 +14,13 @@ framing; ties keep fewer tables). Features are declared exactly for the records 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
 from imij_plugins.payload.counts import histogram
-from imij_plugins.payload.entropy.palettes import lookup8, palette
 from imij_plugins.payload.entropy.bilevel import (
     CONTEXTS,
     HALF,
@@ -39,6 +39,7 @@ from imij_plugins.payload.entropy.levels import (
 from imij_plugins.payload.entropy.maps import Slot
 from imij_plugins.payload.entropy.modeling import best_tables
 from imij_plugins.payload.entropy.models import M, Table, TableCode
+from imij_plugins.payload.entropy.palettes import lookup8, palette
 from imij_plugins.payload.entropy.rans import Lanes
 from imij_plugins.payload.entropy.template import (
     CANDIDATE_CONTEXTS,

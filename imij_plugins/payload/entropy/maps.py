@@ -6,8 +6,8 @@ All array functions work on numpy uint64 arrays of words (a sample of at most 32
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 

@@ -13,7 +13,7 @@ reference), so every backend and thread count builds the same models.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cache, cached_property
 
 import numpy as np
 
@@ -27,8 +27,8 @@ from imij_plugins.payload.entropy.estimate import (
     token_cost,
     token_counts,
 )
-from imij_plugins.payload.entropy.streams import EncModel
 from imij_plugins.payload.entropy.models import M, TableCode
+from imij_plugins.payload.entropy.streams import EncModel
 from imij_plugins.payload.entropy.tokens import Scheme, join_token, valid_parameters
 
 MAX_CONTEXTS = 4
@@ -76,7 +76,7 @@ def _bucket_values() -> np.ndarray:
 _REPR = [int(v) for v in _bucket_values()]
 
 
-@lru_cache(maxsize=None)
+@cache
 def bucket_tokens(n: int, k: int, m: int) -> np.ndarray:
     """(4, 640) int64, per bucket: the value token and its extra bits, the run token and its
     extra bits (3.2); buckets no residual of depth n can reach map to token 0."""
@@ -117,7 +117,7 @@ def bucket_costs(model: ModelPlan) -> np.ndarray:
     return out
 
 
-def _multi_cost(items: list[tuple["SlotStats", int, int, bool]], n: int) -> list[int]:
+def _multi_cost(items: list[tuple[SlotStats, int, int, bool]], n: int) -> list[int]:
     """Estimated bits * 2^16 (estimate.token_cost: 16 classes' coded size, rough tables and extra
     bits) of each (stats, k, m, runs) item."""
     return [token_cost(st.vh, st.rh, st.zr, bucket_tokens(n, k, m), runs) for st, k, m, runs in items]
@@ -169,7 +169,7 @@ def partition_classes(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray]
     return _ctx_map(used, ctx_of_used), hists, int(best[k][g])
 
 
-@lru_cache(maxsize=None)
+@cache
 def _ranges(g: int) -> tuple[np.ndarray, np.ndarray]:
     """Every range [i, j) of g used classes, 0 <= i < j <= g (partition_classes' cost rows)."""
     I, J = np.triu_indices(g + 1, 1)
@@ -242,7 +242,7 @@ def coded_tables(hists: list[np.ndarray], precs: range) -> list[tuple[TableCode,
             for p, n, c, f, cu in zip(prec.tolist(), last1.tolist(), codes.tolist(), freq.tolist(), cum.tolist())]
 
 
-def model_bits(plans: list["ModelPlan"]) -> bytes:
+def model_bits(plans: list[ModelPlan]) -> bytes:
     """The models bit stream (3.3) of ``plans`` in order, byte for byte models.write_model's,
     padded with zero bits to a whole byte."""
     acc = 0
@@ -296,7 +296,7 @@ def effort_of(effort: int) -> ModelEffort:
 _REPR_A = np.array(_REPR, dtype=np.float64)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _valid(n: int) -> tuple[tuple[int, int], ...]:
     return tuple(valid_parameters(n))
 

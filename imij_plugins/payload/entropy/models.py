@@ -7,10 +7,10 @@ Every validity rule of 3.3 is checked as the model is read, before any unit deco
 from __future__ import annotations
 
 import math
-from functools import cached_property, lru_cache
-from itertools import accumulate
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
+from functools import cache, cached_property, lru_cache
+from itertools import accumulate
 
 import numpy as np
 
@@ -51,11 +51,11 @@ class Table:
     freq: tuple[int, ...]  # normalized, sum M
 
     @classmethod
-    def from_weights(cls, weights: list[int] | tuple[int, ...]) -> "Table":
+    def from_weights(cls, weights: list[int] | tuple[int, ...]) -> Table:
         return cls.normalized(tuple(weights), tuple(normalize(weights)))
 
     @classmethod
-    def normalized(cls, weights: tuple[int, ...], freq: tuple[int, ...]) -> "Table":
+    def normalized(cls, weights: tuple[int, ...], freq: tuple[int, ...]) -> Table:
         """The table of ``weights`` whose normalized frequencies (3.3) are ``freq``."""
         return cls(weights, freq)
 
@@ -326,7 +326,7 @@ def _spec_arrays(specs: tuple[tuple[int, bool], ...]) -> tuple[np.ndarray, np.nd
     return arrays
 
 
-@lru_cache(maxsize=None)
+@cache
 def _scheme_table(depth: int) -> np.ndarray:
     """For the C model reader: per 5-bit k and 3-bit m, the alphabet and first capped run symbol
     of their scheme at slot depth ``depth``, alphabet 0 where 3.3 rejects them (checked_scheme)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from imij_plugins.errors import Corrupt
-from imij_plugins.payload.entropy.models import M, M_BITS, Model
+from imij_plugins.payload.entropy.models import M_BITS, M, Model
 from imij_plugins.payload.entropy.tokens import RUN_CAP
 
 STATE_LOW = 1 << 16  # 3: states live in [2^16, 2^32)
@@ -29,7 +29,7 @@ class Lanes:
     widths: tuple[int, ...]  # active lanes only (the non-empty prefix)
 
     @classmethod
-    def of(cls, gw: int, lanes: int) -> "Lanes":
+    def of(cls, gw: int, lanes: int) -> Lanes:
         lw = -(-gw // lanes)
         active = -(-gw // lw)
         starts = tuple(l * lw for l in range(active))

@@ -14,7 +14,6 @@ from imij_plugins.payload.entropy.scratch import U32, narrow, planes32, ptr, ref
 from imij_plugins.payload.entropy.stripe import predict
 from imij_plugins.payload.kernel_codes import ENCODER
 
-
 PREDICTORS = 10  # 0..9 (section 4; 7-9 only in inter frames, against a reference)
 
 

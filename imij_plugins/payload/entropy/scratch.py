@@ -15,7 +15,6 @@ import numpy as np
 
 from imij_plugins import _backend
 
-
 U32 = np.uint32
 
 

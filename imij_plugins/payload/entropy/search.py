@@ -22,7 +22,6 @@ from imij_plugins.payload.entropy.residuals import (
 from imij_plugins.payload.entropy.scratch import U32, narrow, ptr, refs_ptr, thread_buffer, use_c
 from imij_plugins.payload.kernel_codes import ENCODER
 
-
 INTER_PREDICTORS = 0x380  # bits 7, 8, 9 of a predictor mask
 
 

@@ -10,8 +10,8 @@ Units share nothing but the plan (2.3).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -402,7 +402,7 @@ def decode_coded(plan: UnitPlan, body: bytes | memoryview, width: int, height: i
 
     # 3: decode every slot's residuals (slot 0 first: the cross context reads it)
     us: list[list[list[int]]] = []
-    for slot, model, stream in zip(plan.slots, plan.models, streams):
+    for model, stream in zip(plan.models, streams):
         us.append(decode_residuals(stream, model, height, lanes, us[0] if model.cross else None))
 
     # 4 step 1: unzigzag; step 2: decorrelation on (G, R, B)

@@ -9,8 +9,8 @@ kernel and must agree bit for bit. The encoder's side (``template_counts``,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -24,11 +24,11 @@ from imij_plugins.payload.entropy.bilevel import (
     encode_ops_py,
     level_counts,
     level_stream,
-    within,
     read_used_values,
     step_positions,
     template_planes,
     template_value,
+    within,
     write_used_values,
 )
 from imij_plugins.payload.entropy.models import M, Table, TableCode, read_table, write_table

@@ -8,7 +8,7 @@ positions as len - 1. Both split a token into a base and nb extra bits the same 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cache, cached_property
 
 from imij_plugins.errors import Corrupt
 
@@ -106,7 +106,7 @@ class Scheme:
         return self.value_tokens + t, nb, e
 
 
-@lru_cache(maxsize=None)
+@cache
 def checked_scheme(k: int, m: int, n: int) -> Scheme:
     """3.3's parameter rules for a model read at slot depth n; each failure is Corrupt.
 

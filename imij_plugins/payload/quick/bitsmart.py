@@ -26,7 +26,7 @@ Every malformed body raises :class:`~imij_plugins.errors.Corrupt`; an unknown ki
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import xxhash

@@ -22,7 +22,7 @@ from imij_plugins.container.metadata import (
 from imij_plugins.errors import Corrupt, Unsupported
 from imij_plugins.wire import encode_varint as varint
 
-from .science_bytes import XY, axes, axis, calb, calb_entry, catg, category, cord, f64, smdt, text, zz
+from .science_bytes import XY, axes, axis, calb, calb_entry, category, catg, cord, f64, smdt, text, zz
 
 INF, NAN = float("inf"), float("nan")
 

@@ -21,7 +21,7 @@ from imij_plugins.container.metadata import (
     science_records,
 )
 
-from .science_bytes import XY, axes, axis, calb, calb_entry, catg, category, cord, entry, f64, smdt
+from .science_bytes import XY, axes, axis, calb, calb_entry, category, catg, cord, entry, f64, smdt
 
 CALB1 = calb(calb_entry(0x02, b"\x01K"))
 AXES_Z = axes(*XY, axis("z", 0, 0))  # one coordinate-bound axis

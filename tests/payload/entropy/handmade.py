@@ -15,22 +15,22 @@ class Bits:
     def __init__(self) -> None:
         self.bits: list[int] = []
 
-    def put(self, value: int, n: int) -> "Bits":
+    def put(self, value: int, n: int) -> Bits:
         for i in range(n):
             self.bits.append((value >> i) & 1)
         return self
 
-    def gamma(self, v: int) -> "Bits":
+    def gamma(self, v: int) -> Bits:
         """3.3: z zero bits, a one bit, then the low z bits of v (z = floor(log2 v))."""
         z = v.bit_length() - 1
         self.put(0, z).put(1, 1).put(v & ((1 << z) - 1), z)
         return self
 
-    def exponent(self, e: int, e_prev: int) -> "Bits":
+    def exponent(self, e: int, e_prev: int) -> Bits:
         d = e - e_prev
         return self.gamma((2 * d if d >= 0 else -2 * d - 1) + 1)
 
-    def table(self, last: int, prec: int, entries: list[tuple[int, int]]) -> "Bits":
+    def table(self, last: int, prec: int, entries: list[tuple[int, int]]) -> Bits:
         """last, prec - 1, then per symbol its exponent and mantissa bits (e, mant)."""
         self.put(last, 8).put(prec - 1, 3)
         prev = 0
@@ -42,7 +42,7 @@ class Bits:
         return self
 
     def model(self, k: int, m: int, cross: int = 0, ctx_shift: int | None = None,
-              ctx_map: tuple[int, ...] = (0,) * 16) -> "Bits":
+              ctx_map: tuple[int, ...] = (0,) * 16) -> Bits:
         self.put(k, 5).put(m, 3).put(cross, 1)
         if ctx_shift is not None:
             self.put(ctx_shift, 5)
@@ -50,7 +50,7 @@ class Bits:
             self.put(c, 2)
         return self
 
-    def simple_model(self, depth: int, cross: int = 0) -> "Bits":
+    def simple_model(self, depth: int, cross: int = 0) -> Bits:
         """k = m = 0, one table whose only symbol is 0 (weight 1): every position decodes u = 0
         and no state ever changes."""
         self.model(0, 0, cross, 0 if depth > 16 else None)

@@ -17,16 +17,15 @@ record writers with the package's encoders.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 
 from imij_plugins.container.header import Header
 from imij_plugins.errors import ImijError
-from imij_plugins.payload.encode import choose_geometry
-from imij_plugins.payload.entropy.residuals import decor_forward, lane_edges, near_row, plane_residuals, zigzag
 from imij_plugins.payload.data import read_data
+from imij_plugins.payload.encode import choose_geometry
 from imij_plugins.payload.entropy.decoder import prepare
 from imij_plugins.payload.entropy.encoder import EncodedEntropy
 from imij_plugins.payload.entropy.level_writer import LevelCoder, LevelOptions, UnitChoice
@@ -54,6 +53,7 @@ from imij_plugins.payload.entropy.models import (
 )
 from imij_plugins.payload.entropy.near import encode_bounds, read_bounds
 from imij_plugins.payload.entropy.rans import Event, Lanes, encode_stream, tokenize
+from imij_plugins.payload.entropy.residuals import decor_forward, lane_edges, near_row, plane_residuals, zigzag
 from imij_plugins.payload.entropy.stripe import LAYOUT_PALETTE, PALETTE_MAX_DEPTH, predictor_bytes
 from imij_plugins.payload.entropy.tokens import Scheme, clamped_k, valid_parameters
 from imij_plugins.payload.geometry import Geometry
@@ -376,7 +376,7 @@ def encode_entropy_payload(image: np.ndarray, *, options: EntropyOptions | None 
     # 3.3: tables, the decoder's normalization
     codes: dict[int, list[TableCode]] = {}
     tables: dict[int, list[Table]] = {}
-    for key, (scheme, cross, shift, ctx_map, mc) in specs.items():
+    for key, (scheme, _cross, _shift, ctx_map, mc) in specs.items():
         ntab = max(ctx_map) + 1
         precs = mc.prec if isinstance(mc.prec, (list, tuple)) else [mc.prec] * ntab
         extra = random.Random(mc.extra_weights) if mc.extra_weights else None

@@ -38,7 +38,7 @@ def test_mutated_payloads(backend, chunk):
     count = 15 if backend == "c" else 3
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        for seed, image, enc, hdr in _cases(1000 + 15 * chunk, count):
+        for seed, _image, enc, hdr in _cases(1000 + 15 * chunk, count):
             rng = random.Random(seed)
             for _ in range(60 if backend == "c" else 8):
                 bad = mutate(rng, enc.payload, enc.head_len)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from imij_plugins.errors import Corrupt, Unsupported
+from imij_plugins.errors import Corrupt
 from imij_plugins.payload.entropy.decoder import prepare
 from imij_plugins.payload.head import ChannelMap
 from imij_plugins.registry.features import FeatureId as F

@@ -11,12 +11,8 @@ from hypothesis import strategies as st
 
 from imij_plugins import _backend
 from imij_plugins.payload.entropy.context_stats import BUCKETS, stat_buckets, stats
-from imij_plugins.payload.entropy.mapchoice import word_summary
-from imij_plugins.payload.entropy.palettes import palette
-from imij_plugins.payload.entropy.residuals import near, residuals
-from imij_plugins.payload.entropy.search import choose, costs
-from imij_plugins.payload.entropy.streams import stream
 from imij_plugins.payload.entropy.encoder import EFFORTS, encode_tuned, entropy_geometry
+from imij_plugins.payload.entropy.mapchoice import Channel, word_summary
 from imij_plugins.payload.entropy.maps import (
     CONST,
     F16_IN_F32,
@@ -32,6 +28,10 @@ from imij_plugins.payload.entropy.maps import (
     forward,
 )
 from imij_plugins.payload.entropy.modeling import SlotStats, choose_model, effort_of
+from imij_plugins.payload.entropy.palettes import palette
+from imij_plugins.payload.entropy.residuals import near, residuals
+from imij_plugins.payload.entropy.search import choose, costs
+from imij_plugins.payload.entropy.streams import stream
 from imij_plugins.payload.head import REC_NEAR, ChannelMap, read_lossless_head
 from imij_plugins.registry.features import FeatureId as F
 from imij_plugins.wire.cursor import Cursor
@@ -299,7 +299,7 @@ def test_offset_map_and_value_tables():
 def test_value_table_coded_values(dtype):
     """2.1 map 9: a word's coded value is its ordered value's index in the table (a lookup
     table up to 16 bits, a binary search above), round trips included."""
-    from imij_plugins.payload.entropy.mapchoice import Channel, coded
+    from imij_plugins.payload.entropy.mapchoice import coded
     from imij_plugins.payload.entropy.maps import order_map
 
     rng = np.random.default_rng(np.dtype(dtype).itemsize)
@@ -314,9 +314,7 @@ def test_value_table_coded_values(dtype):
     _roundtrip(word.view(dtype), effort=9)
 
 
-def _wide_channel(word: np.ndarray, dtype) -> "Channel":
-    from imij_plugins.payload.entropy.mapchoice import Channel
-
+def _wide_channel(word: np.ndarray, dtype) -> Channel:
     return Channel(0, word, np.dtype(dtype).kind, 32, 0, np.dtype(dtype).name, False, False)
 
 
@@ -463,7 +461,7 @@ def _planes(rng, S, h, w, depths):
 @pytest.mark.parametrize("seed", range(6))
 def test_kernels_match_their_references(seed):
     rng = np.random.default_rng(seed)
-    for trial in range(12):
+    for _ in range(12):
         S = int(rng.integers(1, 5))
         h, w = int(rng.integers(1, 9)), int(rng.integers(1, 45))
         n = int(rng.choice([1, 3, 8, 12, 16, 24, 32]))
@@ -588,7 +586,7 @@ def test_runs_across_rows_and_past_the_cap(dtype):
 @pytest.mark.parametrize("seed", range(4))
 def test_stream_kernel_matches_the_writers_coder(seed):
     rng = np.random.default_rng(100 + seed)
-    for trial in range(12):
+    for _ in range(12):
         h, w = int(rng.integers(1, 12)), int(rng.integers(1, 50))
         n = int(rng.choice([1, 2, 5, 8, 12, 16, 20, 32]))
         lanes = int(rng.integers(1, 17))

@@ -12,17 +12,15 @@ import pytest
 
 from imij_plugins import _backend
 from imij_plugins.payload.entropy.context_stats import stats
+from imij_plugins.payload.entropy.encoder import encode_tuned
+from imij_plugins.payload.entropy.modeling import SlotStats, choose_model, effort_of
 from imij_plugins.payload.entropy.palettes import lookup8, palette
 from imij_plugins.payload.entropy.residuals import residuals
 from imij_plugins.payload.entropy.scratch import value_dtype
 from imij_plugins.payload.entropy.search import choose, costs
 from imij_plugins.payload.entropy.streams import stream
-from imij_plugins.payload.entropy.encoder import encode_tuned
-from imij_plugins.payload.entropy.modeling import SlotStats, choose_model, effort_of
 
 from .backends import NEEDS_C, both
-
-
 
 
 def _smooth(rng: np.random.Generator, S: int, h: int, w: int, n: int) -> np.ndarray:

@@ -66,8 +66,6 @@ PLANS = [
 def test_random_unit_bodies(sample, channels, lanes, palette):
     """Random bodies and structurally plausible ones against plans with random valid models."""
     rng = random.Random(f"{sample}-{channels}")
-    wide = sample == "u64"
-    D = {"u8": 8, "u32": 32, "f16": 16, "u64": 32}[sample]
     for trial in range(12):
         # a random valid payload head from the writer, for its models
         case = random_case(70_000 + trial, sample=sample, layout=channels, size=(4, 6))

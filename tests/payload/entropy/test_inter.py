@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from imij_plugins import _backend
+from imij_plugins.payload.entropy.encoder import encode_tuned
 from imij_plugins.payload.entropy.residuals import residuals
 from imij_plugins.payload.entropy.search import INTER_PREDICTORS, UNTRIED, choose, costs
-from imij_plugins.payload.entropy.encoder import encode_tuned
 from imij_plugins.payload.entropy.stripe import LAYOUT_PALETTE
 from imij_plugins.payload.head import read_lossless_head
 from imij_plugins.payload.units import walk_units
@@ -18,8 +18,6 @@ from imij_plugins.wire.cursor import Cursor
 
 from .backends import NEEDS_C, both
 from .syntax_writer import decode_entropy_payload, header_for
-
-
 
 
 def _pair(rng: np.random.Generator, dtype, h: int, w: int, c: int) -> tuple[np.ndarray, np.ndarray]:
@@ -124,7 +122,7 @@ def test_rows_follow_2_4_and_4():
     """Row 0 is 0 or 7; 7-9 only with a reference; never in palette stripes."""
     rng = np.random.default_rng(9)
     cur, prev = _pair(rng, "u1", 40, 64, 3)
-    for layout, preds in predictors(cur, encode_tuned(cur, reference=prev, stripe_rows=8)):
+    for _layout, preds in predictors(cur, encode_tuned(cur, reference=prev, stripe_rows=8)):
         assert preds[0] in (0, 7)
     assert all(p < 7 for _, preds in predictors(cur, encode_tuned(cur)) for p in preds)
     few = rng.integers(0, 4, (40, 64, 1)).astype(np.uint8) * 60  # palette stripes

@@ -11,14 +11,20 @@ import numpy as np
 import pytest
 
 from imij_plugins import _backend
-from imij_plugins.payload.entropy.context_stats import BUCKETS, CLASSES
-from imij_plugins.payload.entropy.estimate import COST_FIX, LOG2_FIX
-from imij_plugins.payload.entropy.search import choose, costs, model_preds
 from imij_plugins.payload.entropy import encoder
+from imij_plugins.payload.entropy.context_stats import BUCKETS, CLASSES
 from imij_plugins.payload.entropy.encoder import EFFORTS, encode_tuned
+from imij_plugins.payload.entropy.estimate import COST_FIX, LOG2_FIX
+from imij_plugins.payload.entropy.modeling import (
+    ABSENT_BITS,
+    SlotStats,
+    bucket_costs,
+    bucket_tokens,
+    choose_model,
+    effort_of,
+)
 from imij_plugins.payload.entropy.models import M
-from imij_plugins.payload.entropy.modeling import (ABSENT_BITS, SlotStats, bucket_costs, bucket_tokens, choose_model,
-                                                   effort_of)
+from imij_plugins.payload.entropy.search import choose, costs, model_preds
 
 from .backends import NEEDS_C, both
 from .syntax_writer import decode_entropy_payload, header_for

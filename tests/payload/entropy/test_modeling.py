@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from imij_plugins import _backend
+from imij_plugins.payload.entropy import models
 from imij_plugins.payload.entropy.context_stats import BUCKETS, CLASSES
 from imij_plugins.payload.entropy.estimate import COST_FIX, best_precisions, row_costs, token_cost, token_counts
-from imij_plugins.payload.entropy import models
 from imij_plugins.payload.entropy.modeling import bucket_tokens, partition_classes
 from imij_plugins.payload.entropy.tokens import valid_parameters
 
