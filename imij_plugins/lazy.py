@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Union
+from typing import Any, Union
 
 import numpy as np
 
@@ -42,11 +42,14 @@ class LazyImage:
     """Stored samples, shaped (frames?, H, W, C?): ``frames`` None stacks every frame, an int picks one.
 
     ``frame_dim`` and ``channel_dim`` say whether the frame and channel dims are present (a single
-    frame or channel may still keep its dim, as aXES bindings ask).
+    frame or channel may still keep its dim, as aXES bindings ask). A URL is read by ranges, with
+    ``storage_options`` for its fsspec filesystem.
     """
 
-    def __init__(self, src: object, *, index: int | None = None, frame_dim: bool = True, channel_dim: bool = True):
+    def __init__(self, src: object, *, index: int | None = None, frame_dim: bool = True, channel_dim: bool = True,
+                 storage_options: dict[str, Any] | None = None):
         self.src = source_of(src)
+        self.storage_options = storage_options  # for a URL's fsspec filesystem, carried to workers
         self._lock = threading.Lock()
         self._file: ImijFile | None = None
         f = self.file()
@@ -80,7 +83,7 @@ class LazyImage:
         """The opened file (opened once per process, on first use)."""
         with self._lock:
             if self._file is None or self._file.closed:
-                self._file = ImijFile(self.src)
+                self._file = ImijFile(self.src, storage_options=self.storage_options)
             return self._file
 
     def __getitem__(self, key: tuple[Index, ...]) -> np.ndarray:

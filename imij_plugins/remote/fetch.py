@@ -53,7 +53,8 @@ class RangeFetcher:
         self._kwargs: dict[str, Any] = {}
         protocols = (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
         if self.etag and not self.etag.startswith("W/") and {"http", "https"} & set(protocols):
-            self._kwargs["headers"] = {"If-Match": self.etag}
+            # merged with the filesystem's own headers (storage_options), which a call's would replace
+            self._kwargs["headers"] = {**getattr(fs, "kwargs", {}).get("headers", {}), "If-Match": self.etag}
 
     def fetch(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
         """The bytes of every ``[start, end)`` in ``ranges`` (inside the file), in one batch."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
 import xarray as xr
@@ -101,12 +101,13 @@ def _variable(dims: tuple[str, ...], data: ImiBackendArray, attrs: dict[str, obj
 
 
 def open_imi(filename_or_obj: object, *, mask_and_scale: bool = True, index: int | None = None,
-             drop_variables: Iterable[str] | None = None) -> xr.Dataset:
+             drop_variables: Iterable[str] | None = None, storage_options: dict[str, Any] | None = None) -> xr.Dataset:
     """The Dataset of an IMI file: see ``ImiBackendEntrypoint.open_dataset``."""
     src = source_of(filename_or_obj)
-    with imij_plugins.open(src) as f:
+    with imij_plugins.open(src, storage_options=storage_options) as f:
         p = physical.describe(f, index)
-    image = LazyImage(src, index=index, frame_dim=p.dim("frames") is not None, channel_dim=p.dim("channels") is not None)
+    image = LazyImage(src, index=index, frame_dim=p.dim("frames") is not None, channel_dim=p.dim("channels") is not None,
+                      storage_options=storage_options)
     dims = tuple(d.name for d in p.dims)
     chunks = dict(zip(dims, image.chunks))
     geometry = geometry_attrs(p)
@@ -140,7 +141,7 @@ class ImiBackendEntrypoint(BackendEntrypoint):
 
     description = "Open IMI (.imi) images (IMIJ-Set archives as trees): lazy region reads, aXES coordinates, cALB/cATG as CF attributes"
     url = ""  # the project has no published address yet
-    open_dataset_parameters = ("filename_or_obj", "drop_variables", "mask_and_scale", "index")
+    open_dataset_parameters = ("filename_or_obj", "drop_variables", "mask_and_scale", "index", "storage_options")
     supports_groups = True
 
     def open_dataset(
@@ -150,13 +151,16 @@ class ImiBackendEntrypoint(BackendEntrypoint):
         drop_variables: str | Iterable[str] | None = None,
         mask_and_scale: bool = True,
         index: int | None = None,
+        storage_options: dict[str, Any] | None = None,
     ) -> xr.Dataset:
-        """Frames or pages stacked (``index`` picks one); ``mask_and_scale`` gives physical values, NaN where missing."""
+        """Frames or pages stacked (``index`` picks one); ``mask_and_scale`` gives physical values, NaN where missing.
+        A URL is read lazily by ranges, ``storage_options`` going to its fsspec filesystem."""
         from imij_plugins.xarray import tree
 
         if tree.is_archive(filename_or_obj):
             raise ValueError("an IMIJ-Set archive holds many images: open it with xr.open_datatree(path, engine=\"imi\")")
-        return open_imi(filename_or_obj, mask_and_scale=mask_and_scale, index=index, drop_variables=_names(drop_variables))
+        return open_imi(filename_or_obj, mask_and_scale=mask_and_scale, index=index, drop_variables=_names(drop_variables),
+                        storage_options=storage_options)
 
     def open_datatree(
         self,
@@ -164,11 +168,13 @@ class ImiBackendEntrypoint(BackendEntrypoint):
         *,
         drop_variables: str | Iterable[str] | None = None,
         mask_and_scale: bool = True,
+        storage_options: dict[str, Any] | None = None,
     ) -> xr.DataTree:
         """A node per frame or page of a file with several (one node otherwise), or per entry of an IMIJ-Set archive."""
         from imij_plugins.xarray import tree
 
-        return tree.open_tree(filename_or_obj, mask_and_scale=mask_and_scale, drop_variables=_names(drop_variables))
+        return tree.open_tree(filename_or_obj, mask_and_scale=mask_and_scale, drop_variables=_names(drop_variables),
+                              storage_options=storage_options)
 
     def open_groups_as_dict(
         self,
@@ -176,11 +182,13 @@ class ImiBackendEntrypoint(BackendEntrypoint):
         *,
         drop_variables: str | Iterable[str] | None = None,
         mask_and_scale: bool = True,
+        storage_options: dict[str, Any] | None = None,
     ) -> dict[str, xr.Dataset]:
         """``open_datatree``'s nodes by path."""
         from imij_plugins.xarray import tree
 
-        return tree.open_groups(filename_or_obj, mask_and_scale=mask_and_scale, drop_variables=_names(drop_variables))
+        return tree.open_groups(filename_or_obj, mask_and_scale=mask_and_scale, drop_variables=_names(drop_variables),
+                                storage_options=storage_options)
 
     def guess_can_open(self, filename_or_obj: object) -> bool:
         """A path ending in ``.imi`` or ``.imijset``, or bytes or a file that start with the IMI signature."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Iterable
+from typing import Any, Iterable
 
 import xarray as xr
 
@@ -22,7 +22,7 @@ def is_archive(filename_or_obj: object) -> bool:
 
 def _image_groups(src: Source, path: str, **options: object) -> dict[str, xr.Dataset]:
     """One image's nodes: itself at ``path`` when it has one frame, else an empty node with a child per frame or page."""
-    with imij_plugins.open(src) as f:
+    with imij_plugins.open(src, storage_options=options.get("storage_options")) as f:  # type: ignore[arg-type]
         count, kind = f.n_frames, f.kind
     if count == 1:
         return {path: open_imi(src, **options)}  # type: ignore[arg-type]
@@ -48,19 +48,23 @@ def _archive_groups(path: str, **options: object) -> dict[str, xr.Dataset]:
     return groups
 
 
-def open_groups(filename_or_obj: object, *, mask_and_scale: bool = True,
-                drop_variables: Iterable[str] | None = None) -> dict[str, xr.Dataset]:
-    """The nodes of a file (a node per frame or page when it has several) or of an archive (a node per entry)."""
+def open_groups(filename_or_obj: object, *, mask_and_scale: bool = True, drop_variables: Iterable[str] | None = None,
+                storage_options: dict[str, Any] | None = None) -> dict[str, xr.Dataset]:
+    """The nodes of a file (a node per frame or page when it has several) or of an archive (a node per entry);
+    a URL's file is read by ranges, ``storage_options`` going to its fsspec filesystem."""
     options = {"mask_and_scale": mask_and_scale, "drop_variables": drop_variables}
     if is_archive(filename_or_obj):
+        if storage_options:
+            raise ValueError("IMIJ-Set archives are opened from local paths here; storage_options apply to IMI files")
         return _archive_groups(os.fspath(filename_or_obj), **options)  # type: ignore[arg-type]
-    return _image_groups(source_of(filename_or_obj), "/", **options)
+    return _image_groups(source_of(filename_or_obj), "/", **options, storage_options=storage_options)
 
 
-def open_tree(filename_or_obj: object, *, mask_and_scale: bool = True,
-              drop_variables: Iterable[str] | None = None) -> xr.DataTree:
+def open_tree(filename_or_obj: object, *, mask_and_scale: bool = True, drop_variables: Iterable[str] | None = None,
+              storage_options: dict[str, Any] | None = None) -> xr.DataTree:
     """``open_groups`` as a DataTree; closing a node closes its file."""
-    groups = open_groups(filename_or_obj, mask_and_scale=mask_and_scale, drop_variables=drop_variables)
+    groups = open_groups(filename_or_obj, mask_and_scale=mask_and_scale, drop_variables=drop_variables,
+                         storage_options=storage_options)
     try:
         tree = xr.DataTree.from_dict(groups)
     except Exception:

@@ -21,6 +21,7 @@ class Served:
     replace_after: int | None = None  # replace every file (new bytes, new ETag) after this many GETs
     cut_after: int | None = None  # from this many GETs on, send half the body and close
     delay: float = 0.0  # seconds each response waits (network latency, for measurements)
+    required: dict[str, str] = field(default_factory=dict)  # headers every request must carry, else 403
     requests: int = 0
     bytes: int = 0
     log: list[tuple[str, str | None]] = field(default_factory=list)
@@ -60,6 +61,11 @@ def make_handler(served: Served) -> type[BaseHTTPRequestHandler]:
                     served.replace_after = None
                 data = served.files.get(self.path)
                 cut = body and served.cut_after is not None and gets > served.cut_after
+            if any(self.headers.get(k) != v for k, v in served.required.items()):
+                self.send_response(403)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             if data is None:
                 self.send_response(404)
                 self.send_header("Content-Length", "0")

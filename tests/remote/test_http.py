@@ -88,3 +88,15 @@ def test_missing_and_unreachable(server: FileServer) -> None:
 
 def test_transport_errors_are_oserrors() -> None:
     assert issubclass(RemoteError, OSError) and not issubclass(RemoteError, ip.ImijError)
+
+
+def test_storage_options_headers_on_every_request(server: FileServer, served: Served, small) -> None:
+    """Headers from storage_options go with the size request and every range (with If-Match)."""
+    img, data = small
+    served.files["/s.imi"] = data
+    served.required = {"X-Token": "sesame"}
+    options = {"headers": {"X-Token": "sesame"}}
+    np.testing.assert_array_equal(ip.read(server.url("s.imi"), region=(300, 100, 64, 64), storage_options=options),
+                                  img[100:164, 300:364])
+    with pytest.raises(OSError):  # fsspec's HTTP size request reports a 403 as FileNotFoundError
+        ip.read(server.url("s.imi"), storage_options={"headers": {"X-Token": "wrong"}})
