@@ -364,6 +364,8 @@ class ImiImageFile(ImageFile.ImageFile):
 
 def _to_pillow(samples: np.ndarray, entry: modes.OpenMode) -> np.ndarray:
     """The decoded (H, W, C) samples as the bytes ``entry.rawmode`` unpacks."""
+    if entry.drop_padding:
+        samples = samples[..., :-1]
     if entry.convert == modes.HIGH_BYTE:
         return np.ascontiguousarray(samples >> 8, dtype=np.uint8)
     if entry.convert == modes.NONZERO:

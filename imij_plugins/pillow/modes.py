@@ -37,6 +37,7 @@ class OpenMode:
     dtype: str  # numpy dtype of the converted samples (native byte order where Pillow wants it)
     convert: str = EXACT
     bits: int = 8  # the significant bits SCALE expands to 8
+    drop_padding: bool = False  # the last stored slot is undefined padding (alpha mode 3): Pillow gets the others
 
     @property
     def lossless(self) -> bool:
@@ -69,18 +70,20 @@ OPEN_MODES: dict[tuple[str, str, int | None], OpenMode] = {
     ("Gray", "f32", ANY_BITS): OpenMode("F", "F", "=f4"),
 }
 
-# (alpha mode, the Pillow mode of the straight entry) -> (mode, raw mode) it opens as instead (1.0).
+# (alpha mode, the Pillow mode of the straight entry) -> (mode, raw mode, whether the last slot is
+# dropped) it opens as instead (1.0).
 # Premultiplied (1) opens in Pillow's premultiplied modes, every sample as stored (the high byte of
 # 16-bit samples, which stays premultiplied); convert("RGBA") / convert("LA") unpremultiplies as
 # Pillow's TIFF reader does with associated alpha (its "RGBa" raw mode; it keeps gray as La).
 # Undefined padding (3) is not opacity: the slot is dropped, as Pillow's TIFF reader drops an
-# unspecified extra sample ("RGBX"); im.imij.read() keeps it. Opaque (2) opens as alpha: the stored
+# unspecified extra sample ("RGBX" unpacking; sliced here, since Pillow before 12 has no "LX");
+# im.imij.read() keeps it. Opaque (2) opens as alpha: the stored
 # slot, which the file declares fully opaque.
-ALPHA_MODES: dict[tuple[int, str], tuple[str, str]] = {
-    (1, "RGBA"): ("RGBa", "RGBa"),
-    (1, "LA"): ("La", "La"),
-    (3, "RGBA"): ("RGB", "RGBX"),
-    (3, "LA"): ("L", "LX"),
+ALPHA_MODES: dict[tuple[int, str], tuple[str, str, bool]] = {
+    (1, "RGBA"): ("RGBa", "RGBa", False),
+    (1, "LA"): ("La", "La", False),
+    (3, "RGBA"): ("RGB", "RGB", True),
+    (3, "LA"): ("L", "L", True),
 }
 
 # The mode an image that Pillow cannot hold (Oklab, 64-bit samples, multi-channel float or
@@ -150,8 +153,8 @@ def open_mode(layout: str, dtype: np.dtype, sig_bits: tuple[int, ...] = (), alph
     entry = _straight_mode(layout, sample_name(dtype), sig_bits)
     if entry is None or (alpha_mode, entry.mode) not in ALPHA_MODES:
         return entry
-    mode, rawmode = ALPHA_MODES[(alpha_mode, entry.mode)]
-    return replace(entry, mode=mode, rawmode=rawmode)
+    mode, rawmode, drop_padding = ALPHA_MODES[(alpha_mode, entry.mode)]
+    return replace(entry, mode=mode, rawmode=rawmode, drop_padding=drop_padding)
 
 
 def _straight_mode(layout: str, sample: str, sig_bits: tuple[int, ...]) -> OpenMode | None:
