@@ -1,6 +1,7 @@
 """CI's fuzz smoke: fuzz/run.sh runs every libFuzzer harness for a 60-second budget in all
 (plus the build), failing on any finding. Needs clang with the sanitizer runtime: skipped without
-it, except under IMIJ_REQUIRE_EXTRAS=1 (CI), where a missing clang fails."""
+it, except under IMIJ_REQUIRE_EXTRAS=1 (CI), where a missing clang fails. Marked ``slow``: CI
+runs it, ``pytest -m "not slow"`` skips it for a quick local run."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ HARNESSES = 4
 BUDGET = 60  # seconds of fuzzing, all harnesses together
 
 
+@pytest.mark.slow  # about 2 minutes with the sanitizer build; `pytest -m "not slow"` leaves it out
 def test_every_harness_runs_without_a_finding(tmp_path: Path) -> None:
     if shutil.which("clang") is None:
         if os.environ.get("IMIJ_REQUIRE_EXTRAS") == "1":
