@@ -37,7 +37,7 @@ from imij_plugins.registry.chunks import (
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["Chunks", "EncodeKeywords", "EncodeOptions", "Frame"]
+__all__ = ["DEFAULT_EFFORT", "Chunks", "EncodeKeywords", "EncodeOptions", "Frame"]
 
 Chunks = Sequence[tuple[bytes, bytes, str]]  # (tag, payload, "before" | "after" DATA)
 Codec = Literal["entropy", "quick"]
@@ -46,6 +46,8 @@ Kind = Literal["animation", "pages", "sequence"]
 Seconds = float | Fraction
 
 CODECS = ("entropy", "quick")
+# The default effort of every writer: EncodeOptions, the zarr and numcodecs codecs, `imij convert`
+DEFAULT_EFFORT = 5
 UNIT_TABLES = ("hint", "none", "filled", "empty", "tail")  # where the unit spans go (2.7)
 KINDS = ("animation", "pages", "sequence")
 PRESENTATIONS = ("pages", "animation")  # 1.3 kind 4 presentation byte 0, 1
@@ -100,7 +102,7 @@ class EncodeOptions:
     """
 
     codec: Codec = "entropy"
-    effort: int = 5
+    effort: int = DEFAULT_EFFORT
     max_error: float = 0
     threads: int | None = None
     stripe_rows: int | None = None

@@ -21,15 +21,19 @@ import imij_plugins
 from imij_plugins.codecs.chunk import encode_chunk, read_pages
 from imij_plugins.codecs.layout import Layout
 from imij_plugins.errors import Corrupt
+from imij_plugins.options import DEFAULT_EFFORT
 
 
 class Imi(Codec):
     """Each buffer as one IMI file: ``effort``, ``max_error``, ``codec`` are the writer's options;
-    ``channels`` None decides from the shape (3 or more axes, the last of 1-4)."""
+    ``channels`` None decides from the shape (3 or more axes, the last of 1-4). Keyword-only, as
+    numcodecs builds a codec from its stored configuration (``Imi(**config)``)."""
 
     codec_id = "imi"
 
-    def __init__(self, effort: int = 5, max_error: float = 0, codec: str = "entropy", channels: bool | None = None) -> None:
+    def __init__(
+        self, *, effort: int = DEFAULT_EFFORT, max_error: float = 0, codec: str = "entropy", channels: bool | None = None
+    ) -> None:
         self._encode_options = imij_plugins.EncodeOptions(effort=effort, max_error=max_error, codec=codec)  # type: ignore[arg-type]
         if channels is not None and not isinstance(channels, bool):
             raise ValueError(f"channels must be True, False or None, not {channels!r}")

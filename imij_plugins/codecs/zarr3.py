@@ -29,6 +29,7 @@ from zarr.core.common import JSON, parse_named_configuration
 
 import imij_plugins
 from imij_plugins.codecs.chunk import auto_channels, check_chunk, decode_chunk, encode_chunk
+from imij_plugins.options import DEFAULT_EFFORT
 
 if TYPE_CHECKING:
     from typing import Self
@@ -51,7 +52,7 @@ class ImiCodec(ArrayBytesCodec):
     codec: str
     channels: bool | None
 
-    def __init__(self, *, effort: int = 5, max_error: float = 0, codec: str = "entropy", channels: bool | None = None) -> None:
+    def __init__(self, *, effort: int = DEFAULT_EFFORT, max_error: float = 0, codec: str = "entropy", channels: bool | None = None) -> None:
         options = imij_plugins.EncodeOptions(effort=effort, max_error=max_error, codec=codec)  # type: ignore[arg-type]  # ValueError naming a bad one
         if channels is not None and not isinstance(channels, bool):
             raise ValueError(f"channels must be True, False or None, not {channels!r}")

@@ -17,6 +17,7 @@ from imij_plugins.convert.pipeline import ConvertOptions, Record
 from imij_plugins.convert.report import Progress, summary, summary_json
 from imij_plugins.convert.runner import Batch, default_workers, run
 from imij_plugins.convert.sinks import FORMATS
+from imij_plugins.options import DEFAULT_EFFORT
 
 INTERRUPTED = 130  # the shell's status for a command ended by SIGINT
 
@@ -35,7 +36,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--glob", metavar="PATTERN", help="files to take from folders (default: all), e.g. '*.png'")
     p.add_argument("-j", "--jobs", type=int, default=default_workers(), metavar="N", help="worker processes (default: all cores)")
     p.add_argument("--dask", metavar="ADDRESS", help="convert on this Dask distributed scheduler instead (extra [dask])")
-    p.add_argument("--effort", type=int, default=5, metavar="E", help="IMI effort 1 (fast) .. 9 (smallest), default 5")
+    p.add_argument("--effort", type=int, default=DEFAULT_EFFORT, metavar="E",
+                   help=f"IMI effort 1 (fast) .. 9 (smallest), default {DEFAULT_EFFORT}")
     p.add_argument("--codec", choices=["entropy", "quick"], default="entropy", help="IMI codec (default entropy)")
     p.add_argument("--max-error", type=float, default=0, metavar="B", help="IMI near-lossless bound per sample (default 0: exact)")
     p.add_argument("--checksum", action="store_true", help="add the IMI file checksum (cSUM)")

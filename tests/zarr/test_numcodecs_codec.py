@@ -171,6 +171,15 @@ def test_bad_options_are_refused():
         Imi(channels="yes")  # type: ignore[arg-type]
 
 
+def test_options_are_keywords_and_the_default_effort_is_the_writers():
+    """Keyword-only, as numcodecs rebuilds a codec from its stored config; no default of its own."""
+    with pytest.raises(TypeError):
+        Imi(3)  # type: ignore[misc]
+    back = numcodecs.get_codec(Imi(effort=3, codec="quick", channels=False).get_config())
+    assert (back.effort, back.codec, back.channels) == (3, "quick", False)
+    assert Imi().effort == imij_plugins.EncodeOptions().effort
+
+
 def test_a_fresh_process_gets_the_codec_by_id_through_its_entry_point():
     code = (
         "import sys, numcodecs\n"
