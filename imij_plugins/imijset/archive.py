@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Iterator, Literal, Mapping, Sequence
+from typing import Any, Iterator, Literal, Mapping, Sequence
 
 import numpy as np
 import xxhash
@@ -27,7 +27,7 @@ from imij_plugins.imijset.autocompact import AutoCompact, rewrite
 from imij_plugins.imijset.columns import U64_MAX
 from imij_plugins.imijset.durability import DURABILITIES, Durability, check_unflushed
 from imij_plugins.imijset.entries import CICP, Description, Entry, describe
-from imij_plugins.imijset.footer import DEFAULT_SCAN_BUDGET, Footer, find_newest, load_chain
+from imij_plugins.imijset.footer import DEFAULT_SCAN_BUDGET, REMOTE_WINDOW, Footer, find_newest, load_chain
 from imij_plugins.imijset.metadata import NO_METADATA, Metadata, build_metadata
 from imij_plugins.imijset.pyramid import CATALOG_KEY, MAGIC as PYRAMID_MAGIC, PyramidLevel, decode_catalog
 from imij_plugins.imijset.query import ANY, DimensionFilter, Query, _Any, run
@@ -36,6 +36,8 @@ from imij_plugins.imijset.reader import DEFAULT_CACHE_BYTES, DEFAULT_INDEX_BYTES
 from imij_plugins.imijset.sequence import ATTRIBUTE as SEQUENCE_ATTRIBUTE
 from imij_plugins.imijset.sequence import SequenceIndex, SequenceRecord, SequenceReference, encode_sequence_index
 from imij_plugins.imijset.writer import RESERVE, Output, Placement, SegmentWriter
+from imij_plugins.remote import is_remote
+from imij_plugins.remote.positional import RemoteBytes
 
 Mode = Literal["r", "a", "w"]
 
@@ -62,8 +64,10 @@ def open(  # noqa: A001 - the package's verb
     cache_bytes: int = DEFAULT_CACHE_BYTES,
     index_bytes: int = DEFAULT_INDEX_BYTES,
     compact: Literal["auto"] | AutoCompact | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> "Archive":
-    """Open an archive: ``r`` reads, ``a`` appends (creating the file), ``w`` starts a new one."""
+    """Open an archive: ``r`` reads, ``a`` appends (creating the file), ``w`` starts a new one.
+    A URL (any fsspec protocol, ``storage_options`` for its filesystem) opens for reading by ranges."""
     return Archive(
         path,
         mode,
@@ -73,6 +77,7 @@ def open(  # noqa: A001 - the package's verb
         cache_bytes=cache_bytes,
         index_bytes=index_bytes,
         compact=compact,
+        storage_options=storage_options,
     )
 
 
@@ -90,6 +95,7 @@ class Archive:
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         index_bytes: int = DEFAULT_INDEX_BYTES,
         compact: Literal["auto"] | AutoCompact | None = None,
+        storage_options: dict[str, Any] | None = None,
     ):
         if mode not in ("r", "a", "w"):
             raise ValueError(f"mode must be 'r', 'a' or 'w', not {mode!r}")
@@ -108,8 +114,9 @@ class Archive:
         self._batch: SegmentWriter | None = None
         self._closed = False
         self._locked = False
+        remote = _open_remote(self.path, mode, storage_options)
         created = mode != "r" and not os.path.exists(self.path)
-        self._fd = os.open(self.path, (os.O_RDONLY if mode == "r" else os.O_RDWR | os.O_CREAT) | BINARY, 0o666)
+        self._fd = -1 if remote else os.open(self.path, (os.O_RDONLY if mode == "r" else os.O_RDWR | os.O_CREAT) | BINARY, 0o666)
         try:
             if mode != "r":
                 lock_writer(self._fd, self.path)
@@ -117,8 +124,8 @@ class Archive:
                 if mode == "w":
                     os.ftruncate(self._fd, 0)
             self._sync_directory = created or mode == "w"
-            size = os.fstat(self._fd).st_size
-            self._source = PageSource(self._fd, 0, cache_bytes)
+            size = remote.size if remote else os.fstat(self._fd).st_size
+            self._source = PageSource(self._fd, 0, cache_bytes, remote.read_at if remote else None)
             self._snapshot = Snapshot(self._source, self._recover(size, scan_budget), index_bytes)
             self._out = self._output(size) if mode != "r" else None
         except BaseException:
@@ -140,7 +147,7 @@ class Archive:
             return []
 
         def raw(offset: int, length: int) -> bytes:
-            return pread(self._fd, length, offset)
+            return self._source.read_at(offset, length)
 
         def accept(footer: Footer, start: int, window: bytes) -> None:
             # Commit footer: "Recovery checks the root page, not every descendant."
@@ -153,7 +160,7 @@ class Archive:
             if size > footer.end:  # a writer is open, or was killed: its last commit may be torn
                 check_unflushed(self._source, footer, root)
 
-        newest = find_newest(raw, size, budget, accept)
+        newest = find_newest(raw, size, budget, accept, REMOTE_WINDOW if self._fd < 0 else None)
         self._source.limit = newest.end
         return load_chain(lambda off, n: self._source.read(off, n, "commit footer"), newest)
 
@@ -471,7 +478,8 @@ class Archive:
             if self._locked:
                 unlock_writer(self._fd)
         finally:
-            os.close(self._fd)
+            if self._fd >= 0:  # a remote archive has no descriptor
+                os.close(self._fd)
 
     def __enter__(self) -> "Archive":
         return self
@@ -489,6 +497,17 @@ class Archive:
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"generation {self.generation}, {self.segments} segments"
         return f"<imijset.Archive {self.path!r} mode={self.mode!r} {state}>"
+
+
+def _open_remote(path: str, mode: Mode, storage_options: dict[str, Any] | None) -> "RemoteBytes | None":
+    """The remote bytes of an archive at a URL (read-only), or None for a local path."""
+    if not is_remote(path):
+        if storage_options:
+            raise ValueError("storage_options apply to URLs only")
+        return None
+    if mode != "r":
+        raise ValueError(f"an archive at a URL opens for reading only (mode 'r'), not {mode!r}")
+    return RemoteBytes(path, storage_options)
 
 
 def _check_reference(value: object) -> None:

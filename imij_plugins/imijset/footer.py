@@ -21,6 +21,8 @@ _FIELDS = struct.Struct("<8s8Q")
 _DIGEST = struct.Struct("<Q")
 DEFAULT_SCAN_BUDGET = 64 << 20
 _WINDOW = 1 << 20
+# over a network every window is a request: the newest footer and root usually sit in the last few KiB
+REMOTE_WINDOW = 64 << 10
 
 ReadAt = Callable[[int, int], bytes]
 
@@ -86,12 +88,13 @@ def parse_footer(buf: bytes, position: int) -> Footer:
     return footer
 
 
-def find_newest(read_at: ReadAt, size: int, budget: int, accept: Callable[[Footer, int, bytes], None]) -> Footer:
+def find_newest(read_at: ReadAt, size: int, budget: int, accept: Callable[[Footer, int, bytes], None],
+                window_bytes: int | None = None) -> Footer:
     """Scan backward from ``size`` for the newest footer that parses and whose root ``accept`` admits.
 
     Commit footer: "A reader may find it by backward scanning with an explicit byte budget; bytes
     after its end are uncommitted." Only the last ``budget`` bytes are examined, a window at a
-    time; a candidate must first sit exactly where its committed-end field says, so forged magic
+    time (``window_bytes``, 1 MiB by default; remote reads ask for less); a candidate must first sit exactly where its committed-end field says, so forged magic
     bytes cost one comparison each. ``accept(footer, start, window)`` also gets the scanned window
     and its file offset (the root usually sits just before the footer) and raises Corrupt to reject
     the candidate. Unsupported propagates: a newer writer's commit is not damage, and falling back
@@ -101,7 +104,7 @@ def find_newest(read_at: ReadAt, size: int, budget: int, accept: Callable[[Foote
     end = size
     first_error: Corrupt | None = None
     while end - low >= len(MAGIC):
-        start = max(low, end - _WINDOW)
+        start = max(low, end - (window_bytes or _WINDOW))
         window = read_at(start, end - start)
         limit = len(window)
         while True:

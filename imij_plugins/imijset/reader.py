@@ -20,7 +20,7 @@ import xxhash
 from imij_plugins._platform import pread
 from imij_plugins.errors import Corrupt, ImijError
 from imij_plugins.imijset.branches import UNBOUNDED, Bounds, Branch, Child, narrow, parse_branch, within
-from imij_plugins.imijset.footer import Footer
+from imij_plugins.imijset.footer import Footer, ReadAt
 from imij_plugins.imijset.keyindex import KeyIndex, KeyIndexStats, bytes_per_key, merge
 from imij_plugins.imijset.leaves import Leaf
 from imij_plugins.imijset.pages import LEAF_KINDS, check_page_range, read_page_header
@@ -42,10 +42,13 @@ _CHILD_BYTES = 120
 
 
 class PageSource:
-    """Positional reads below the committed end, and an LRU cache of parsed pages of bounded size."""
+    """Positional reads below the committed end, and an LRU cache of parsed pages of bounded size.
 
-    def __init__(self, fd: int, limit: int, cache_bytes: int = DEFAULT_CACHE_BYTES):
+    Reads go to ``fd``, or to ``read_at(offset, length)`` when given (a remote archive's ranges)."""
+
+    def __init__(self, fd: int, limit: int, cache_bytes: int = DEFAULT_CACHE_BYTES, read_at: ReadAt | None = None):
         self.fd = fd
+        self.read_at: ReadAt = read_at or (lambda offset, length: pread(fd, length, offset))
         self.limit = limit
         self.cache_bytes = cache_bytes
         self._cached = 0
@@ -55,7 +58,7 @@ class PageSource:
         """``length`` committed bytes at ``offset``; a range past the committed end is Corrupt."""
         if offset + length > self.limit:
             raise Corrupt(f"{what}: bytes {offset}+{length} lie past the committed end {self.limit}")
-        data = pread(self.fd, length, offset)
+        data = self.read_at(offset, length)
         if len(data) != length:
             raise Corrupt(f"{what}: the file ends before {offset + length}")
         return data

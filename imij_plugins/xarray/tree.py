@@ -33,10 +33,10 @@ def _image_groups(src: Source, path: str, **options: object) -> dict[str, xr.Dat
     return groups
 
 
-def _archive_groups(path: str, **options: object) -> dict[str, xr.Dataset]:
+def _archive_groups(path: str, storage_options: dict[str, Any] | None, **options: object) -> dict[str, xr.Dataset]:
     """An archive's nodes: ``key_<key>`` per IMI entry (read into memory now), its filename an attribute."""
     groups: dict[str, xr.Dataset] = {"/": xr.Dataset()}
-    with imijset.open(path) as archive:
+    with imijset.open(path, storage_options=storage_options) as archive:
         for key in archive.keys():
             blob = archive.get(key)
             if not imij_plugins.is_imi(blob[:8]):
@@ -54,9 +54,7 @@ def open_groups(filename_or_obj: object, *, mask_and_scale: bool = True, drop_va
     a URL's file is read by ranges, ``storage_options`` going to its fsspec filesystem."""
     options = {"mask_and_scale": mask_and_scale, "drop_variables": drop_variables}
     if is_archive(filename_or_obj):
-        if storage_options:
-            raise ValueError("IMIJ-Set archives are opened from local paths here; storage_options apply to IMI files")
-        return _archive_groups(os.fspath(filename_or_obj), **options)  # type: ignore[arg-type]
+        return _archive_groups(os.fspath(filename_or_obj), storage_options, **options)  # type: ignore[arg-type]
     return _image_groups(source_of(filename_or_obj), "/", **options, storage_options=storage_options)
 
 
