@@ -42,7 +42,7 @@ __all__ = ["DEFAULT_EFFORT", "Chunks", "EncodeKeywords", "EncodeOptions", "Frame
 Chunks = Sequence[tuple[bytes, bytes, str]]  # (tag, payload, "before" | "after" DATA)
 Codec = Literal["entropy", "quick"]
 UnitTable = Literal["hint", "none", "filled", "empty", "tail"]
-Kind = Literal["animation", "pages", "sequence"]
+Kind = Literal["animation", "pages", "mixed pages", "sequence"]
 Seconds = float | Fraction
 
 CODECS = ("entropy", "quick")
@@ -50,6 +50,11 @@ CODECS = ("entropy", "quick")
 DEFAULT_EFFORT = 5
 UNIT_TABLES = ("hint", "none", "filled", "empty", "tail")  # where the unit spans go (2.7)
 KINDS = ("animation", "pages", "sequence")
+# The reader's names the writer takes as well, so that a file's own values write back:
+# ``ImijFile.loop_count`` as ``loop``, and ``ImijFile.kind`` "mixed pages" as "pages" (the writer
+# writes mixed pages, 1.3 kind 3, when the pages differ)
+ALIASES = {"loop_count": "loop"}
+KIND_ALIASES = {"mixed pages": "pages"}
 PRESENTATIONS = ("pages", "animation")  # 1.3 kind 4 presentation byte 0, 1
 PLACES = ("before", "after")
 # Chunks the writer makes itself (structure, checksums) or from its own options (ICC, Exif, XMP).
@@ -98,7 +103,9 @@ class EncodeOptions:
     preview layer, e.g. ``(4, 16)``).
 
     Several images: ``kind`` "animation" (``durations`` in seconds, ``loop`` 0 = forever),
-    "pages", or "sequence" (1.3 kind 4, ``presentation`` and ``references``).
+    "pages", or "sequence" (1.3 kind 4, ``presentation`` and ``references``). The reader's names
+    are taken too: kind "mixed pages" (as "pages"), and ``loop_count`` for ``loop`` as a keyword
+    of ``encode``, ``write`` and ``replace``.
     """
 
     codec: Codec = "entropy"
@@ -166,6 +173,8 @@ class EncodeOptions:
         _check_chunks(self.chunks, typed)
         if not all(_is_int(f) and 2 <= f <= 1 << 16 for f in self.previews):
             raise ValueError(f"previews must be downscale factors >= 2 (e.g. (4, 16)), not {self.previews!r}")
+        if self.kind in KIND_ALIASES:
+            object.__setattr__(self, "kind", KIND_ALIASES[self.kind])
         _one_of("kind", self.kind, KINDS)
         _one_of("presentation", self.presentation, PRESENTATIONS)
         _int_in("loop", self.loop, 0)
@@ -174,7 +183,12 @@ class EncodeOptions:
             raise ValueError(f"durations must be seconds >= 0, one number or one per image, not {self.durations!r}")
 
     def replace(self, **changes: Unpack[EncodeKeywords]) -> EncodeOptions:
-        """A copy with ``changes``, checked again."""
+        """A copy with ``changes`` (a reader's name of ``ALIASES`` as the writer's), checked again."""
+        for alias, name in ALIASES.items():
+            if alias in changes:
+                if name in changes:
+                    raise TypeError(f"encode option {name} given twice, also as {alias}")
+                changes[name] = changes.pop(alias)  # type: ignore[literal-required]
         unknown = set(changes) - OPTION_NAMES
         if unknown:
             raise TypeError(f"unknown encode option(s): {', '.join(sorted(unknown))}")

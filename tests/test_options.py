@@ -187,3 +187,21 @@ def _assert_within(got: np.ndarray, want: np.ndarray, bound: int) -> None:
         assert got.tobytes() == want.tobytes()
     else:
         assert np.abs(got.astype(np.int64) - want.astype(np.int64)).max() <= bound
+
+
+def test_a_files_own_kind_and_loop_count_write_it_back():
+    """The reader's names are writer options too: ``kind`` "mixed pages" and ``loop_count``."""
+    pages = [IMAGE, IMAGE[:10, :12, 0]]
+    data = imij_plugins.encode(pages, kind="pages")
+    with imij_plugins.open(data) as f:
+        assert f.kind == "mixed pages"
+        again = imij_plugins.encode([f.read(i) for i in range(f.n_frames)], kind=f.kind, loop_count=f.loop_count)
+    assert again == data
+    animation = imij_plugins.encode([IMAGE, IMAGE[::-1]], durations=0.1, loop_count=3)
+    with imij_plugins.open(animation) as f:
+        assert (f.kind, f.loop_count) == ("animation", 3)
+
+
+def test_an_option_given_under_both_names_is_refused():
+    with pytest.raises(TypeError, match="loop"):
+        imij_plugins.encode([IMAGE, IMAGE], loop=1, loop_count=2)
