@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import compileall
 import io
+import json
 import os
 import site
 import sys
@@ -21,10 +22,26 @@ from imij_plugins.container.writer import write_atomic
 from imij_plugins.convert import cli as convert_cli
 from imij_plugins.desktop import cli as desktop_cli
 from imij_plugins.errors import ImijError
+from imij_plugins.remote import is_remote
 
 
-def _info(path: str) -> None:
-    with imij_plugins.open(path) as f:
+def _storage_options(args: argparse.Namespace, path: str) -> dict[str, object] | None:
+    """``--storage-option KEY=VALUE`` pairs for a URL's fsspec filesystem (a VALUE that parses as
+    JSON is that value: ``anon=true``, ``client_kwargs={...}``); None for a local path."""
+    if not is_remote(path) or not args.storage_option:
+        return None
+    options: dict[str, object] = {}
+    for pair in args.storage_option:
+        key, _, value = pair.partition("=")
+        try:
+            options[key] = json.loads(value)
+        except ValueError:
+            options[key] = value
+    return options
+
+
+def _info(path: str, storage_options: dict[str, object] | None) -> None:
+    with imij_plugins.open(path, storage_options=storage_options) as f:
         h = f.header
         print(f"{path}:")
         print(f"  size        {f.width} x {f.height}")
@@ -48,7 +65,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     status = 0
     for path in args.files:
         try:
-            _info(path)
+            _info(path, _storage_options(args, path))
         except (ImijError, OSError) as exc:
             print(f"{path}: error: {type(exc).__name__}: {exc}", file=sys.stderr)
             status = 1
@@ -59,7 +76,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     status = 0
     for path in args.files:
         try:
-            with imij_plugins.open(path) as f:
+            with imij_plugins.open(path, storage_options=_storage_options(args, path)) as f:
                 for index in range(f.n_frames):
                     f.read(index)
                 psum = ", ".join(f.bitmap_status(i) for i in range(f.n_frames))
@@ -216,14 +233,21 @@ def cmd_pillow_autoload(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_files(p: argparse.ArgumentParser) -> None:
+    """FILE arguments (paths or URLs: docs/REMOTE.md) and the options of a URL's filesystem."""
+    p.add_argument("files", nargs="+", metavar="FILE", help="a path, or a URL (https://, s3://, ...: read by ranges)")
+    p.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="an fsspec option for URLs, repeatable (VALUE as JSON when it parses: anon=true)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="imij", description="Inspect, verify, convert and demonstrate IMI (.imi) files; set up Pillow autoload.")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("info", help="print the header, features, profiles, chunks and frames of IMI files")
-    p.add_argument("files", nargs="+", metavar="FILE")
+    _add_files(p)
     p.set_defaults(func=cmd_info)
     p = sub.add_parser("verify", help="decode every frame of IMI files; exit 0 only when all decode")
-    p.add_argument("files", nargs="+", metavar="FILE")
+    _add_files(p)
     p.set_defaults(func=cmd_verify)
     convert_cli.add_parser(sub)
     desktop_cli.add_parser(sub)

@@ -17,7 +17,7 @@ from imij_plugins.container.metadata.resolution import exif_with_dpi
 from imij_plugins.errors import Corrupt
 from imij_plugins.container.pixel_checksum import bitmap_digest, encode_bitmap_digests
 from imij_plugins.container.writer import assemble, stream_file, trailing_index_payload, write_atomic
-from imij_plugins.payload.encode import choose_geometry, encode_quick_payload
+from imij_plugins.payload.quick.writer import encode_quick_payload, quick_geometry
 from imij_plugins.options import PRESENTATIONS, EncodeKeywords, EncodeOptions, Frame
 from imij_plugins.pixels.dtypes import as_image_array, layout_code, sample_code
 from imij_plugins.pixels.resample import downscale
@@ -61,7 +61,7 @@ def _code_image(
     if opts.codec == "entropy":
         return _code_entropy(image, channels_code, opts.effort, opts.max_error, opts.stripe_rows, group_cols,
                              opts.threads, unit_table, ordinals, reference)
-    geometry = choose_geometry(width, height, opts.stripe_rows, group_cols, quick=True)
+    geometry = quick_geometry(width, height, opts.stripe_rows, group_cols)
     encoded = encode_quick_payload(
         image, geometry, bit_smart=opts.effort >= 4, threads=opts.threads, unit_table=unit_table, ordinals=ordinals
     )

@@ -20,7 +20,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pixels", ("pixels",)),
     ("container", ("container",)),
     ("payload", ("payload",)),
-    ("encoders", ("payload.encode", *(f"payload.entropy.{name}" for name in (
+    ("encoders", ("payload.quick.writer", *(f"payload.entropy.{name}" for name in (
         "scratch", "residuals", "context_stats", "estimate", "search", "palettes", "streams", "mapchoice", "modeling",
         "level_writer", "encoder")))),
     ("api", ("", "options", "reader", "remote", "writer", "api", "physical", "lazy")),

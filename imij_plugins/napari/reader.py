@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import urllib.parse
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -12,6 +13,7 @@ import numpy as np
 from imij_plugins import imijset, physical
 from imij_plugins.lazy import LazyImage, uniform
 from imij_plugins.reader import ImijFile
+from imij_plugins.remote import is_remote
 
 PathOrPaths = str | Sequence[str]
 LayerData = tuple[Any, dict[str, Any], str]
@@ -21,22 +23,35 @@ RGB_LAYOUTS = ("RGB", "RGBA")
 
 
 def get_reader(path: PathOrPaths) -> Callable[[PathOrPaths], list[LayerData]] | None:
-    """``read`` when every path is an IMI file or IMIJ-Set archive, else None (another plugin's turn)."""
+    """``read`` when every path is an IMI file or IMIJ-Set archive, else None (another plugin's turn).
+
+    napari passes URLs through unchanged; ``https://`` and ``s3://`` ones (fsspec's credentials
+    from the environment) are read by ranges (docs/REMOTE.md)."""
     paths = [path] if isinstance(path, str) else list(path)
-    return read if paths and all(str(p).lower().endswith(EXTENSIONS) for p in paths) else None
+    return read if paths and all(_file_part(str(p)).lower().endswith(EXTENSIONS) for p in paths) else None
+
+
+def _file_part(path: str) -> str:
+    """The path whose extension and name name the file: a URL's path, without its query (signed URLs)."""
+    return urllib.parse.urlsplit(path).path if is_remote(path) else path
+
+
+def _stem(path: str) -> str:
+    """The layer name: the file name without its extension."""
+    return os.path.splitext(os.path.basename(_file_part(path)))[0]
 
 
 def read(path: PathOrPaths) -> list[LayerData]:
     """Every layer of every path; several paths (npe2's ``stack=True``) of one shape and dtype are one stacked layer."""
     paths = [path] if isinstance(path, str) else list(path)
     stacked = read_stack(paths) if len(paths) > 1 else None
-    return stacked or [layer for p in paths for layer in (read_archive(p) if p.lower().endswith(".imijset") else read_file(p))]
+    return stacked or [layer for p in paths for layer in (read_archive(p) if _file_part(p).lower().endswith(".imijset") else read_file(p))]
 
 
 def read_stack(paths: Sequence[str]) -> list[LayerData] | None:
     """IMI files as one layer with a leading "file" dim (the first file's description), as napari's
     builtin reader stacks files; None when one is an archive, or differs in shape, dtype or frames."""
-    if not all(p.lower().endswith(".imi") for p in paths):
+    if not all(_file_part(p).lower().endswith(".imi") for p in paths):
         return None
     with ImijFile(paths[0]) as f:
         if not uniform(f):
@@ -52,8 +67,7 @@ def read_stack(paths: Sequence[str]) -> list[LayerData] | None:
         if images and _kind(image) != _kind(images[0]):
             return None
         images.append(image)
-    name = os.path.splitext(os.path.basename(paths[0]))[0]
-    return [_stack(images, p, "file", name)]
+    return [_stack(images, p, "file", _stem(paths[0]))]
 
 
 def _kind(image: LazyImage) -> tuple[object, ...]:
@@ -63,7 +77,7 @@ def _kind(image: LazyImage) -> tuple[object, ...]:
 
 def read_file(path: str) -> list[LayerData]:
     """One layer for an image or a stack of frames or pages; one per page when pages differ."""
-    name = os.path.splitext(os.path.basename(path))[0]
+    name = _stem(path)
     with ImijFile(path) as f:
         if uniform(f):
             return [_layer(path, f, None, name)]
@@ -141,7 +155,7 @@ def napari_unit(unit: str) -> str:
 
 def read_archive(path: str) -> list[LayerData]:
     """One stacked layer when every entry shares shape and dtype, else one layer per entry."""
-    stem = os.path.splitext(os.path.basename(path))[0]
+    stem = _stem(path)
     with imijset.open(path) as archive:
         entries = [(key, archive.entry(key).filename, archive.get(key)) for key in archive.keys()]
     opened = [ImijFile(blob) for _, _, blob in entries]

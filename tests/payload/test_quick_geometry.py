@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import imij_plugins
-from imij_plugins.payload.encode import QUICK_UNIT_PIXELS, choose_geometry
+from imij_plugins.payload.quick.writer import QUICK_UNIT_PIXELS, quick_geometry
 
 
 @pytest.mark.parametrize(
@@ -23,7 +23,7 @@ from imij_plugins.payload.encode import QUICK_UNIT_PIXELS, choose_geometry
     ],
 )
 def test_quick_default_geometry(width, height, stripe_rows, units):
-    geo = choose_geometry(width, height, quick=True)
+    geo = quick_geometry(width, height, None, None)
     assert (geo.stripe_rows, geo.unit_count, geo.group_cols) == (stripe_rows, units, 0)
     if units > 1:
         low, high = QUICK_UNIT_PIXELS
@@ -32,9 +32,8 @@ def test_quick_default_geometry(width, height, stripe_rows, units):
 
 
 def test_explicit_options_and_the_default_rule_are_kept():
-    assert choose_geometry(500, 500, 10, 100, quick=True).unit_count == 50 * 5
-    assert choose_geometry(9000, 300, quick=True).group_cols == 2048
-    assert choose_geometry(512, 512).stripe_rows == 512  # the non-quick default is unchanged
+    assert quick_geometry(500, 500, 10, 100).unit_count == 50 * 5
+    assert quick_geometry(9000, 300, None, None).group_cols == 2048
 
 
 def test_quick_files_get_the_units():

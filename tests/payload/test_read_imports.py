@@ -13,7 +13,7 @@ import imij_plugins
 
 ENCODER_MODULES = [f"imij_plugins.payload.entropy.{name}" for name in (
     "scratch", "residuals", "context_stats", "estimate", "search", "palettes", "streams", "mapchoice", "modeling",
-    "level_writer", "encoder")] + ["imij_plugins.writer", "imij_plugins.payload.encode", "imij_plugins.container.writer"]
+    "level_writer", "encoder")] + ["imij_plugins.writer", "imij_plugins.payload.quick.writer", "imij_plugins.container.writer"]
 
 READ = """
 import sys

@@ -25,7 +25,6 @@ import numpy as np
 from imij_plugins.container.header import Header
 from imij_plugins.errors import ImijError
 from imij_plugins.payload.data import read_data
-from imij_plugins.payload.encode import choose_geometry
 from imij_plugins.payload.entropy.decoder import prepare
 from imij_plugins.payload.entropy.encoder import EncodedEntropy
 from imij_plugins.payload.entropy.level_writer import LevelCoder, LevelOptions, UnitChoice
@@ -56,7 +55,7 @@ from imij_plugins.payload.entropy.rans import Event, Lanes, encode_stream, token
 from imij_plugins.payload.entropy.residuals import decor_forward, lane_edges, near_row, plane_residuals, zigzag
 from imij_plugins.payload.entropy.stripe import LAYOUT_PALETTE, PALETTE_MAX_DEPTH, predictor_bytes
 from imij_plugins.payload.entropy.tokens import Scheme, clamped_k, valid_parameters
-from imij_plugins.payload.geometry import Geometry
+from imij_plugins.payload.geometry import WIDE_GROUP, WIDE_IMAGE, Geometry
 from imij_plugins.payload.head import (
     PRESENT_PALETTE,
     REC_NEAR,
@@ -75,6 +74,7 @@ from imij_plugins.wire.varint import encode_varint
 U64 = np.uint64
 DEFAULT_CTX_MAP = tuple(min(3, (c + 1) // 3) for c in range(CLASSES))
 UNIT_TABLE_MODES = ("auto", "hint", "filled", "empty", "tail", None)
+UNIT_PIXELS = 1 << 18  # the default stripe: about this many pixels per unit, at least 16 rows
 
 
 # --- options ---------------------------------------------------------------------------------
@@ -272,8 +272,9 @@ def encode_entropy_payload(image: np.ndarray, *, options: EntropyOptions | None 
         bounds = [per_channel[s.coded.channel] for s in slots]
 
     # 2.3: geometry
-    geo = choose_geometry(W, H, opts.stripe_rows, opts.group_cols)
-    geo = Geometry(W, H, opts.stripe_rows or geo.stripe_rows, geo.group_cols)
+    group_cols = opts.group_cols if opts.group_cols is not None else WIDE_GROUP if W >= WIDE_IMAGE else 0
+    stripe_rows = opts.stripe_rows or min(max(16, UNIT_PIXELS // (group_cols or W)), H)
+    geo = Geometry(W, H, stripe_rows, group_cols)
     if geo.group_cols and not 1 <= geo.group_cols <= W - 1:
         raise ValueError(f"group_cols {geo.group_cols} outside 1 ..= width - 1")
     n_lanes = opts.lanes if opts.lanes is not None else max(1, min(16, (geo.group_cols or W) // 16))

@@ -14,7 +14,6 @@ from imij_plugins.payload.units import check_unit_table, join_units, record_pref
 from imij_plugins.wire.records import Record
 from imij_plugins.wire.varint import encode_varint
 
-UNIT_PIXELS = 1 << 18  # about this many pixels per unit, so stripes decode in parallel
 # Quick units (2.13): a quarter of the image, kept within these bounds, so that an image of a
 # quarter megapixel (most photos) gets four units that two or more threads share (2.13: units
 # decode in any order); each unit's fresh packet state costs a few bytes.
@@ -33,19 +32,13 @@ class EncodedPayload:
     trailing_index: bytes | None = None  # a uIDX payload, for the file's last chunk (2.7)
 
 
-def choose_geometry(
-    width: int, height: int, stripe_rows: int | None = None, group_cols: int | None = None, *, quick: bool = False
-) -> Geometry:
-    """Stripe height and column groups: section 5's group default, stripes of about UNIT_PIXELS;
-    ``quick``: a quarter of the image within QUICK_UNIT_PIXELS, stripes of even heights."""
+def quick_geometry(width: int, height: int, stripe_rows: int | None, group_cols: int | None) -> Geometry:
+    """Quick units (2.13): section 5's group default; stripes of a quarter of the image within
+    QUICK_UNIT_PIXELS, of even heights, at least MIN_STRIPE_ROWS; explicit options win."""
     if group_cols is None:
         group_cols = WIDE_GROUP if width >= WIDE_IMAGE else 0
     if stripe_rows is None:
-        unit_width = group_cols or width
-        if quick:
-            stripe_rows = even_stripe_rows(width, height, unit_width, QUICK_UNIT_PIXELS, MIN_STRIPE_ROWS)
-        else:
-            stripe_rows = max(MIN_STRIPE_ROWS, UNIT_PIXELS // unit_width)
+        stripe_rows = even_stripe_rows(width, height, group_cols or width, QUICK_UNIT_PIXELS, MIN_STRIPE_ROWS)
     return Geometry(width, height, min(stripe_rows, height), group_cols)
 
 
