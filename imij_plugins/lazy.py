@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
 from imij_plugins.reader import ImijFile
 
-Index = Union[int, slice]
-Source = Union[str, bytes]
+Index = int | slice
+Source = str | bytes
 
 
 def source_of(src: object) -> Source:

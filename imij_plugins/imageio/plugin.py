@@ -38,11 +38,11 @@ Examples
 from __future__ import annotations
 
 import dataclasses
-
 import numbers
 import operator
+from collections.abc import Iterator, Sequence
 from types import EllipsisType
-from typing import Any, Iterator, Sequence, Union
+from typing import Any
 
 import numpy as np
 from imageio.core.request import URI_BYTES, URI_FILENAME, InitializationError, IOMode, Request
@@ -53,7 +53,7 @@ from imij_plugins import api
 __all__ = ["ImiIndexError", "ImiPlugin"]
 
 Region = tuple[int, int, int, int]
-Index = Union[int, EllipsisType, None]
+Index = int | EllipsisType | None
 
 
 class ImiIndexError(IndexError, ValueError):

@@ -7,7 +7,14 @@ from imij_plugins.imijset.archive import Archive, VerifyReport, open
 from imij_plugins.imijset.autocompact import AutoCompact
 from imij_plugins.imijset.entries import Description, Entry, Summary, describe
 from imij_plugins.imijset.metadata import I64, Metadata
-from imij_plugins.imijset.pyramid import CATALOG_KEY, PyramidLevel, append_pyramid, decode_catalog, encode_catalog, read_tile
+from imij_plugins.imijset.pyramid import (
+    CATALOG_KEY,
+    PyramidLevel,
+    append_pyramid,
+    decode_catalog,
+    encode_catalog,
+    read_tile,
+)
 from imij_plugins.imijset.query import ANY
 from imij_plugins.imijset.sequence import SequenceIndex, SequenceRecord, SequenceReference, encode_sequence_index
 

@@ -14,8 +14,9 @@ rewritten as one segment (``autocompact``).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
 import xxhash
@@ -28,10 +29,11 @@ from imij_plugins.imijset.columns import U64_MAX
 from imij_plugins.imijset.durability import DURABILITIES, Durability, check_unflushed
 from imij_plugins.imijset.entries import CICP, Description, Entry, describe
 from imij_plugins.imijset.footer import DEFAULT_SCAN_BUDGET, REMOTE_WINDOW, Footer, find_newest, load_chain
-from imij_plugins.imijset.metadata import NO_METADATA, Metadata, build_metadata
-from imij_plugins.imijset.pyramid import CATALOG_KEY, MAGIC as PYRAMID_MAGIC, PyramidLevel, decode_catalog
-from imij_plugins.imijset.query import ANY, DimensionFilter, Query, _Any, run
 from imij_plugins.imijset.keyindex import KeyIndexStats
+from imij_plugins.imijset.metadata import NO_METADATA, Metadata, build_metadata
+from imij_plugins.imijset.pyramid import CATALOG_KEY, PyramidLevel, decode_catalog
+from imij_plugins.imijset.pyramid import MAGIC as PYRAMID_MAGIC
+from imij_plugins.imijset.query import ANY, DimensionFilter, Query, _Any, run
 from imij_plugins.imijset.reader import DEFAULT_CACHE_BYTES, DEFAULT_INDEX_BYTES, PageSource, Snapshot, level_of
 from imij_plugins.imijset.sequence import ATTRIBUTE as SEQUENCE_ATTRIBUTE
 from imij_plugins.imijset.sequence import SequenceIndex, SequenceRecord, SequenceReference, encode_sequence_index
@@ -65,7 +67,7 @@ def open(  # noqa: A001 - the package's verb
     index_bytes: int = DEFAULT_INDEX_BYTES,
     compact: Literal["auto"] | AutoCompact | None = None,
     storage_options: dict[str, Any] | None = None,
-) -> "Archive":
+) -> Archive:
     """Open an archive: ``r`` reads, ``a`` appends (creating the file), ``w`` starts a new one.
     A URL (any fsspec protocol, ``storage_options`` for its filesystem) opens for reading by ranges."""
     return Archive(
@@ -481,7 +483,7 @@ class Archive:
             if self._fd >= 0:  # a remote archive has no descriptor
                 os.close(self._fd)
 
-    def __enter__(self) -> "Archive":
+    def __enter__(self) -> Archive:
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
@@ -499,7 +501,7 @@ class Archive:
         return f"<imijset.Archive {self.path!r} mode={self.mode!r} {state}>"
 
 
-def _open_remote(path: str, mode: Mode, storage_options: dict[str, Any] | None) -> "RemoteBytes | None":
+def _open_remote(path: str, mode: Mode, storage_options: dict[str, Any] | None) -> RemoteBytes | None:
     """The remote bytes of an archive at a URL (read-only), or None for a local path."""
     if not is_remote(path):
         if storage_options:

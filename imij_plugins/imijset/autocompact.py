@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 from imij_plugins._platform import lock_writer, replace
 from imij_plugins.imijset.entries import Entry

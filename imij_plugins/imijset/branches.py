@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import struct
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from imij_plugins.errors import Corrupt
 from imij_plugins.imijset.pages import (
@@ -17,7 +17,7 @@ from imij_plugins.imijset.pages import (
 
 Range = tuple[int, int]
 # declared bounds in the order kinds 4-6 add them: width, height, CICP key, filename key
-Bounds = tuple[Optional[Range], Optional[Range], Optional[Range], Optional[Range]]
+Bounds = tuple[Range | None, Range | None, Range | None, Range | None]
 UNBOUNDED: Bounds = (None, None, None, None)
 
 # Index pages: "A branch child is four u64 values: maximum key, page offset, page length, XXH3-64";
@@ -81,7 +81,7 @@ def _bounds(kind: int, fields: tuple, what: str) -> Bounds:
     """The declared ranges of one descriptor; a minimum above its maximum covers nothing and is Corrupt."""
     if kind == LEGACY_BRANCH:
         return UNBOUNDED
-    ranges: list[Optional[Range]] = [(fields[4], fields[5]), (fields[6], fields[7]), None, None]
+    ranges: list[Range | None] = [(fields[4], fields[5]), (fields[6], fields[7]), None, None]
     if kind in (CICP_BRANCH, FILENAME_BRANCH):
         ranges[2] = (fields[8], fields[9])
     if kind == FILENAME_BRANCH:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from imij_plugins import EncodeOptions
 from imij_plugins.convert.sinks import FORMATS

@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 from imij_plugins.errors import Corrupt, Unsupported
 from imij_plugins.imijset.columns import uvarint
-from imij_plugins.imijset.metadata import BOOL, BYTES, F64, I64_TYPE, MAX_ATTRIBUTES, MAX_PAYLOAD, TEXT, U64, Metadata, serialize
+from imij_plugins.imijset.metadata import (
+    BOOL,
+    BYTES,
+    F64,
+    I64_TYPE,
+    MAX_ATTRIBUTES,
+    MAX_PAYLOAD,
+    TEXT,
+    U64,
+    Metadata,
+    serialize,
+)
 from imij_plugins.wire.cursor import Cursor
 
 MAX_STRING = 16384  # Per-leaf string dictionaries: "strings are nonempty and at most 16 KiB"

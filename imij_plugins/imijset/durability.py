@@ -21,7 +21,7 @@ checks only the root (as the specification allows) may, after a power loss, see 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, Union
+from typing import TYPE_CHECKING, Literal
 
 import xxhash
 
@@ -33,12 +33,12 @@ from imij_plugins.imijset.leaves import Leaf
 if TYPE_CHECKING:
     from imij_plugins.imijset.reader import PageSource
 
-Durability = Union[bool, Literal["checked"]]
+Durability = bool | Literal["checked"]
 DURABILITIES = (True, False, "checked")
 WINDOW = 1 << 20  # bytes a "checked" commit may leave unflushed before its footer
 
 
-def check_unflushed(source: "PageSource", footer: Footer, root: Leaf | Branch) -> None:
+def check_unflushed(source: PageSource, footer: Footer, root: Leaf | Branch) -> None:
     """Check every page and blob of ``footer``'s commit that ends in its last ``WINDOW`` bytes.
 
     ``root`` is the commit's root page, already checked against the footer. Index pages: "All

@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 from array import array
 from bisect import bisect_left
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import struct
 from array import array
 from bisect import bisect_left
+from collections.abc import Sequence
 from itertools import accumulate
-from typing import Sequence
 
 import numpy as np
 

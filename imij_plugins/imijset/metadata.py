@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping, Union
 
 from imij_plugins.errors import Corrupt, Unsupported
 from imij_plugins.imijset.columns import U64_MAX, uvarint
@@ -34,7 +34,7 @@ class I64(int):
     """An attribute value stored as a signed i64 (type 3), also when it is not negative."""
 
 
-AttributeValue = Union[str, bytes, int, float, bool]
+AttributeValue = str | bytes | int | float | bool
 
 
 @dataclass(frozen=True)

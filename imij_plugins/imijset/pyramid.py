@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -121,7 +122,7 @@ def plan_levels(shapes: Sequence[tuple[int, int]], tile_width: int, tile_height:
     return levels
 
 
-def append_pyramid(archive: "Archive", images: Sequence[np.ndarray], tile_width: int, tile_height: int, order: int = ROW_MAJOR) -> list[PyramidLevel]:
+def append_pyramid(archive: Archive, images: Sequence[np.ndarray], tile_width: int, tile_height: int, order: int = ROW_MAJOR) -> list[PyramidLevel]:
     """Append the catalog at key 0 and every tile as an IMI image, in key order, to the current batch."""
     levels = plan_levels([img.shape[:2] for img in images], tile_width, tile_height, order)
     archive.append(CATALOG_KEY, encode_catalog(levels))
@@ -135,6 +136,6 @@ def append_pyramid(archive: "Archive", images: Sequence[np.ndarray], tile_width:
     return levels
 
 
-def read_tile(archive: "Archive", level: PyramidLevel, tx: int, ty: int) -> np.ndarray:
+def read_tile(archive: Archive, level: PyramidLevel, tx: int, ty: int) -> np.ndarray:
     """Decode one tile through its key."""
     return archive.read(level.tile_key(tx, ty))

@@ -7,8 +7,6 @@ every candidate checks its full UTF-8 filename." Bounds filter cached declaratio
 
 from __future__ import annotations
 
-from typing import Optional, Union
-
 from imij_plugins.imijset.branches import Bounds, Range
 from imij_plugins.imijset.entries import CICP, Entry, cicp_key, filename_key
 from imij_plugins.imijset.leaves import Leaf
@@ -23,7 +21,7 @@ class _Any:
 
 
 ANY = _Any()
-DimensionFilter = Union[int, tuple[int, int], _Any]
+DimensionFilter = int | tuple[int, int] | _Any
 
 
 class Query:
@@ -33,10 +31,10 @@ class Query:
         self,
         width: DimensionFilter = ANY,
         height: DimensionFilter = ANY,
-        cicp: Union[CICP, None, _Any] = ANY,
-        filename: Union[str, None, _Any] = ANY,
+        cicp: CICP | None | _Any = ANY,
+        filename: str | None | _Any = ANY,
     ):
-        self.ranges: list[Optional[Range]] = [_dimension(width, "width"), _dimension(height, "height"), None, None]
+        self.ranges: list[Range | None] = [_dimension(width, "width"), _dimension(height, "height"), None, None]
         self.cicp = cicp
         self.filename = filename
         if cicp is not ANY:
@@ -70,7 +68,7 @@ class Query:
         return True
 
 
-def _dimension(value: DimensionFilter, name: str) -> Optional[Range]:
+def _dimension(value: DimensionFilter, name: str) -> Range | None:
     if value is ANY:
         return None
     if isinstance(value, int):

@@ -12,7 +12,8 @@ import threading
 import time
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Iterator, Union
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 import xxhash
@@ -28,7 +29,7 @@ from imij_plugins.imijset.pages import LEAF_KINDS, check_page_range, read_page_h
 if TYPE_CHECKING:
     from imij_plugins.imijset.query import Query
 
-Page = Union[Leaf, Branch]
+Page = Leaf | Branch
 DEFAULT_CACHE_BYTES = 64 << 20
 DEFAULT_INDEX_BYTES = 64 << 20
 # a lookup whose key lies in more segments' key ranges than this builds the merged key index
@@ -216,7 +217,7 @@ class Segment:
             yield from self._leaves(self._child(child, below, None, page), below)
             below = child.max_key
 
-    def walk(self, query: "Query | None" = None) -> Iterator[tuple[Leaf, int]]:
+    def walk(self, query: Query | None = None) -> Iterator[tuple[Leaf, int]]:
         """Entries in key order with every fetched page fully checked; ``query`` prunes disjoint children.
 
         Without a query this is a full scan: "Full scans verify the segment entry count, key order
@@ -227,7 +228,7 @@ class Segment:
         if query is None and state[0] != self.footer.entries:
             raise Corrupt(f"generation {self.generation}: {state[0]} entries, its footer says {self.footer.entries}")
 
-    def _walk(self, page: Page, lower: int, allowed: Bounds, query: "Query | None", state: list[int]) -> Iterator[tuple[Leaf, int]]:
+    def _walk(self, page: Page, lower: int, allowed: Bounds, query: Query | None, state: list[int]) -> Iterator[tuple[Leaf, int]]:
         if isinstance(page, Leaf):
             what = f"generation {self.generation} leaf at {page.offset}"
             if page.summaries is None:

@@ -8,8 +8,8 @@ record or feature bit", bound to the encoded image bytes by length and XXH3-64. 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import xxhash
 
@@ -43,7 +43,7 @@ class SequenceReference:
         return _REFERENCE.pack(1, self.index_key, self.length, self.digest)
 
     @classmethod
-    def from_entry(cls, entry: Entry) -> "SequenceReference | None":
+    def from_entry(cls, entry: Entry) -> SequenceReference | None:
         """The reference an entry carries, or None; the attribute must be typed bytes of 25 bytes."""
         for key, kind, value in entry.metadata.attributes:
             if key == ATTRIBUTE:
@@ -53,7 +53,7 @@ class SequenceReference:
         return None
 
     @classmethod
-    def parse(cls, value: bytes) -> "SequenceReference":
+    def parse(cls, value: bytes) -> SequenceReference:
         if len(value) != _REFERENCE.size:
             raise Corrupt(f"{ATTRIBUTE}: {len(value)} bytes, expected {_REFERENCE.size}")
         version, key, length, digest = _REFERENCE.unpack(value)

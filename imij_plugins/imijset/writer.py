@@ -16,8 +16,8 @@ from xxhash import xxh3_64_intdigest
 from imij_plugins._platform import fsync_file, pwrite
 from imij_plugins.imijset.branches import Bounds, Child, encode_branch, union
 from imij_plugins.imijset.columns import U64_MAX, uvarint
-from imij_plugins.imijset.entries import OPAQUE, OPAQUE_BYTES, OPAQUE_DESCRIPTION, Description, cicp_key, filename_key
 from imij_plugins.imijset.durability import WINDOW, Durability
+from imij_plugins.imijset.entries import OPAQUE, OPAQUE_BYTES, OPAQUE_DESCRIPTION, Description, cicp_key, filename_key
 from imij_plugins.imijset.footer import FOOTER_SIZE, NO_PREVIOUS, Footer
 from imij_plugins.imijset.leaves import encode_leaf
 from imij_plugins.imijset.metadata import Metadata

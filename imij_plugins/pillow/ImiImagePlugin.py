@@ -70,7 +70,6 @@ Saving
 from __future__ import annotations
 
 import os
-
 import struct
 import warnings
 from fractions import Fraction
@@ -82,8 +81,9 @@ from PIL import ExifTags, Image, ImageFile
 from imij_plugins import api
 from imij_plugins.errors import Corrupt, ImijError, TooLarge, Unsupported
 from imij_plugins.pillow import modes
-from imij_plugins.pillow.registration import FORMAT, MIME, register_entries
+from imij_plugins.pillow.registration import FORMAT, register_entries
 from imij_plugins.signature import is_imi
+
 EXIF_PREFIX = b"Exif\x00\x00"
 
 #: Threads the core may use to decode one frame in ``load()`` (None: the core's default).

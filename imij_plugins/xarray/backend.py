@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xarray as xr
@@ -26,7 +27,7 @@ PACKING = ("scale_factor", "add_offset", "_FillValue", "missing_value")
 class ImiBackendArray(BackendArray):
     """One variable of an IMI file: all its channels, or one (``channel``), as stored or as physical values."""
 
-    def __init__(self, image: LazyImage, channel: int | None = None, entry: "ChannelCalibration | None" = None):
+    def __init__(self, image: LazyImage, channel: int | None = None, entry: ChannelCalibration | None = None):
         self.image = image
         self.channel = channel
         self.entry = entry

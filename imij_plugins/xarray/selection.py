@@ -8,15 +8,14 @@ so these split a selection into one basic read per group of units its indices fa
 from __future__ import annotations
 
 import itertools
-from typing import Union
 
 import numpy as np
 
 from imij_plugins.lazy import LazyImage
 
-Key = Union[int, slice, np.ndarray]
+Key = int | slice | np.ndarray
 # one unit run of an outer-index entry: (basic key to read, offsets into what it reads, output positions)
-Piece = tuple[Union[int, slice], Union[np.ndarray, None], Union[np.ndarray, None]]
+Piece = tuple[int | slice, np.ndarray | None, np.ndarray | None]
 
 
 def _pieces(k: Key, size: int, unit: int) -> list[Piece]:

@@ -10,7 +10,6 @@ import pytest
 import imij_plugins.imijset as imijset
 from imij_plugins._platform import POSIX
 from imij_plugins.imijset.autocompact import AutoCompact
-
 from tests.imijset.kill import kill_repeatedly
 
 posix_only = pytest.mark.skipif(not POSIX, reason="automatic rewrites run on POSIX only")
@@ -77,11 +76,11 @@ def test_a_reader_keeps_its_generation_and_a_second_writer_is_refused(path: Path
         assert [reader.get(k) for k in (1, 2, 3)] == [b"new", b"two", b"three"]
 
 
-WRITER = """
+WRITER = f"""
 import sys
 import imij_plugins.imijset as imijset
 from imij_plugins.imijset.autocompact import AutoCompact
-sys.path.insert(0, {tests!r})
+sys.path.insert(0, {str(Path(__file__).parent)!r})
 from kill import BATCH, blob
 path, first = sys.argv[1], int(sys.argv[2])
 with imijset.open(path, "a", compact=AutoCompact(min_segments=2, growth=0.05)) as arc:
@@ -90,7 +89,7 @@ with imijset.open(path, "a", compact=AutoCompact(min_segments=2, growth=0.05)) a
             arc.append(k, blob(k), filename=f"k{{k}}")
         arc.commit()
         print(b, flush=True)  # printed only once commit() (and any rewrite) has returned
-""".format(tests=str(Path(__file__).parent))
+"""
 
 
 @posix_only
@@ -99,11 +98,11 @@ def test_a_writer_killed_while_rewriting_loses_no_commit(path: Path) -> None:
     kill_repeatedly(path, WRITER, seed=41)
 
 
-COMPACTOR = """
+COMPACTOR = f"""
 import contextlib, io, sys
 import imij_plugins.imijset as imijset
 from imij_plugins.imijset.cli import main_set
-sys.path.insert(0, {tests!r})
+sys.path.insert(0, {str(Path(__file__).parent)!r})
 from kill import BATCH, blob
 path, first = sys.argv[1], int(sys.argv[2])
 for b in range(first, first + 100000):
@@ -113,7 +112,7 @@ for b in range(first, first + 100000):
     print(b, flush=True)  # printed only once the batch is committed
     with contextlib.redirect_stdout(io.StringIO()):
         assert main_set(["compact", path]) == 0  # in place: the same rewrite as compact="auto"
-""".format(tests=str(Path(__file__).parent))
+"""
 
 
 @posix_only

@@ -17,19 +17,19 @@ from pathlib import Path
 import pytest
 
 BATCH = 5
-WRITER = """
+WRITER = f"""
 import sys
 import imij_plugins.imijset as imijset
 path, first, count, durable = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
 with imijset.open(path, "a", durable=durable) as arc:
     for b in range(first, first + count):
-        for k in range(b * {batch}, (b + 1) * {batch}):
+        for k in range(b * {BATCH}, (b + 1) * {BATCH}):
             arc.append(k, f"key {{k}} batch {{b}} ".encode() * 40, filename=f"k{{k}}")
         arc.commit()
         print(b, flush=True)  # printed only once commit() has returned
-""".format(batch=BATCH)
+"""
 
-READER = """
+READER = f"""
 import sys, time
 import imij_plugins.imijset as imijset
 from imij_plugins.errors import ImijError
@@ -38,14 +38,14 @@ seen = 0
 while time.time() < until:
     with imijset.open(path) as arc:
         keys = sorted(arc.keys())
-        batches = len(keys) // {batch}
-        assert keys == list(range(batches * {batch})), keys  # whole batches, none torn
+        batches = len(keys) // {BATCH}
+        assert keys == list(range(batches * {BATCH})), keys  # whole batches, none torn
         for k in keys:
-            assert arc.get(k) == f"key {{k}} batch {{k // {batch}}} ".encode() * 40, k
+            assert arc.get(k) == f"key {{k}} batch {{k // {BATCH}}} ".encode() * 40, k
         assert len(arc.query(filename=f"k{{keys[-1]}}")) == (1 if keys else 0)
         seen = max(seen, batches)
 print(seen)
-""".format(batch=BATCH)
+"""
 
 
 def _start(code: str, *args: object) -> subprocess.Popen:

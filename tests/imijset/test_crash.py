@@ -3,8 +3,8 @@ committed generation or a typed ImijError, never a partial batch and never anoth
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pytest

@@ -140,10 +140,10 @@ def test_flushes_per_commit(path: Path, monkeypatch: pytest.MonkeyPatch, durable
         assert len(calls) == flushes
 
 
-CHECKED_WRITER = """
+CHECKED_WRITER = f"""
 import sys
 import imij_plugins.imijset as imijset
-sys.path.insert(0, {tests!r})
+sys.path.insert(0, {str(Path(__file__).parent)!r})
 from kill import BATCH, blob
 path, first = sys.argv[1], int(sys.argv[2])
 with imijset.open(path, "a", durable="checked") as arc:
@@ -152,7 +152,7 @@ with imijset.open(path, "a", durable="checked") as arc:
             arc.append(k, blob(k))
         arc.commit()
         print(b, flush=True)  # printed only once commit() has returned
-""".format(tests=str(Path(__file__).parent))
+"""
 
 
 @pytest.mark.skipif(not POSIX, reason="SIGKILL")

@@ -112,8 +112,8 @@ def test_reference_attribute_rules(tmp_path: Path) -> None:
         with pytest.raises(ValueError):
             arc.append_sequence(1, IMAGE, 1, RECORDS)
     # a text attribute with that name, written by another writer: not a typed bytes reference
-    from tests.imijset.build import FileBuilder, metadata_leaf
     from imij_plugins.wire import encode_varint as varint
+    from tests.imijset.build import FileBuilder, metadata_leaf
 
     fb = FileBuilder()
     e = fb.blob(b"x", 1)

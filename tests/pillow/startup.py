@@ -9,7 +9,7 @@ import sys
 _CODE = "import sys; before = set(sys.modules); import PIL.Image; print(' '.join(sorted(set(sys.modules) - before)))"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def pil_image_own_modules() -> frozenset[str]:
     """Modules a plain ``import PIL.Image`` imports in a fresh interpreter (Pillow 9 and 10 import cffi),
     never ours, even where an autoload hook is enabled."""

@@ -4,7 +4,7 @@ black (0) elsewhere, as Pillow's PNG and JPEG decoders do; without the flag, loa
 from __future__ import annotations
 
 import io
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
