@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from imij_plugins.remote.errors import RangeUnsupported, RemoteChanged, RemoteError, RemoteTruncated
+from imij_plugins.remote.errors import RangeUnsupported, RemoteChanged, RemoteError, RemoteTimeout, RemoteTruncated
 from imij_plugins.remote.fetch import open_fetcher
 from imij_plugins.remote.file import RemoteFile
 
-__all__ = ["RangeUnsupported", "RemoteChanged", "RemoteError", "RemoteFile", "RemoteTruncated", "is_remote", "open_remote"]
+__all__ = ["RangeUnsupported", "RemoteChanged", "RemoteError", "RemoteFile", "RemoteTimeout", "RemoteTruncated", "is_remote", "open_remote"]
 
 
 def is_remote(src: object) -> bool:

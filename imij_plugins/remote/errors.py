@@ -19,3 +19,7 @@ class RemoteChanged(RemoteError):
 
 class RemoteTruncated(RemoteError):
     """A response carried fewer bytes than the range asked for."""
+
+
+class RemoteTimeout(RemoteError, TimeoutError):
+    """A request (or a batch of concurrent ones) took longer than the ``timeout`` storage option."""

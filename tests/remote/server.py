@@ -1,6 +1,6 @@
 """A real HTTP file server for remote-read tests: Range and If-Match support, request and byte
 counts, and the misbehaviours remote reads must type (no Range support, a file replaced
-between requests, responses cut short)."""
+between requests, responses cut short, no answer at all)."""
 
 from __future__ import annotations
 
@@ -21,11 +21,13 @@ class Served:
     replace_after: int | None = None  # replace every file (new bytes, new ETag) after this many GETs
     cut_after: int | None = None  # from this many GETs on, send half the body and close
     delay: float = 0.0  # seconds each response waits (network latency, for measurements)
+    stall: bool = False  # accept requests and answer none until the server closes
     required: dict[str, str] = field(default_factory=dict)  # headers every request must carry, else 403
     requests: int = 0
     bytes: int = 0
     log: list[tuple[str, str | None]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    closing: threading.Event = field(default_factory=threading.Event)
 
     def reset(self) -> None:
         with self.lock:
@@ -61,6 +63,10 @@ def make_handler(served: Served) -> type[BaseHTTPRequestHandler]:
                     served.replace_after = None
                 data = served.files.get(self.path.partition("?")[0])  # a query (a signed URL) names no file
                 cut = body and served.cut_after is not None and gets > served.cut_after
+            if served.stall:
+                served.closing.wait()
+                self.close_connection = True
+                return
             if any(self.headers.get(k) != v for k, v in served.required.items()):
                 self.send_response(403)
                 self.send_header("Content-Length", "0")
@@ -117,5 +123,6 @@ class FileServer:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}/{name}"
 
     def close(self) -> None:
+        self.served.closing.set()
         self.httpd.shutdown()
         self.httpd.server_close()

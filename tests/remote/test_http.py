@@ -7,7 +7,7 @@ import pytest
 from extras import require
 
 import imij_plugins as ip
-from imij_plugins.remote import RangeUnsupported, RemoteChanged, RemoteError, RemoteTruncated
+from imij_plugins.remote import RangeUnsupported, RemoteChanged, RemoteError, RemoteTimeout, RemoteTruncated
 from remote.server import FileServer, Served
 
 require("aiohttp")  # the 'remote' extra, for HTTP
@@ -75,6 +75,20 @@ def test_response_cut_short(server: FileServer, served: Served, large) -> None:
         served.cut_after = len(gets(served))
         with pytest.raises(RemoteTruncated):
             f.read(region=(64, 64, 64, 64))
+
+
+def test_a_server_that_stalls_times_out(server: FileServer, served: Served, large) -> None:
+    """``timeout`` (seconds, a storage option) bounds the size request and each batch of ranges."""
+    served.files["/big.imi"] = large[1]
+    options = {"timeout": 0.5}
+    with ip.open(server.url("big.imi"), storage_options=options) as f:
+        served.stall = True
+        with pytest.raises(RemoteTimeout):
+            f.read(region=(64, 64, 64, 64))
+        with pytest.raises(TimeoutError):  # also a builtin TimeoutError, and an OSError
+            f.read(region=(2000, 1000, 64, 64))
+    with pytest.raises(RemoteTimeout):
+        ip.open(server.url("big.imi"), storage_options=options)
 
 
 def test_missing_and_unreachable(server: FileServer) -> None:
