@@ -7,28 +7,24 @@ layout with C-speed bytes methods and converts with numpy before falling back to
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 from itertools import islice
-from typing import Sequence
 
 import numpy as np
 
 from imij_plugins.errors import Corrupt
-from imij_plugins.wire.varint import encode_varint
+from imij_plugins.wire.varint import MAX_VARINT, encode_varint, read_varint
 
-U64_MAX = (1 << 64) - 1
-_ONE_BYTE = [bytes([i]) for i in range(128)]
+U64_MAX = MAX_VARINT  # IMIJ-set keys, offsets and sentinels are u64, the varint bound
+read_uvarint = read_varint  # the name leaves.py imports: IMIJ-set varints follow section 0 exactly
 _HIGH = bytes(range(0x80, 0x100))
-# every value below 2^14 (one or two bytes): leaf columns are mostly these
-_SHORT = _ONE_BYTE + [bytes(((v & 0x7F) | 0x80, v >> 7)) for v in range(0x80, 0x4000)]
+# every value below 2^14 (one or two bytes), encoded once: leaf columns are mostly these
+_SHORT = [encode_varint(v) for v in range(0x4000)]
 
 
 def uvarint(value: int) -> bytes:
     """The shortest LEB128 form of ``value`` (0 ..= 2^64 - 1)."""
-    if value < 0x80:
-        return _ONE_BYTE[value]
-    if value < 0x4000:
-        return bytes(((value & 0x7F) | 0x80, value >> 7))
-    return encode_varint(value)
+    return _SHORT[value] if 0 <= value < 0x4000 else encode_varint(value)
 
 
 def encode_column(values: Sequence[int]) -> bytes:
@@ -45,30 +41,6 @@ def encode_deltas(values: Sequence[int]) -> bytes:
     return uvarint(values[0]) + encode_column(list(map(operator.sub, islice(values, 1, None), values)))
 
 
-def read_uvarint(buf: bytes, pos: int, end: int, what: str) -> tuple[int, int]:
-    """One LEB128 value at ``pos``; "LEB128 must be shortest-form, at most ten bytes, and fit u64"."""
-    if pos < end and buf[pos] < 0x80:
-        return buf[pos], pos + 1
-    value = 0
-    shift = 0
-    while True:
-        if pos >= end:
-            raise Corrupt(f"{what}: truncated varint")
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            break
-        shift += 7
-        if shift == 70:
-            raise Corrupt(f"{what}: varint longer than ten bytes")
-    if b == 0:
-        raise Corrupt(f"{what}: non-minimal varint")
-    if value > U64_MAX:
-        raise Corrupt(f"{what}: varint overflows u64")
-    return value, pos
-
-
 def decode_column(buf: bytes, start: int, end: int, count: int, what: str) -> np.ndarray:
     """Exactly ``count`` LEB128 values filling ``buf[start:end]``, as uint64.
 
@@ -80,7 +52,7 @@ def decode_column(buf: bytes, start: int, end: int, count: int, what: str) -> np
         if end != start:
             raise Corrupt(f"{what}: {end - start} bytes for zero values")
         return out
-    out[0], pos = read_uvarint(buf, start, end, what)
+    out[0], pos = read_varint(buf, start, end, what)
     rest = count - 1
     body = buf[pos:end]
     if len(body) == rest and body.isascii():  # every other value one byte
@@ -90,7 +62,7 @@ def decode_column(buf: bytes, start: int, end: int, count: int, what: str) -> np
         out[1:] = (v & 0x7F) | ((v >> 1) & 0x3F80)
     else:
         for i in range(1, count):
-            out[i], pos = read_uvarint(buf, pos, end, what)
+            out[i], pos = read_varint(buf, pos, end, what)
         if pos != end:
             raise Corrupt(f"{what}: trailing bytes after {count} values")
     return out

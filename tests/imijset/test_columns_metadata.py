@@ -42,7 +42,7 @@ def test_column_fast_paths_agree(values: list[int]) -> None:
         (b"\x01\x80\x00", 2, "non-minimal"),
         (b"\x80\x00", 1, "non-minimal"),
         (b"\x01\x80\x80\x00\x80\x00", 3, "non-minimal"),  # a two-byte run with a zero last byte
-        (b"\xff" * 10 + b"\x01", 1, "longer than ten"),
+        (b"\xff" * 10 + b"\x01", 1, "longer than 10 bytes"),
         (b"\xff" * 9 + b"\x02", 1, "overflows"),
         (b"\x01", 0, "zero values"),
     ],
