@@ -1,4 +1,5 @@
-"""A local S3 API for remote-read tests: moto's server on a free port, counting what it sends."""
+"""A local S3 API for remote-read tests: moto's server on a free port, counting what it sends,
+and stalling on demand."""
 
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ class S3Server:
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 
         self.counts = S3Counts()
+        self.stall = False  # True: GETs of objects get no answer until ``close``
+        self.closing = threading.Event()
+
         class Quiet(MotoRequestHandler):
             def log_request(self, *args: object) -> None:
                 pass
@@ -48,6 +52,8 @@ class S3Server:
         counts = self.counts
 
         def wsgi(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+            if self.stall and environ["REQUEST_METHOD"] == "GET":
+                self.closing.wait()
             body = b"".join(app(environ, start_response))
             if environ["REQUEST_METHOD"] == "GET" and environ["PATH_INFO"].count("/") >= 2:
                 with counts.lock:
@@ -71,5 +77,6 @@ class S3Server:
         return f"s3://{bucket}/{key}"
 
     def close(self) -> None:
+        self.closing.set()
         self.httpd.shutdown()
         self.httpd.server_close()

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import imij_plugins as ip
+from imij_plugins.remote import RemoteTimeout
 
 
 def test_region_of_the_bound_file(s3, large) -> None:
@@ -46,3 +47,15 @@ def test_missing_key(s3, small) -> None:
         ip.open("s3://missing/none.imi", storage_options=s3.options)
     with pytest.raises(FileNotFoundError):
         ip.open("s3://no-such-bucket/none.imi", storage_options=s3.options)
+
+
+def test_a_stalled_get_times_out(s3, small) -> None:
+    """The ``timeout`` storage option bounds s3fs's requests too (its own retries included)."""
+    url = s3.put("stall", "s.imi", small[1])
+    with ip.open(url, storage_options={**s3.options, "timeout": 0.5}) as f:
+        s3.stall = True
+        try:
+            with pytest.raises(RemoteTimeout):
+                f.read()
+        finally:
+            s3.stall = False
