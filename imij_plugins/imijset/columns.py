@@ -16,7 +16,6 @@ from imij_plugins.errors import Corrupt
 from imij_plugins.wire.varint import MAX_VARINT, encode_varint, read_varint
 
 U64_MAX = MAX_VARINT  # IMIJ-set keys, offsets and sentinels are u64, the varint bound
-read_uvarint = read_varint  # the name leaves.py imports: IMIJ-set varints follow section 0 exactly
 _HIGH = bytes(range(0x80, 0x100))
 # every value below 2^14 (one or two bytes), encoded once: leaf columns are mostly these
 _SHORT = [encode_varint(v) for v in range(0x4000)]

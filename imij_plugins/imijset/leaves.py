@@ -17,11 +17,12 @@ import numpy as np
 
 from imij_plugins.errors import Corrupt
 from imij_plugins.imijset.branches import Bounds
-from imij_plugins.imijset.columns import decode_column, encode_column, encode_deltas, read_uvarint, uvarint
+from imij_plugins.imijset.columns import decode_column, encode_column, encode_deltas, uvarint
 from imij_plugins.imijset.dictionary import encode_dictionary, expand, parse_dictionary, repeated_strings, tokenize
 from imij_plugins.imijset.entries import Entry, Summary, cicp_key, filename_key
 from imij_plugins.imijset.metadata import MAX_PAYLOAD, NO_METADATA, Metadata, parse_metadata
 from imij_plugins.imijset.pages import BASIC_LEAF, DICTIONARY_LEAF, MAX_PAGE, METADATA_LEAF, PAGE_HEADER
+from imij_plugins.wire.varint import read_varint
 
 # Index pages: a basic leaf "begins with six unsigned LEB128 column lengths"; a metadata leaf "has
 # eight column lengths"; Per-leaf string dictionaries: "Kind 3 is a metadata leaf with nine columns"
@@ -52,7 +53,7 @@ class Leaf:
         pos, end = PAGE_HEADER.size, len(buf)
         sizes = []
         for _ in range(COLUMNS[kind]):
-            size, pos = read_uvarint(buf, pos, end, what)
+            size, pos = read_varint(buf, pos, end, what)
             sizes.append(size)
         # Index pages: "followed by the six columns ... with no trailing bytes"
         if sum(sizes) != end - pos:
@@ -166,12 +167,12 @@ def _summaries(buf: bytes, start: int, end: int, n: int, what: str) -> list[tupl
     pos = start
     field = f"{what} summary column"
     for _ in range(n):
-        width, pos = read_uvarint(buf, pos, end, field)
-        height, pos = read_uvarint(buf, pos, end, field)
+        width, pos = read_varint(buf, pos, end, field)
+        height, pos = read_varint(buf, pos, end, field)
         if pos + 3 > end:
             raise Corrupt(f"{field}: runs past its end")
         c, s, k = buf[pos], buf[pos + 1], buf[pos + 2]
-        mask, pos = read_uvarint(buf, pos + 3, end, field)
+        mask, pos = read_varint(buf, pos + 3, end, field)
         if width > U32_MAX or height > U32_MAX:
             raise Corrupt(f"{field}: dimension {max(width, height)} does not fit u32")
         out.append((width, height, c, s, k, mask))
@@ -206,7 +207,7 @@ def _extras(buf: bytes, start: int, end: int, n: int, what: str) -> tuple[list, 
             pos += 4
         else:
             cicps.append(None)
-        count, pos = read_uvarint(buf, pos, end, field)
+        count, pos = read_varint(buf, pos, end, field)
         counts.append(count)
     if pos != end:
         raise Corrupt(f"{field}: trailing bytes")
@@ -225,7 +226,7 @@ def _metadata(
     field = f"{what} metadata column"
     pos = start
     for i in range(n):
-        size, pos = read_uvarint(buf, pos, end, field)
+        size, pos = read_varint(buf, pos, end, field)
         if size == 0:  # "Zero length means no filename or attributes."
             metas.append(NO_METADATA)
             raws.append(b"")
