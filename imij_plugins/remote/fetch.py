@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -96,6 +95,8 @@ class RangeFetcher:
 
 def _timed_out(exc: BaseException | None) -> bool:
     """A timeout of any layer: asyncio's and fsspec's, aiohttp's, botocore's (by name: not imported)."""
+    import asyncio  # here, not at import: a local read never needs it (fsspec has imported it by now)
+
     return isinstance(exc, (TimeoutError, asyncio.TimeoutError)) or type(exc).__name__ in (
         "ServerTimeoutError", "ConnectTimeoutError", "ReadTimeoutError", "ConnectionTimeoutError", "SocketTimeoutError")
 

@@ -20,6 +20,7 @@ import sys
 import imij_plugins
 image = imij_plugins.read(sys.argv[1])
 assert image.shape == (40, 30, 3), image.shape
+assert not {"asyncio", "fsspec"} & set(sys.modules), "a local read imported the remote machinery"
 print(" ".join(sorted(m for m in sys.modules if m.startswith("imij_plugins."))))
 """
 
