@@ -18,6 +18,8 @@ import imij_plugins
 from imij_plugins.container.metadata import ItemMetadata
 from imij_plugins.errors import Corrupt
 
+#: The writer's defaults: the codecs' ``effort``, ``max_error`` and ``codec`` default to them.
+DEFAULTS = imij_plugins.EncodeOptions()
 #: dtypes a chunk may have: every IMI sample type (1.0) and bool.
 DTYPES = frozenset(np.dtype(t) for t in ("?", "u1", "u2", "u4", "u8", "i1", "i2", "i4", "i8", "f2", "f4", "f8"))
 

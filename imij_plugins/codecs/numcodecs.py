@@ -18,10 +18,9 @@ from numcodecs.abc import Codec
 from numcodecs.compat import ensure_contiguous_ndarray, ensure_ndarray, ndarray_copy
 
 import imij_plugins
-from imij_plugins.codecs.chunk import encode_chunk, read_pages
+from imij_plugins.codecs.chunk import DEFAULTS, encode_chunk, read_pages
 from imij_plugins.codecs.layout import Layout
 from imij_plugins.errors import Corrupt
-from imij_plugins.options import DEFAULT_EFFORT
 
 
 class Imi(Codec):
@@ -32,7 +31,7 @@ class Imi(Codec):
     codec_id = "imi"
 
     def __init__(
-        self, *, effort: int = DEFAULT_EFFORT, max_error: float = 0, codec: str = "entropy", channels: bool | None = None
+        self, *, effort: int = DEFAULTS.effort, max_error: float = DEFAULTS.max_error, codec: str = DEFAULTS.codec, channels: bool | None = None
     ) -> None:
         self._encode_options = imij_plugins.EncodeOptions(effort=effort, max_error=max_error, codec=codec)  # type: ignore[arg-type]
         if channels is not None and not isinstance(channels, bool):

@@ -28,8 +28,7 @@ from zarr.core.buffer import Buffer, NDBuffer
 from zarr.core.common import JSON, parse_named_configuration
 
 import imij_plugins
-from imij_plugins.codecs.chunk import auto_channels, check_chunk, decode_chunk, encode_chunk
-from imij_plugins.options import DEFAULT_EFFORT
+from imij_plugins.codecs.chunk import DEFAULTS, auto_channels, check_chunk, decode_chunk, encode_chunk
 
 if TYPE_CHECKING:
     from typing import Self
@@ -52,7 +51,7 @@ class ImiCodec(ArrayBytesCodec):
     codec: str
     channels: bool | None
 
-    def __init__(self, *, effort: int = DEFAULT_EFFORT, max_error: float = 0, codec: str = "entropy", channels: bool | None = None) -> None:
+    def __init__(self, *, effort: int = DEFAULTS.effort, max_error: float = DEFAULTS.max_error, codec: str = DEFAULTS.codec, channels: bool | None = None) -> None:
         options = imij_plugins.EncodeOptions(effort=effort, max_error=max_error, codec=codec)  # type: ignore[arg-type]  # ValueError naming a bad one
         if channels is not None and not isinstance(channels, bool):
             raise ValueError(f"channels must be True, False or None, not {channels!r}")

@@ -17,8 +17,9 @@ from imij_plugins.convert.pipeline import ConvertOptions, Record
 from imij_plugins.convert.report import Progress, summary, summary_json
 from imij_plugins.convert.runner import Batch, default_workers, run
 from imij_plugins.convert.sinks import FORMATS
-from imij_plugins.options import DEFAULT_EFFORT
+from imij_plugins.options import CODECS
 
+_DEFAULTS = EncodeOptions()  # the writer's defaults, shown as the options' defaults
 INTERRUPTED = 130  # the shell's status for a command ended by SIGINT
 
 
@@ -36,10 +37,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--glob", metavar="PATTERN", help="files to take from folders (default: all), e.g. '*.png'")
     p.add_argument("-j", "--jobs", type=int, default=default_workers(), metavar="N", help="worker processes (default: all cores)")
     p.add_argument("--dask", metavar="ADDRESS", help="convert on this Dask distributed scheduler instead (extra [dask])")
-    p.add_argument("--effort", type=int, default=DEFAULT_EFFORT, metavar="E",
-                   help=f"IMI effort 1 (fast) .. 9 (smallest), default {DEFAULT_EFFORT}")
-    p.add_argument("--codec", choices=["entropy", "quick"], default="entropy", help="IMI codec (default entropy)")
-    p.add_argument("--max-error", type=float, default=0, metavar="B", help="IMI near-lossless bound per sample (default 0: exact)")
+    p.add_argument("--effort", type=int, default=_DEFAULTS.effort, metavar="E",
+                   help=f"IMI effort 1 (fast) .. 9 (smallest), default {_DEFAULTS.effort}")
+    p.add_argument("--codec", choices=CODECS, default=_DEFAULTS.codec, help=f"IMI codec (default {_DEFAULTS.codec})")
+    p.add_argument("--max-error", type=float, default=_DEFAULTS.max_error, metavar="B",
+                   help=f"IMI near-lossless bound per sample (default {_DEFAULTS.max_error}: exact)")
     p.add_argument("--checksum", action="store_true", help="add the IMI file checksum (cSUM)")
     p.add_argument("--compression", choices=TIFF_COMPRESSIONS, default=DEFAULT_COMPRESSION,
                    help="TIFF and OME-TIFF outputs: deflate (default, with a predictor), zstd (needs imagecodecs), lzma or none")

@@ -175,19 +175,8 @@ class ImiPlugin(PluginV3):
         ndimage: np.ndarray | Sequence[np.ndarray],
         *,
         is_batch: bool = False,
-        durations: float | Sequence[float] | None = None,
-        loop: int = 0,
         pages: bool = False,
-        effort: int = 5,
-        max_error: float = 0,
-        codec: str = "entropy",
-        checksum: bool = False,
-        icc_profile: bytes | None = None,
-        exif: bytes | None = None,
-        xmp: bytes | None = None,
-        science: Any = None,
-        layout: str | int | None = None,
-        threads: int | None = None,
+        durations: float | Sequence[float] | None = None,
         **options: Any,
     ) -> bytes | None:
         """Write one IMI file, losslessly unless ``max_error`` says otherwise.
@@ -200,40 +189,24 @@ class ImiPlugin(PluginV3):
             array's dtype is the stored sample type (bool stores as uint8 0/1).
         is_batch : bool
             Treat axis 0 of an array as the batch axis. Never guessed from the shape.
-        durations : float or list of float, optional
-            Display time of each frame or page in **seconds** (one value for all, or one
-            per image); 0 when omitted.
-        loop : int
-            Animation plays; 0 loops forever.
         pages : bool
             Write a batch as pages instead of an animation. Pages may differ in shape and
             dtype (mixed pages); animation frames must share one shape and dtype.
-        effort : int
-            Encoder effort, as in :func:`imij_plugins.encode`.
-        max_error : number
-            Near-lossless coding: each sample may differ from the source by up to
-            ``max_error`` (0, the default, is lossless). Bounds exist for u8, u16, u32 and
-            i32 samples (spec 2.6); other sample types are written exactly.
-        codec : str
-            ``"entropy"`` (small files, the default) or ``"quick"`` (quick-pixel units:
-            larger files that decode several times faster).
-        checksum : bool
-            Add a file checksum (cSUM) that readers verify.
-        icc_profile, exif, xmp : bytes, optional
-            Metadata payloads stored as they are.
-        science : dict, optional
-            Science records (1.5) as keyword arguments of
-            ``imij_plugins.container.metadata.science_chunks``: ``calibration``, ``axes``,
-            ``coordinates``, ``categories``, ``structured``.
-        layout : str or int, optional
-            Channel layout (``"Gray"``, ``"GrayAlpha"``, ``"RGB"``, ``"RGBA"``, ``"CMYK"``,
-            ``"Oklab"``, ``"OklabAlpha"``); by default from the channel count (1-4 ->
-            Gray, GrayAlpha, RGB, RGBA).
-        threads : int, optional
-            Encoder threads.
+        durations : float or list of float, optional
+            Display time of each frame or page in **seconds** (one value for all, or one
+            per image, any sequence or array); 0 when omitted.
         **options
-            Any other field of :class:`imij_plugins.EncodeOptions` (``dpi``, ``previews``,
-            ``cicp``, ``sig_bits``, ``pixel_checksum``, ``stripe_rows``...).
+            The writer's options, the fields of :class:`imij_plugins.EncodeOptions` with its
+            defaults and checks: among them ``loop`` (animation plays, 0 forever; also as the
+            reader's ``loop_count``), ``effort`` (1 fast .. 9 smallest), ``max_error``
+            (near-lossless: each sample within that many units of the source, for u8, u16,
+            u32 and i32 samples; 0 is lossless), ``codec`` (``"entropy"``, small files, or
+            ``"quick"``, larger files that decode several times faster), ``checksum`` (cSUM),
+            ``icc_profile``/``exif``/``xmp`` (bytes stored as they are), ``science`` (the
+            science records of the IMI specification, version 2, section 1.5), ``layout``
+            (``"Gray"`` ... ``"OklabAlpha"``; by default from the channel count), ``threads``,
+            ``dpi``, ``previews``, ``cicp``, ``sig_bits``. A name that is not an option raises
+            ``TypeError`` naming it; a bad value ``ValueError`` naming the option.
 
         Returns
         -------
@@ -247,31 +220,19 @@ class ImiPlugin(PluginV3):
         ``is_batch=True``). The file is encoded in memory before the target is opened, so a
         write that fails while encoding leaves an existing file untouched.
         """
-        unknown = set(options) - api.OPTION_NAMES
-        if unknown:
-            raise TypeError(_unknown_write_arguments(unknown))
+        misnamed = sorted({"duration", "fps"} & set(options))
+        if misnamed:
+            raise TypeError(f"write() got unexpected keyword arguments: {', '.join(misnamed)} "
+                            "(IMI takes durations= in seconds, one value or one per frame)")
         if self.request.mode.io_mode != IOMode.write:
             raise ValueError("this IMI plugin was opened for reading: open the target with mode 'w' to write")
         if self._written:
             raise RuntimeError("this IMI target was already written: pass every frame or page to one write() call")
-        options = api.EncodeOptions(
-            layout=layout,
-            effort=effort,
-            max_error=max_error,
-            codec=codec,  # type: ignore[arg-type]
-            checksum=checksum,
-            icc_profile=icc_profile,
-            exif=exif,
-            xmp=xmp,
-            durations=_durations(durations),
-            loop=loop,
-            kind="pages" if pages else "animation",
-            threads=threads,
-            science=science,
-            **options,
-        )
+        if pages and options.setdefault("kind", "pages") not in ("pages", "mixed pages"):
+            raise ValueError(f"pages=True writes pages, not kind={options['kind']!r}")
         images = _images_to_write(ndimage, is_batch)
-        data = api.encode(images, options)  # before the target is opened: a failed encode leaves it alone
+        # before the target is opened: a failed encode leaves it alone; the core checks the options
+        data = api.encode(images, durations=_durations(durations), **options)
         self._written = True
         if self.request._uri_type == URI_BYTES:  # as imageio's tifffile_v3 and pillow plugins check it
             return data
@@ -429,14 +390,6 @@ def _durations(durations: Any) -> Any:
     if durations is None:
         return 0
     return durations if isinstance(durations, numbers.Real) else list(durations)
-
-
-def _unknown_write_arguments(unknown: set[str]) -> str:
-    names = ", ".join(sorted(unknown))
-    msg = f"write() got unexpected keyword arguments: {names}"
-    if "duration" in unknown or "fps" in unknown:
-        msg += " (IMI takes durations= in seconds, one value or one per frame)"
-    return msg
 
 
 def _header_fields(image: api.ImijFile) -> dict[str, Any]:

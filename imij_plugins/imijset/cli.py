@@ -12,6 +12,7 @@ from imij_plugins import EncodeOptions
 from imij_plugins.convert.sinks import FORMATS
 from imij_plugins.errors import ImijError
 from imij_plugins.imijset.archive import open as open_archive
+from imij_plugins.options import DEFAULT_EFFORT
 
 
 def _ls(args: argparse.Namespace) -> int:
@@ -141,7 +142,7 @@ def build_parser(prog: str = "imij set") -> argparse.ArgumentParser:
     p.add_argument("--no-filename", action="store_true", help="do not record the files' base names")
     p.add_argument("--raw", action="store_true", help="store every file's bytes unchanged (no conversion)")
     p.add_argument("--batch", type=int, default=1000, metavar="N", help="commit every N entries (default 1000)")
-    p.add_argument("--effort", type=int, default=5, metavar="E", help="IMI effort of converted images (default 5)")
+    p.add_argument("--effort", type=int, default=DEFAULT_EFFORT, metavar="E", help=f"IMI effort of converted images (default {DEFAULT_EFFORT})")
     p.set_defaults(run=_add)
     p = sub.add_parser("extract", help="write every entry into a folder, converted by its name or --to")
     p.add_argument("archive")

@@ -502,23 +502,23 @@ def _exif_orientation(get_exif: Any) -> int:
         return 1
 
 
+# save parameters taken as the core's options of the same name (the rest default as EncodeOptions)
+_SAVE_OPTIONS: dict[str, Any] = {
+    "max_error": lambda v: v, "codec": lambda v: v, "checksum": bool, "pixel_checksum": bool, "threads": int, "previews": tuple,
+}
+
+
 def _options(im: Image.Image) -> api.EncodeOptions:
     """The core's options from the save parameters (a bad one: ValueError, before encoding)."""
     info = im.encoderinfo
     if info.get("lossless", True) is not True:
         msg = "IMI files are written losslessly here: pass lossless=True or leave it out (lossy IMI is not available)"
         raise ValueError(msg)
-    return api.EncodeOptions(
-        effort=int(info.get("effort", info.get("method", 5))),
-        max_error=info.get("max_error", 0),
-        codec=info.get("codec", "entropy"),
-        checksum=bool(info.get("checksum", False)),
-        pixel_checksum=bool(info.get("pixel_checksum", False)),
-        threads=int(info["threads"]) if info.get("threads") is not None else None,
-        previews=tuple(info.get("previews", ())),
-        chunks=tuple(im.info.get("imij_chunks", ())),
-        **_metadata(im),
-    )
+    given = {name: read(info[name]) for name, read in _SAVE_OPTIONS.items() if info.get(name) is not None}
+    effort = info.get("effort", info.get("method"))  # ``method``: WebP's name for it
+    if effort is not None:
+        given["effort"] = int(effort)
+    return api.EncodeOptions(chunks=tuple(im.info.get("imij_chunks", ())), **given, **_metadata(im))
 
 
 def _save(im: Image.Image, fp: IO[bytes], filename: str | bytes) -> None:

@@ -241,3 +241,15 @@ def test_any_encode_option_passes_through_and_unknown_ones_are_refused(registere
         iio.imwrite("<bytes>", a, extension=".imi", duration=100)
     with pytest.raises(ValueError, match="stripe_rows"):
         iio.imwrite("<bytes>", a, extension=".imi", stripe_rows=0)
+
+
+def test_write_takes_the_writers_option_names_and_refuses_others_by_name(registered):
+    frames = [np.full((3, 4), v, np.uint8) for v in (1, 2)]
+    data = iio.imwrite("<bytes>", frames, extension=".imi", loop_count=2, durations=0.5)  # the reader's name for loop
+    assert iio.immeta(data, extension=".imi")["loop"] == 2
+    with pytest.raises(TypeError, match="efort"):
+        iio.imwrite("<bytes>", frames[0], extension=".imi", efort=3)
+    with pytest.raises(ValueError, match="pages=True"):
+        iio.imwrite("<bytes>", frames, extension=".imi", pages=True, kind="animation")
+    data = iio.imwrite("<bytes>", frames, extension=".imi", kind="pages")
+    assert iio.immeta(data, extension=".imi")["kind"] == "pages"
