@@ -60,7 +60,7 @@ def _code_image(
     group_cols = opts.group_cols if opts.group_cols is None or opts.group_cols < width else 0  # 2: one group
     if opts.codec == "entropy":
         return _code_entropy(image, channels_code, opts.effort, opts.max_error, opts.stripe_rows, group_cols,
-                             opts.threads, unit_table, ordinals, reference)
+                             opts.threads, unit_table, ordinals, reference, opts.slow_decode)
     geometry = quick_geometry(width, height, opts.stripe_rows, group_cols)
     encoded = encode_quick_payload(
         image, geometry, bit_smart=opts.effort >= 4, threads=opts.threads, unit_table=unit_table, ordinals=ordinals
@@ -81,7 +81,8 @@ def _code_image(
 
 
 def _code_entropy(image: np.ndarray, channels_code: int, effort: int, max_error: float, stripe_rows, group_cols,
-                  threads, unit_table: str, ordinals: bool, reference: np.ndarray | None = None) -> _Coded:
+                  threads, unit_table: str, ordinals: bool, reference: np.ndarray | None = None,
+                  slow_decode: bool = False) -> _Coded:
     """An entropy-coded payload (2.1-2.7, 3) from the tuned encoder (section 5); ``reference``:
     an inter frame's previous canvas under it (section 4's predictors 7-9)."""
     from imij_plugins.payload.entropy.encoder import encode_tuned  # only when asked for
@@ -89,7 +90,7 @@ def _code_entropy(image: np.ndarray, channels_code: int, effort: int, max_error:
     height, width = image.shape[:2]
     encoded = encode_tuned(image, effort=effort, max_error=max_error, threads=threads, layout=channels_code,
                            stripe_rows=stripe_rows, group_cols=group_cols, unit_table=unit_table, ordinals=ordinals,
-                           reference=reference)
+                           reference=reference, slow_decode=slow_decode)
     header = Header(width=width, height=height, sample=sample_code(image.dtype), channels=channels_code,
                     mask=encoded.features_used)
     trailing = None

@@ -40,6 +40,7 @@ import numpy as np
 from imij_plugins.container.header import Header
 from imij_plugins.payload.counts import histogram
 from imij_plugins.payload.entropy.context_stats import CLASSES, Counts, add_stats, new_counts, stat_buckets
+from imij_plugins.payload.entropy.decode_cost import BOUND, LevelBudget, UnitCosts
 from imij_plugins.payload.entropy.mapchoice import (
     Channel,
     candidate_maps,
@@ -118,6 +119,7 @@ class EncodedEntropy(NamedTuple):
     head_len: int  # where the first unit record starts
     features_used: frozenset[int]  # features the file must declare in its mask for this payload
     units: int = 0  # main unit records (2.7)
+    decode_cost: float = 0.0  # decode_cost's model of what the payload costs to decode
 
 
 @dataclass(frozen=True)
@@ -479,7 +481,7 @@ def _plan(img: np.ndarray, layout, effort: int, max_error: float, stripe_rows, g
 def encode_tuned(image: np.ndarray, *, effort: int = DEFAULT_EFFORT, max_error: float = 0, threads: int | None = None,
                  layout=None, stripe_rows: int | None = None, group_cols: int | None = None,
                  unit_table: str | None = "hint", ordinals: bool = False,
-                 reference: np.ndarray | None = None) -> EncodedEntropy:
+                 reference: np.ndarray | None = None, slow_decode: bool = False) -> EncodedEntropy:
     """Code ``image`` ((H, W) or (H, W, C)) as a small entropy-coded DATA payload.
 
     ``effort`` 1 (fast) .. 9 (smallest), default 5. ``max_error`` B > 0: near-lossless, every
@@ -491,7 +493,9 @@ def encode_tuned(image: np.ndarray, *, effort: int = DEFAULT_EFFORT, max_error: 
     ``reference``: for an inter frame (1.3 presence bit 0), the previous canvas under it (the
     image's shape and dtype); rows may then predict from it (4: predictors 7-9, row 0 only 7)
     where the search finds them smaller. Never with 64-bit samples or near-lossless bounds, and
-    never in palette stripes; it needs no feature.
+    never in palette stripes; it needs no feature. Efforts above the default keep the modeled
+    decode cost (decode_cost) within BOUND times the default effort's file, which they never
+    exceed in size, unless ``slow_decode``.
     """
     if effort not in EFFORTS:
         raise ValueError(f"effort must be 1 ..= 9, not {effort!r}")
@@ -502,23 +506,35 @@ def encode_tuned(image: np.ndarray, *, effort: int = DEFAULT_EFFORT, max_error: 
     workers = threads if threads is not None else (os.cpu_count() or 1)
     if img.size < PARALLEL_SAMPLES:  # a pool's hand-offs cost more than such units gain (the bytes are the same)
         workers = 1
+    base, limit = None, None
+    if effort > DEFAULT_EFFORT and not slow_decode:  # decode no slower than the default's, within BOUND
+        base = _encode(_plan(img, layout, DEFAULT_EFFORT, max_error, stripe_rows, group_cols, reference), workers,
+                       unit_table, ordinals)
+        limit = BOUND * base.decode_cost
     plan = _plan(img, layout, effort, max_error, stripe_rows, group_cols, reference)
-    best = _encode(plan, workers, unit_table, ordinals)
+    best = _encode(plan, workers, unit_table, ordinals, limit)
     if stripe_rows is None:  # 5: the highest efforts try other geometries too (column groups unless given)
         tried = {plan.geo}
         for rows, cols in GEOMETRY_TRIES.get(effort, ()):
             cols = group_cols if group_cols is not None or cols is None or cols >= img.shape[1] else cols
             geo = entropy_geometry(img.shape[1], img.shape[0], rows, cols)
-            if geo in tried:
+            if geo in tried or (limit is not None and _regular_cost(geo, len(plan.depths)) > limit):
                 continue
             tried.add(geo)
-            other = _encode(_plan(img, layout, effort, max_error, rows, cols, reference), workers, unit_table, ordinals)
+            other = _encode(_plan(img, layout, effort, max_error, rows, cols, reference), workers, unit_table, ordinals,
+                            limit)
             best = other if len(other.payload) < len(best.payload) else best
-    return best
+    return base if base is not None and len(base.payload) <= len(best.payload) else best
 
 
-def _encode(plan: _Plan, workers: int, unit_table: str, ordinals: bool) -> EncodedEntropy:
-    """The payload of one plan: analysis, models, units, level stripes, head (2, 3, 5)."""
+def _regular_cost(geo: Geometry, slots: int) -> float:
+    """The modeled decode cost of ``geo`` with every unit a regular stripe."""
+    return UnitCosts(geo, lanes_for(geo.group_cols or geo.width), slots).all_regular()
+
+
+def _encode(plan: _Plan, workers: int, unit_table: str, ordinals: bool, limit: float | None = None) -> EncodedEntropy:
+    """The payload of one plan: analysis, models, units, level stripes, head (2, 3, 5); ``limit``
+    bounds its modeled decode cost, which the level stripes may not push past it."""
     count = plan.geo.unit_count
 
     totals = _Totals(len(plan.depths), plan.geo.width * plan.geo.height)
@@ -543,16 +559,20 @@ def _encode(plan: _Plan, workers: int, unit_table: str, ordinals: bool) -> Encod
     del buffers
 
     release_scratch()
+    costs = UnitCosts(plan.geo, plan.lanes, len(plan.depths))
+    palettes = [a.palette is not None for a in analyses]
+    budget = None if limit is None else LevelBudget(costs, palettes, limit - costs.total(palettes, set()))
     # 2.10 / 2.14 / 5: units of few tuples may be smaller as bilevel or template palette stripes
-    bodies, level_records, level_features, level_units = _levels(plan, analyses, bodies, workers)
+    bodies, level_records, level_features, level_units = _levels(plan, analyses, bodies, workers, budget)
     coded_models = models + ([pmodel] if pmodel else [])
-    if level_units == count:  # no unit reads the models: the smallest valid ones (3.3)
+    if len(level_units) == count:  # no unit reads the models: the smallest valid ones (3.3)
         coded_models = [_MinimalModel(Scheme(m.scheme.n, 0, 0)) for m in coded_models]
     model_stream = model_bits(coded_models)
     # 2.6 / 5: record 19 only when a unit that is not a palette stripe carries a nonzero delta
     near_used = plan.bounds is not None and any(a.palette is None for a in analyses)
-    return _assemble(plan, model_stream, bodies, pmodel is not None, plan.bounds if near_used else None,
-                     unit_table, ordinals, level_records, level_features)
+    encoded = _assemble(plan, model_stream, bodies, pmodel is not None, plan.bounds if near_used else None,
+                        unit_table, ordinals, level_records, level_features)
+    return encoded._replace(decode_cost=costs.total(palettes, level_units))
 
 
 def _choose_models(plan: _Plan, totals: _Totals) -> tuple[list[ModelPlan], ModelPlan | None]:
@@ -632,13 +652,15 @@ class _MinimalModel:
     codes: tuple[TableCode, ...] = (table_code([1], 1),)
 
 
-def _levels(plan: _Plan, analyses: list[_Analysis], bodies: list[bytes], threads: int):
+def _levels(plan: _Plan, analyses: list[_Analysis], bodies: list[bytes], threads: int,
+            budget: LevelBudget | None) -> tuple[list[bytes], list[Record], set[int], set[int]]:
     """Section 5's bilevel / template palette chooser (level_writer.LevelCoder) over the units
     with at most 256 slot tuples (or a single 1-bit slot): each such unit is coded every allowed
-    way and records 25 / 35 are written only where they pay. Not with near-lossless bounds."""
+    way and records 25 / 35 are written only where they pay (and ``budget`` allows). Not with
+    near-lossless bounds. Returns the bodies, the records, their features and the level units."""
     candidates = [i for i, a in enumerate(analyses) if a.few]
     if not candidates or plan.near or not plan.eff.levels:
-        return bodies, [], set(), 0
+        return bodies, [], set(), set()
     from imij_plugins.payload.entropy.level_writer import LevelCoder, LevelOptions, UnitChoice
     from imij_plugins.payload.entropy.rans import Lanes
 
@@ -646,8 +668,8 @@ def _levels(plan: _Plan, analyses: list[_Analysis], bodies: list[bytes], threads
     # are found (section 5's image tuples are the units' summed)
     levels = LevelCoder(LevelOptions(), plan.slots, (plan.geo.unit_count, plan.planes), False, threads)
     levels.consider_all(candidates, UnitChoice(), plan.planes, lambda i: Lanes.of(plan.geo.unit_rect(i)[2], plan.lanes))
-    out, records, features = levels.finish(list(bodies))
-    return out, records, features, len(levels.coded)
+    out, records, features = levels.finish(list(bodies), budget)
+    return out, records, features, levels.coded
 
 
 class _Totals:

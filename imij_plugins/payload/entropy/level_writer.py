@@ -29,6 +29,7 @@ from imij_plugins.payload.entropy.bilevel import (
     bilevel_stream,
     fit_probabilities,
 )
+from imij_plugins.payload.entropy.decode_cost import LevelBudget
 from imij_plugins.payload.entropy.levels import (
     LAYOUT_BILEVEL,
     LAYOUT_BILEVEL_PALETTE,
@@ -561,8 +562,9 @@ class LevelCoder:
 
     # --- the choice --------------------------------------------------------------------------
 
-    def finish(self, bodies: list[bytes]) -> tuple[list[bytes], list[Record], set[int]]:
-        """Every level unit's body, the head records 25 / 35 to write and their features."""
+    def finish(self, bodies: list[bytes], budget: LevelBudget | None = None) -> tuple[list[bytes], list[Record], set[int]]:
+        """Every level unit's body, the head records 25 / 35 to write and their features;
+        ``budget`` bounds the decode cost the level stripes may add (the rest stay regular)."""
         if not self.units and not self.opts.record25 and not self.opts.record35:
             return bodies, [], set()
         bil = self._plan_bilevel()
@@ -622,13 +624,17 @@ class LevelCoder:
         assert best is not None
         chosen = best[1]
         out = list(bodies)
+        kinds: dict[int, str] = {}
         for u in self.units:
-            cands = [b for k, b in options[u.index] if k in chosen]
+            cands = [(k, b) for k, b in options[u.index] if k in chosen]
             if u.index not in forced:
-                cands.insert(0, bodies[u.index])  # ties keep the regular stripe
-            out[u.index] = min(cands, key=_framed)
-            if out[u.index] is not bodies[u.index] or u.index in forced:
-                self.coded.add(u.index)
+                cands.insert(0, ("", bodies[u.index]))  # ties keep the regular stripe
+            kinds[u.index], out[u.index] = min(cands, key=lambda c: _framed(c[1]))
+        if budget is not None:
+            for i in budget.over([(i, _framed(bodies[i]) - _framed(out[i])) for i in kinds if kinds[i] and i not in forced]):
+                kinds[i], out[i] = "", bodies[i]
+            chosen = tuple(k for k in chosen if k in kinds.values() or need[k])
+        self.coded.update(i for i in kinds if kinds[i] or i in forced)
         records: list[Record] = []
         features: set[int] = set()
         if "B" in chosen and bil is not None:
