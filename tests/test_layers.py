@@ -123,3 +123,43 @@ def test_imports_go_down_the_layers():
 
 def test_exceptions_still_occur():
     assert [pair for pair in EXCEPTIONS if pair not in upward()] == [], "no longer upward: drop from EXCEPTIONS"
+
+
+# Packages that may import Pillow (the autoload hook, _imij_pillow_autoload, is outside the
+# package): its adapter, the converter's Pillow reader and PNG writer, the desktop thumbnailer,
+# and the CLI's demo, which compares with PNG. The core reads Exif resolution itself.
+PILLOW_USERS = ("pillow", "convert", "desktop", "cli")
+ADAPTERS = len(LAYERS) - 1
+
+
+def _import_nodes(name: str) -> list[ast.Import | ast.ImportFrom]:
+    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+    return [n for n in _runtime_nodes(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+
+
+def _imports_pillow(name: str) -> bool:
+    for node in _import_nodes(name):
+        modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+        if any(m == "PIL" or m.startswith("PIL.") for m in modules if not getattr(node, "level", 0)):
+            return True
+    return False
+
+
+def test_only_the_pillow_users_import_pillow():
+    assert _imports_pillow("pillow.ImiImagePlugin")  # the check sees an import
+    found = [n for n in MODULES if _imports_pillow(n) and n.split(".")[0] not in PILLOW_USERS]
+    assert found == [], "the core and the other adapters do not import PIL"
+
+
+def test_adapters_import_no_private_name_of_another_package():
+    """An adapter uses the public names of the core and of other adapters (a private helper it
+    needs is made public where it lives, e.g. ``pillow.images`` for the converter)."""
+    found = []
+    for name in (n for n in MODULES if layer_of(n) == ADAPTERS):
+        for node in _import_nodes(name):
+            if not isinstance(node, ast.ImportFrom) or node.level or not (node.module or "").startswith("imij_plugins"):
+                continue
+            module = node.module.removeprefix("imij_plugins").removeprefix(".")  # type: ignore[union-attr]
+            if module.split(".")[0] != name.split(".")[0]:
+                found += [f"{name}: {module}.{a.name}" for a in node.names if a.name.startswith("_")]
+    assert found == []

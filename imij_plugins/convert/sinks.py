@@ -101,13 +101,13 @@ def _pillow_image(frame: Frame) -> PILImage.Image:
     from PIL import Image
 
     from imij_plugins.pillow import modes
-    from imij_plugins.pillow.ImiImagePlugin import _to_pillow
+    from imij_plugins.pillow.images import to_pillow
 
     array, layout = _samples(frame)
     entry = modes.open_mode(layout, array.dtype)
     if entry is None or not entry.lossless or entry.mode not in _PNG_MODES:
         raise ValueError(f"PNG cannot hold {layout} {modes.sample_name(array.dtype)} samples exactly: convert to tiff or npy")
-    data = _to_pillow(array, entry)
+    data = to_pillow(array, entry)
     return Image.frombytes(entry.mode, (array.shape[1], array.shape[0]), data.tobytes(), "raw", entry.rawmode)
 
 

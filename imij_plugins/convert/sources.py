@@ -103,7 +103,7 @@ def read_pillow(src: Input) -> Decoded:
     JPEG XMP out of ``info["xmp"]``)."""
     from PIL import Image
 
-    from imij_plugins.pillow.ImiImagePlugin import _one_mode, _reduced, _stored, loop_count
+    from imij_plugins.pillow.images import loop_count, one_mode, reduced, stored
 
     # every plugin in Pillow's order: opening a .tga first would register TGA, which takes almost
     # any header, ahead of ICO, and later .ico files would read as TGA
@@ -136,8 +136,8 @@ def read_pillow(src: Input) -> Decoded:
     animated = timed and len(images) > 1
     kind: Kind = "animation" if animated else "pages" if len(images) > 1 else "still"
     if animated:
-        images = _one_mode([_reduced(i) for i in images])  # GIF frames after the first load as RGB(A)
-    frames = tuple(_as_u16(_stored(i)) if u16 else _stored(i) for i, u16 in zip(images, unsigned))
+        images = one_mode([reduced(i) for i in images])  # GIF frames after the first load as RGB(A)
+    frames = tuple(_as_u16(stored(i)) if u16 else stored(i) for i, u16 in zip(images, unsigned))
     if animated and len({(f.array.shape, f.array.dtype, f.layout, f.sig_bits) for f in frames}) > 1:
         kind, animated = "pages", False
         notes += (_as_pages_note(frames, durations),)
@@ -157,10 +157,9 @@ _METADATA_FIELDS = frozenset(f.name for f in fields(Metadata))
 
 def _file_metadata(im: Any) -> dict[str, Any]:
     """The metadata of the first frame as the IMI plugin saves it, XMP on every Pillow."""
-    from imij_plugins.pillow.ImiImagePlugin import _metadata
+    from imij_plugins.pillow.images import metadata_options
 
-    im.encoderinfo = {}  # _metadata reads save parameters first; there are none
-    found = _metadata(im)
+    found = metadata_options(im, {})  # no save parameters: what im.info holds
     if "xmp" not in found:
         found["xmp"] = _legacy_xmp(im)
     return found

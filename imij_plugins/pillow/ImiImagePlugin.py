@@ -5,7 +5,8 @@ Importing this module registers the plugin (the Pillow handbook's ``XxxImagePlug
 entry points, so one of these imports has to run before ``Image.open("x.imi")``.
 
 The module only adapts the core (``imij_plugins.open`` / ``encode``); the mode table is data in
-``imij_plugins.pillow.modes``.
+``imij_plugins.pillow.modes``, and the conversions between Pillow images and arrays, which
+``imij convert`` uses as well, are ``imij_plugins.pillow.images``.
 
 Reading
     ``_open`` parses the container and every frame header through the core and decodes no pixels;
@@ -70,7 +71,6 @@ Saving
 from __future__ import annotations
 
 import os
-import struct
 import warnings
 from fractions import Fraction
 from typing import IO, Any
@@ -81,10 +81,17 @@ from PIL import ExifTags, Image, ImageFile
 from imij_plugins import api
 from imij_plugins.errors import Corrupt, ImijError, TooLarge, Unsupported
 from imij_plugins.pillow import modes
+from imij_plugins.pillow.images import (
+    EXIF_PREFIX,
+    loop_count,
+    metadata_options,
+    one_mode,
+    reduced,
+    stored_alpha,
+    to_pillow,
+)
 from imij_plugins.pillow.registration import FORMAT, register_entries
 from imij_plugins.signature import is_imi
-
-EXIF_PREFIX = b"Exif\x00\x00"
 
 #: Threads the core may use to decode one frame in ``load()`` (None: the core's default).
 #: Set with ``register_pillow(decode_threads=n)``.
@@ -108,7 +115,6 @@ _INFO_FROM_METADATA = {
 _PER_IMAGE_KEYS = ("exif", "imij_bit_depth", "imij_alpha_mode", "imij_metadata_error", *_INFO_FROM_METADATA.values())
 _TYPED_TAGS = {"mastering_display": b"mDCv"}  # the safe-to-copy records info holds typed (1.1)
 _PAGES = ("pages", "mixed pages")
-_DEFAULT_CICPS = frozenset(api.LAYOUT_DEFAULT_CICPS.values())
 
 
 _EXIF_IFD, _GPS_IFD = 0x8769, 0x8825  # ExifTags.IFD.Exif and .GPSInfo (Pillow 9.4+)
@@ -125,14 +131,6 @@ def _bomb_check(size: tuple[int, int]) -> None:
     if limit is not None and pixels > 2 * limit:
         msg = f"Image size ({pixels} pixels) exceeds limit of {2 * limit} pixels, could be decompression bomb DOS attack."
         raise Image.DecompressionBombError(msg)
-
-
-def _has_transparency(im: Image.Image) -> bool:
-    """``Image.has_transparency_data`` (Pillow 10.1+), with its rule written out for older Pillow."""
-    found = getattr(im, "has_transparency_data", None)
-    if found is not None:
-        return bool(found)
-    return im.mode in ("LA", "La", "PA", "RGBA", "RGBa") or "transparency" in im.info
 
 
 # Pillow programs catch OSError around load(): each core error is raised as a class deriving
@@ -340,7 +338,7 @@ class ImiImageFile(ImageFile.ImageFile):
             failures = self.imij.failures(self._frame)
         if failures and not ImageFile.LOAD_TRUNCATED_IMAGES:
             raise failures[0].error
-        return _to_pillow(samples, self._entry)
+        return to_pillow(samples, self._entry)
 
     def verify(self) -> None:
         """Re-open the file's bytes with the checks on and decode every frame and page: the core
@@ -362,76 +360,8 @@ class ImiImageFile(ImageFile.ImageFile):
         super().close()
 
 
-def _to_pillow(samples: np.ndarray, entry: modes.OpenMode) -> np.ndarray:
-    """The decoded (H, W, C) samples as the bytes ``entry.rawmode`` unpacks."""
-    if entry.drop_padding:
-        samples = samples[..., :-1]
-    if entry.convert == modes.HIGH_BYTE:
-        return np.ascontiguousarray(samples >> 8, dtype=np.uint8)
-    if entry.convert == modes.NONZERO:
-        return np.ascontiguousarray(samples != 0, dtype=np.uint8)
-    if entry.convert == modes.SCALE:  # a stored value above the declaration shows as white
-        top = (1 << entry.bits) - 1
-        return np.ascontiguousarray((np.minimum(samples, top).astype(np.uint16) * 255 + top // 2) // top, dtype=np.uint8)
-    if entry.convert == modes.FIT_I32 and samples.size and int(samples.max()) > 0x7FFFFFFF:
-        msg = "u32 samples above 2**31 - 1 do not fit Pillow's mode I; " + modes.unsupported_message("Gray", samples.dtype)
-        raise Unsupported(msg)
-    return np.ascontiguousarray(samples, dtype=np.dtype(entry.dtype))
-
-
 # --------------------------------------------------------------------
 # Saving
-
-def _reduced(im: Image.Image) -> Image.Image:
-    """``im`` in the Pillow mode it is stored as: a colour key made alpha (``modes.KEYED_TRANSPARENCY``),
-    a ``via`` mode converted to, a palette expanded to RGB(A), or to L(A) when every colour is gray."""
-    if im.info.get("transparency") is not None and im.mode in modes.KEYED_TRANSPARENCY:
-        return im.convert(modes.KEYED_TRANSPARENCY[im.mode])
-    entry = modes.SAVE_MODES.get(im.mode)
-    if entry is None or entry.via is None:
-        return im
-    im = im.convert("RGBA" if entry.expands_palette and _has_transparency(im) else entry.via)
-    if entry.expands_palette:
-        array = np.asarray(im)
-        if (array[..., 0] == array[..., 1]).all() and (array[..., 1] == array[..., 2]).all():
-            im = im.convert("LA" if im.mode == "RGBA" else "L")  # exact: L of equal R, G, B is that value
-    return im
-
-
-def _stored(im: Image.Image) -> api.Frame:
-    """What ``_stored_alpha`` stores, for callers that write straight alpha only (the converter's
-    Pillow source): a premultiplied mode is refused rather than labelled straight."""
-    frame, alpha_mode = _stored_alpha(im)
-    if alpha_mode:
-        msg = f"cannot write mode {im.mode} as straight alpha"
-        raise OSError(msg)
-    return frame
-
-
-def _stored_alpha(im: Image.Image) -> tuple[api.Frame, int]:
-    """The (H, W, C) array, layout and significant bits a Pillow image is stored as, and its alpha
-    mode (``modes.SAVE_MODES``)."""
-    key = im.info.get("transparency")
-    if isinstance(key, int) and im.mode in modes.KEYED_16_BIT:
-        gray = np.asarray(im)
-        if gray.size and not 0 <= int(gray.min()) <= int(gray.max()) <= 0xFFFF:  # mode I
-            msg = f"cannot write mode {im.mode} with a transparency key as IMI: samples outside 0..65535"
-            raise OSError(msg)
-        alpha = np.where(gray == key, 0, 0xFFFF)
-        return api.Frame(np.stack([gray, alpha], axis=2).astype(np.uint16), "GrayAlpha"), 0
-    im = _reduced(im)
-    entry = modes.SAVE_MODES.get(im.mode)
-    if entry is None:
-        msg = f"cannot write mode {im.mode} as IMI"  # as PngImagePlugin._save
-        raise OSError(msg)
-    array = np.asarray(im)
-    if array.ndim == 2:
-        array = array[:, :, None]
-    if array.dtype == np.bool_:
-        array = array.astype(np.uint8)  # mode 1: 0/1, declared with 1 significant bit
-    sig_bits = (entry.sig_bits,) * array.shape[2] if entry.sig_bits is not None else None
-    return api.Frame(array, entry.layout, sig_bits), entry.alpha_mode
-
 
 def _one_alpha_mode(stored: list[tuple[api.Frame, int]]) -> tuple[list[api.Frame], int]:
     """The frames and the one alpha mode they are written with. The writer takes one alpha mode
@@ -442,64 +372,6 @@ def _one_alpha_mode(stored: list[tuple[api.Frame, int]]) -> tuple[list[api.Frame
                "convert the images to one of them first")
         raise ValueError(msg)
     return [frame for frame, _ in stored], max(with_alpha, default=0)
-
-
-def _metadata(im: Image.Image) -> dict[str, Any]:
-    """The metadata options of encode(): parameters first; what is safe to copy falls back to im.info."""
-    info = im.encoderinfo
-    out: dict[str, Any] = {}
-    for key in ("icc_profile", "exif", "xmp"):
-        value = info.get(key, im.info.get(key))  # PNG falls back to im.info for ICC
-        if isinstance(value, Image.Exif):
-            value = value.tobytes()
-        if isinstance(value, str):
-            value = value.encode("utf-8")
-        if not value:
-            continue
-        value = bytes(value)
-        if key == "exif" and value.startswith(EXIF_PREFIX):
-            value = value[len(EXIF_PREFIX) :]  # eXIf holds the TIFF header onward (PNG and WebP _save)
-        out[key] = value
-    dpi = info.get("dpi", im.info.get("dpi"))  # written as Exif resolution tags by the core
-    if dpi and "dpi" not in info and not all(float(v) > 0 for v in dpi):
-        dpi = None  # (0, 0) in im.info (DCX, PCX): unknown, omitted; a dpi passed to save is checked
-    if dpi:
-        out["dpi"] = (float(dpi[0]), float(dpi[1]))
-    if "cicp" in info:
-        out["cicp"] = info["cicp"]
-    elif im.info.get("cicp") is not None and tuple(im.info["cicp"]) not in _DEFAULT_CICPS:
-        out["cicp"] = tuple(im.info["cicp"])  # a layout default is left to the stored layout's default
-    if info.get("mastering_display", im.info.get("mastering_display")) is not None:
-        out["mastering_display"] = info.get("mastering_display", im.info.get("mastering_display"))
-    for key in ("content_light_level", "diffuse_white", "science"):  # unsafe to copy: only when passed
-        if info.get(key) is not None:
-            out[key] = info[key]
-    if "orientation" in info:
-        orientation = info["orientation"]
-    elif "exif" in info:
-        orientation = _exif_orientation(lambda: _parse_exif(info["exif"]))
-    else:
-        orientation = _exif_orientation(im.getexif)  # an IMI source's header orientation too (getexif)
-    if orientation != 1:
-        out["orientation"] = int(orientation)
-    return out
-
-
-def _parse_exif(value: Any) -> Image.Exif:
-    if isinstance(value, Image.Exif):
-        return value
-    exif = Image.Exif()
-    if value:
-        exif.load(bytes(value))
-    return exif
-
-
-def _exif_orientation(get_exif: Any) -> int:
-    """The Exif Orientation (1 when there is none, or when Pillow cannot parse the Exif)."""
-    try:
-        return int(get_exif().get(ExifTags.Base.Orientation, 1))
-    except (SyntaxError, ValueError, TypeError, struct.error, OSError):
-        return 1
 
 
 # save parameters taken as the core's options of the same name (the rest default as EncodeOptions)
@@ -518,12 +390,12 @@ def _options(im: Image.Image) -> api.EncodeOptions:
     effort = info.get("effort", info.get("method"))  # ``method``: WebP's name for it
     if effort is not None:
         given["effort"] = int(effort)
-    return api.EncodeOptions(chunks=tuple(im.info.get("imij_chunks", ())), **given, **_metadata(im))
+    return api.EncodeOptions(chunks=tuple(im.info.get("imij_chunks", ())), **given, **metadata_options(im, info))
 
 
 def _save(im: Image.Image, fp: IO[bytes], filename: str | bytes) -> None:
     options = _options(im)
-    frame, alpha_mode = _stored_alpha(im)
+    frame, alpha_mode = stored_alpha(im)
     fp.write(api.encode(frame, options, alpha_mode=alpha_mode))
 
 
@@ -560,37 +432,17 @@ def _save_all(im: Image.Image, fp: IO[bytes], filename: str | bytes) -> None:
         msg = f"{len(duration)} durations for {len(images)} frames"
         raise ValueError(msg)
     if pages:  # each page its own mode (mixed pages)
-        stored, alpha_mode = _one_alpha_mode([_stored_alpha(i) for i in images])
+        stored, alpha_mode = _one_alpha_mode([stored_alpha(i) for i in images])
         fp.write(api.encode(stored, options, durations=durations, kind="pages", alpha_mode=alpha_mode))
         return
     loop = loop_count(info.get("loop", im.info.get("loop", 0)))
-    images = _one_mode([_reduced(i) for i in images])
+    images = one_mode([reduced(i) for i in images])
     if len({i.size for i in images}) > 1 or len({i.mode for i in images}) > 1:
         what = "size" if len({i.size for i in images}) > 1 else "mode"
         msg = f"animation frames must share one {what} (pass pages=True to write pages of different {what}s)"
         raise ValueError(msg)
-    frames, alpha_mode = _one_alpha_mode([_stored_alpha(i) for i in images])
+    frames, alpha_mode = _one_alpha_mode([stored_alpha(i) for i in images])
     fp.write(api.encode(frames, options, durations=durations, loop=loop, kind="animation", alpha_mode=alpha_mode))
-
-
-def loop_count(value: object) -> int:
-    """Pillow's ``loop`` (a save parameter or ``info`` key) as IMI's loop count (1.3: 0 plays forever):
-    unsaid is 0, as Pillow's APNG and WebP writers default, and GIF's ``None`` plays once."""
-    return 1 if value is None else int(value)  # type: ignore[call-overload]
-
-
-_COMMON_MODES = {(False, False): "L", (False, True): "LA", (True, False): "RGB", (True, True): "RGBA"}
-
-
-def _one_mode(images: list[Image.Image]) -> list[Image.Image]:
-    """Animation frames (already ``_reduced``) in one mode: mixed 1/L/LA/RGB/RGBA frames converted
-    to the smallest mode that holds them all, as Pillow's APNG, GIF and WebP writers bring frames to
-    one mode; other mixes are left to the core, which refuses frames that differ (pages may)."""
-    found = {i.mode for i in images}
-    if len(found) == 1 or not found <= {"1", "L", "LA", "RGB", "RGBA"}:
-        return images
-    mode = _COMMON_MODES[(bool(found & {"RGB", "RGBA"}), bool(found & {"LA", "RGBA"}))]
-    return [i.convert(mode) for i in images]
 
 
 # --------------------------------------------------------------------

@@ -17,7 +17,7 @@ from imij_plugins.lazy import LazyImage, source_of
 from imij_plugins.xarray import selection
 
 if TYPE_CHECKING:
-    from imij_plugins.container.metadata.science import ChannelCalibration
+    from imij_plugins.container.metadata import ChannelCalibration
 
 EXTENSIONS = (".imi", ".imijset")
 # CF attributes that describe the stored values: a decoded variable keeps them in its encoding

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import io
 import struct
+import warnings
 
 import numpy as np
 import pytest
@@ -281,3 +282,52 @@ def test_an_unknown_resolution_of_0_0_in_info_is_left_out():
         assert "dpi" not in out.info and "exif" not in out.info
     with pytest.raises(ValueError, match="dpi"):
         save_bytes(source, dpi=(0, 0))  # a resolution passed to save is still checked
+
+
+def _pillow_dpi(exif: bytes) -> tuple[float, float] | None:
+    """The dpi Pillow reads from Exif resolution tags (the reference the core's reader follows)."""
+    tags = Image.Exif()
+    try:
+        with warnings.catch_warnings():  # Pillow warns about the truncated Exif
+            warnings.simplefilter("ignore")
+            tags.load(exif)
+        x, y, unit = tags.get(282), tags.get(283), tags.get(296, 2)
+        if x is None or y is None or unit not in (2, 3) or not float(x) > 0 or not float(y) > 0:
+            return None
+        return float(x) * (2.54 if unit == 3 else 1.0), float(y) * (2.54 if unit == 3 else 1.0)
+    except Exception:
+        return None
+
+
+def _resolution_exif(order: str, x: tuple[int, int], y: tuple[int, int], unit: tuple[int, int] | None) -> bytes:
+    """Exif (TIFF header onward) with IFD0 XResolution and YResolution (RATIONAL) and ResolutionUnit
+    given as (type, value), written by hand so byte order, types and bad values can be chosen."""
+    mark = b"II" if order == "<" else b"MM"
+    entries = [(282, 5, 1, None), (283, 5, 1, None)] + ([(296, unit[0], 1, unit[1])] if unit else [])
+    values_at = 8 + 2 + 12 * len(entries) + 4
+    out = mark + struct.pack(order + "HI", 42, 8) + struct.pack(order + "H", len(entries))
+    for index, (tag, kind, count, value) in enumerate(entries):
+        if value is None:
+            field = struct.pack(order + "I", values_at + 8 * index)
+        else:
+            field = struct.pack(order + ("H" if kind == 3 else "I"), value).ljust(4, b"\0")
+        out += struct.pack(order + "HHI", tag, kind, count) + field
+    return out + struct.pack(order + "I", 0) + struct.pack(order + "4I", *x, *y)
+
+
+@pytest.mark.parametrize("order", ["<", ">"])
+@pytest.mark.parametrize(
+    ("x", "y", "unit"),
+    [((300, 1), (150, 1), (3, 2)), ((72, 1), (72, 1), None), ((1181, 10), (1181, 10), (3, 3)),
+     ((300, 1), (300, 1), (4, 3)), ((300, 1), (300, 1), (3, 1)), ((300, 0), (300, 1), (3, 2)), ((0, 1), (1, 1), None)],
+)
+def test_the_reader_takes_the_dpi_pillow_reads_from_exif(order, x, y, unit):
+    """The core reads Exif resolution itself (no Pillow in the core); it agrees with Pillow's
+    ``Image.Exif`` on whole and on every truncation of the Exif."""
+    exif = _resolution_exif(order, x, y, unit)
+    for end in (len(exif), *range(0, len(exif), 5)):
+        data = imij_plugins.encode(np.zeros((2, 2), np.uint8), exif=exif[:end])
+        with imij_plugins.open(data) as f:
+            found = f.metadata.get("dpi")
+        expected = _pillow_dpi(exif[:end])
+        assert found == (pytest.approx(expected) if expected else None), end

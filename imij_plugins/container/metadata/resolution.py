@@ -14,6 +14,9 @@ from imij_plugins.errors import Corrupt
 
 X_RESOLUTION, Y_RESOLUTION, RESOLUTION_UNIT = 282, 283, 296  # TIFF/Exif IFD0 tags
 INCH, CENTIMETER = 2, 3  # ResolutionUnit values
+EXIF_PREFIX = b"Exif\x00\x00"  # before the TIFF header in JPEG APP1 (and Pillow's info["exif"])
+# TIFF 6.0 field types that hold one number: BYTE, SHORT, LONG, RATIONAL, SRATIONAL, FLOAT, DOUBLE
+_NUMBERS = {1: "B", 3: "H", 4: "I", 5: "II", 10: "ii", 11: "f", 12: "d"}
 
 
 def exif_with_dpi(exif: bytes | None, dpi: tuple[float, float]) -> bytes:
@@ -44,19 +47,41 @@ def _rational(value: float) -> tuple[int, int]:
 
 def dpi_from_exif(exif: bytes) -> tuple[float, float] | None:
     """The (x, y) dots per inch that ``exif``'s resolution tags give, or None without them
-    (or when the Exif does not parse: metadata never fails the image)."""
-    from PIL import Image
-
-    tags = Image.Exif()
+    (or when the Exif does not parse: metadata never fails the image). Read as Pillow's
+    ``Image.Exif`` reads them: one value each, a ResolutionUnit of inch (or absent) or cm."""
+    exif = bytes(exif)
+    if exif.startswith(EXIF_PREFIX):
+        exif = exif[len(EXIF_PREFIX) :]
     try:
-        with warnings.catch_warnings():  # Pillow warns about damaged Exif; the image is not at fault
-            warnings.simplefilter("ignore")
-            tags.load(bytes(exif))
-        x, y = tags.get(X_RESOLUTION), tags.get(Y_RESOLUTION)
-        unit = tags.get(RESOLUTION_UNIT, INCH)
-        if x is None or y is None or unit not in (INCH, CENTIMETER) or not float(x) > 0 or not float(y) > 0:
-            return None
-        scale = 2.54 if unit == CENTIMETER else 1.0
-        return float(x) * scale, float(y) * scale
-    except (ValueError, TypeError, ZeroDivisionError, SyntaxError, OSError, KeyError, IndexError, struct.error):
+        order, entries, _ = exif_ifd._ifd0(exif)
+    except (Corrupt, struct.error):
         return None
+    x, y = (_number(exif, order, entries.get(tag)) for tag in (X_RESOLUTION, Y_RESOLUTION))
+    unit = _number(exif, order, entries.get(RESOLUTION_UNIT)) if RESOLUTION_UNIT in entries else INCH
+    if x is None or y is None or unit not in (INCH, CENTIMETER) or not x > 0 or not y > 0:
+        return None
+    scale = 2.54 if unit == CENTIMETER else 1.0
+    return x * scale, y * scale
+
+
+def _number(exif: bytes, order: str, entry: bytes | None) -> float | None:
+    """The one number an IFD entry holds (its value in the entry, or at the offset it gives), or
+    None: no entry, a count other than 1, a type that is no number, a zero denominator, past the end."""
+    if entry is None:
+        return None
+    _, kind, count = struct.unpack(order + "HHI", entry[:8])
+    if kind not in _NUMBERS or count != 1:
+        return None
+    fmt = order + _NUMBERS[kind]
+    size = struct.calcsize(fmt)
+    if size <= 4:
+        raw = entry[8 : 8 + size]
+    else:
+        (offset,) = struct.unpack(order + "I", entry[8:12])
+        raw = exif[offset : offset + size]
+        if len(raw) < size:
+            return None
+    values = struct.unpack(fmt, raw)
+    if len(values) == 2:  # a fraction
+        return values[0] / values[1] if values[1] else None
+    return float(values[0])
