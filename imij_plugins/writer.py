@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import TYPE_CHECKING, BinaryIO, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 
+from imij_plugins.container import metadata as md
 from imij_plugins.container.animation import KIND_ANIMATION, KIND_MIXED_PAGES, KIND_PAGES, KIND_SEQUENCE
 from imij_plugins.container.frames import EMPTY, FRAME_REFERENCE, HAS_RECORDS, USES_PREVIOUS
-from imij_plugins.container import metadata as md
 from imij_plugins.container.header import Header, check_fields
 from imij_plugins.container.metadata.resolution import exif_with_dpi
-from imij_plugins.errors import Corrupt
 from imij_plugins.container.pixel_checksum import bitmap_digest, encode_bitmap_digests
 from imij_plugins.container.writer import assemble, stream_file, trailing_index_payload, write_atomic
-from imij_plugins.payload.quick.writer import encode_quick_payload, quick_geometry
+from imij_plugins.errors import Corrupt
 from imij_plugins.options import PRESENTATIONS, EncodeKeywords, EncodeOptions, Frame
+from imij_plugins.payload.quick.writer import encode_quick_payload, quick_geometry
 from imij_plugins.pixels.dtypes import as_image_array, layout_code, sample_code
 from imij_plugins.pixels.resample import downscale
 from imij_plugins.registry.features import FeatureId
@@ -28,7 +29,7 @@ from imij_plugins.wire.varint import encode_varint
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-Image = Union[np.ndarray, Frame, Sequence[Union[np.ndarray, Frame]]]  # what encode() takes
+Image = np.ndarray | Frame | Sequence[np.ndarray | Frame]  # what encode() takes
 KINDS = {"animation": KIND_ANIMATION, "pages": KIND_PAGES, "sequence": KIND_SEQUENCE}
 
 
@@ -164,7 +165,7 @@ def _frames_of(image: Image) -> tuple[list[Frame], bool]:
     return [f if isinstance(f, Frame) else Frame(f) for f in items], single
 
 
-def _prepare(image: Image, opts: EncodeOptions) -> "_Layout":
+def _prepare(image: Image, opts: EncodeOptions) -> _Layout:
     """The parts of the file ``encode`` describes, before they are joined or streamed."""
     frames, single = _frames_of(image)
     first = _code_image(frames[0], opts, unit_table=opts.unit_table, ordinals=opts.ordinals)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from imij_plugins.remote.errors import RangeUnsupported, RemoteChanged, RemoteError, RemoteTimeout, RemoteTruncated
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from imij_plugins.container.checksum import read_piece_table
 from imij_plugins.container.chunks import CSUM, DATA, Chunk, MeasureOpen, read_chunk

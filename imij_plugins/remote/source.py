@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import mmap
 import threading
-from typing import Iterable
+from collections.abc import Iterable
 
 from imij_plugins.remote.fetch import RangeFetcher
 from imij_plugins.remote.pieces import Pieces

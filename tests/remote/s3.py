@@ -4,8 +4,9 @@ and stalling on demand."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from werkzeug.serving import make_server
 
