@@ -47,7 +47,7 @@ LICENSES = {
     "python3.11-doc": "PSF License (python3.11-doc, debian/copyright)",
     "debian-reference-en": "GPL-2+ (debian-reference-en, debian/copyright)",
     "debian-reference-common": "GPL-2+ (debian-reference-common, debian/copyright)",
-    "valgrind": "GNU FDL 1.2 (the manual, valgrind's license.gfdl.html)",
+    "valgrind": "GNU FDL 1.2 or later (the manual's index.html)",
 }
 PNG_KINDS = {0: "L", 2: "RGB", 3: "P", 4: "LA", 6: "RGBA"}  # IHDR colour type (PNG 11.2.2)
 
