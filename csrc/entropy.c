@@ -393,15 +393,15 @@ static inline AVX512_FN __m512i simd16_term(__m512i v, __m512i shift, int narrow
     return _mm512_min_epu32(_mm512_srlv_epi32(v, shift), _mm512_set1_epi32(65536));
 }
 
-/* 3.1 token phase of one step for the lanes in `live`: the context sum of W (`wv`), N (at up + ax;
+/* 3.1 token phase of one step for the lanes in `live` (among the step's first nl): the context sum of W (`wv`), N (at up + ax;
  * row 0, has_up 0: W again, 2 T(W)) and, with `cross`, slot 0's term (at c0 + ax, always clamped);
  * each lane's 64-bit entry (`ctx_at`: the slot's ctx_map as table offsets); the state decoded and
  * renormalised, reading at *w. Lanes not live keep `xs`. *e: the decode entries; *tok: the entries'
  * SIMD tokens, 0 off `live`. */
 static IMIJ_ALWAYS_INLINE AVX512_FN __m512i simd16_token(const imij_slot_model *m, __m512i ctx_at, __m512i shift,
                                                          __m512i xs, __m512i wv, const uint32_t *up, const uint32_t *c0,
-                                                         size_t ax, __mmask16 live, int has_up, int cross, const int narrow,
-                                                         const uint8_t **w, __m512i *e, __m512i *tok)
+                                                         size_t ax, uint32_t nl, __mmask16 live, int has_up, int cross,
+                                                         const int narrow, const uint8_t **w, __m512i *e, __m512i *tok)
 {
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
@@ -415,10 +415,17 @@ static IMIJ_ALWAYS_INLINE AVX512_FN __m512i simd16_token(const imij_slot_model *
         _mm512_min_epu32(_mm512_sub_epi32(_mm512_set1_epi32(32), _mm512_lzcnt_epi32(sum)), _mm512_set1_epi32(15));
     __m512i slot = _mm512_or_si512(_mm512_permutexvar_epi32(cls, ctx_at),
                                    _mm512_and_si512(xs, _mm512_set1_epi32(M_SLOTS - 1)));
-    /* each lane's 64-bit entry by two 8-lane gathers (half the elements of two 16-lane 32-bit
-     * gathers), then the decode entries and the tokens each into one vector */
-    __m512i lo = _mm512_i32gather_epi64(_mm512_castsi512_si256(slot), ent, 8);
-    __m512i hi = _mm512_i32gather_epi64(_mm512_extracti64x4_epi64(slot, 1), ent, 8);
+    /* each lane's 64-bit entry by 8-lane gathers (half the elements of two 16-lane 32-bit
+     * gathers), only as many as the step's nl lanes need (a gather loads every element it
+     * names: a narrow unit's 4 lanes would load 16), then the decode entries and the tokens each
+     * into one vector; the elements of lanes >= nl are 0, never live */
+    __m512i lo, hi = _mm512_setzero_si512();
+    if (nl <= 4)
+        lo = _mm512_zextsi256_si512(_mm256_i32gather_epi64((const long long *)ent, _mm512_castsi512_si128(slot), 8));
+    else
+        lo = _mm512_i32gather_epi64(_mm512_castsi512_si256(slot), ent, 8);
+    if (nl > 8)
+        hi = _mm512_i32gather_epi64(_mm512_extracti64x4_epi64(slot, 1), ent, 8);
     *e = _mm512_permutex2var_epi32(lo, even, hi);
     *tok = _mm512_maskz_permutex2var_epi32(live, lo, odd, hi);
     __m512i freq = _mm512_and_si512(_mm512_srli_epi32(*e, 8), _mm512_set1_epi32(0x7ff));
@@ -489,7 +496,7 @@ static inline AVX512_FN int64_t simd16_steps(const imij_slot_model *m, uint32_t 
         const uint8_t *from = slen - pos >= 64 ? s + pos : tail + (pos - tail_at), *w = from;
         size_t ax = (size_t)x * active;
         __m512i e, tok;
-        __m512i xt = simd16_token(m, ctx_at, shift, xs, wv, up, c0, ax, live, r != 0, cross, narrow, &w, &e, &tok);
+        __m512i xt = simd16_token(m, ctx_at, shift, xs, wv, up, c0, ax, nl, live, r != 0, cross, narrow, &w, &e, &tok);
         if (_mm512_movepi32_mask(tok)) { /* a token the scalar path finishes */
             _mm512_storeu_si512(st, xt);
             _mm512_storeu_si512(sym_of, _mm512_and_si512(e, _mm512_set1_epi32(0xff)));
@@ -858,7 +865,7 @@ static IMIJ_ALWAYS_INLINE AVX512_FN int64_t simd16_group(group_stream *gs, const
             size_t slen = gs[k].ss->len;
             from[k] = w[k] = slen - pos[k] >= 64 ? gs[k].s + pos[k] : gs[k].tail + (pos[k] - gs[k].tail_at);
             __m512i e;
-            xt[k] = simd16_token(gs[k].m, ctx_at[k], shift[k], xs[k], wv[k], up[k], c0[k], ax, live[k], r[k] != 0,
+            xt[k] = simd16_token(gs[k].m, ctx_at[k], shift[k], xs[k], wv[k], up[k], c0[k], ax, nl, live[k], r[k] != 0,
                                  gs[k].cross, narrow, &w[k], &e, &tok[k]);
             scalar |= _mm512_movepi32_mask(tok[k]);
         }
@@ -1094,13 +1101,24 @@ static inline AVX512_FN __m512i paeth16v(__m512i w, __m512i n, __m512i nw)
     return _mm512_mask_blend_epi32(take_w, not_w, w);
 }
 
+/* Column x's d (cur[x L + l], the lanes of mask k), 0 past the row's last column. */
+static inline AVX512_FN __m512i intra16_d(const uint32_t *cur, size_t L, uint32_t x, uint32_t lw, uint32_t last_w,
+                                          __mmask16 all, __mmask16 full)
+{
+    return x < lw ? _mm512_maskz_loadu_epi32(x < last_w ? all : full, cur + L * (size_t)x) : _mm512_setzero_si512();
+}
+
 /* One column of every lane per step (a vector: lane l at column x is cur[x L + l]), the row's
  * columns in order with W kept in a register: column 0 takes W = NW = N, a lane's last NE = N
  * (2.3); a narrower last lane drops out of the vector past its width. cur holds d on entry, v on
- * exit. */
+ * exit. Each column's d is loaded 4 columns ahead and each v stored by a vector of at most
+ * 2 L lanes: a load that overlaps an earlier masked store's vector (a narrow unit's row of
+ * 4 lanes has 4 columns in 64 bytes) waits until that store is written, a stall per column. */
 #define INTRA16_LOOP(EXPR)                                                                         \
     do {                                                                                           \
         __m512i n = _mm512_maskz_loadu_epi32(all, up), nw = n, w = n;                               \
+        __m512i d0 = intra16_d(cur, L, 0, lw, last_w, all, full), d1 = intra16_d(cur, L, 1, lw, last_w, all, full); \
+        __m512i d2 = intra16_d(cur, L, 2, lw, last_w, all, full), d3 = intra16_d(cur, L, 3, lw, last_w, all, full); \
         for (uint32_t x = 0; x < lw; x++) {                                                        \
             __mmask16 k = x < last_w ? all : full;                                                 \
             __m512i ne = x + 1 < lw ? _mm512_maskz_loadu_epi32(k, up + L * ((size_t)x + 1)) : n;    \
@@ -1108,8 +1126,13 @@ static inline AVX512_FN __m512i paeth16v(__m512i w, __m512i n, __m512i nw)
                 ne = _mm512_mask_mov_epi32(ne, all & ~full, n);                                    \
             uint32_t *c = cur + L * (size_t)x;                                                     \
             (void)nw, (void)ne;                                                                    \
-            w = _mm512_and_si512(_mm512_add_epi32(EXPR, _mm512_maskz_loadu_epi32(k, c)), m);        \
-            _mm512_mask_storeu_epi32(c, k, w);                                                     \
+            __m512i d = d0;                                                                        \
+            d0 = d1, d1 = d2, d2 = d3, d3 = intra16_d(cur, L, x + 4, lw, last_w, all, full);       \
+            w = _mm512_and_si512(_mm512_add_epi32(EXPR, d), m);                                    \
+            if (L <= 8)                                                                            \
+                _mm256_mask_storeu_epi32(c, (__mmask8)k, _mm512_castsi512_si256(w));               \
+            else                                                                                   \
+                _mm512_mask_storeu_epi32(c, k, w);                                                 \
             nw = n, n = ne;                                                                        \
         }                                                                                          \
     } while (0)
