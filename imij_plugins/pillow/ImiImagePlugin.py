@@ -44,7 +44,7 @@ Alpha modes (the header field of the IMI specification, version 2, section 1.0)
     ``save_all`` refuses pages that mix premultiplied and straight alpha (``ValueError``).
 
 Saving
-    ``effort`` (or ``method``), ``lossless`` (True or absent), ``max_error`` (near-lossless: each
+    ``effort`` (or ``method``), ``slow_decode``, ``lossless`` (True or absent), ``max_error`` (near-lossless: each
     sample within that many units of the source), ``codec`` ("entropy", the default, or "quick"),
     ``icc_profile``, ``exif`` (bytes or ``Image.Exif``), ``xmp``, ``cicp``, ``orientation``,
     ``mastering_display``, ``content_light_level``, ``diffuse_white``, ``science`` (the core's
@@ -377,6 +377,7 @@ def _one_alpha_mode(stored: list[tuple[api.Frame, int]]) -> tuple[list[api.Frame
 # save parameters taken as the core's options of the same name (the rest default as EncodeOptions)
 _SAVE_OPTIONS: dict[str, Any] = {
     "max_error": lambda v: v, "codec": lambda v: v, "checksum": bool, "pixel_checksum": bool, "threads": int, "previews": tuple,
+    "slow_decode": bool,
 }
 
 

@@ -54,6 +54,19 @@ def test_effort_and_its_alias_method(effort):
     assert_image_equal(reopen(data), im)
 
 
+def test_slow_decode_is_the_core_option():
+    rng = np.random.default_rng(3)  # glyph-like strokes on a shaded background: template stripes pay
+    a = np.repeat((200 + np.arange(96) * 40 // 96)[:, None], 256, 1).astype(np.uint8)
+    for y in range(2, 86, 12):
+        for x in range(0, 248, 7):
+            a[y:y + 8, x:x + 5][rng.random((8, 5)) < 0.35] = 20
+    im = Image.fromarray(a)
+    slow = save_bytes(im, effort=9, slow_decode=True)
+    assert slow == imij_plugins.encode(a, effort=9, slow_decode=True)
+    assert len(slow) < len(save_bytes(im, effort=9))
+    assert_image_equal(reopen(slow), im)
+
+
 def test_checksum_writes_csum():
     with imij_plugins.open(save_bytes(sample_image("RGB"), checksum=True)) as f:
         assert f.container.piece_table is not None
