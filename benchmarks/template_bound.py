@@ -1,29 +1,39 @@
 """How close each effort gets to the template model of the IMI specification, version 2 (2.14),
 per 32-row stripe (issue 39, "Screenshots").
 
-For every image of a class the image is cut into 32-row stripes. A stripe of at most 256 distinct
-pixel tuples is *eligible*: its own palette (entries ordered by count, most frequent first, as the
-reference encoder orders them) gives an index plane, and the estimate is the ideal code length of
-2.14's model on it: the ten template pixels of 2.10 with the lane-local rule of the current row
-(lanes as ``lanes_for`` gives the encoder), typical rows free, phase 0's 1024 contexts, the five
-candidate phases' 40 contexts and the escape symbols, each coded with static probabilities equal
-to the context's frequencies in that stripe (the empirical conditional entropy). Not counted in
-``est``: record 35 (the tables), the palette entries and the stripe's other fixed bytes (layout
-and count bytes, typical-row bits, rANS initial states, record framing); ``est+fixed`` adds the
-latter per stripe. ``est img`` uses one set of frequencies for all eligible stripes of the image
-(what one record 35 per payload can do, still without its cost), ``lanes 1`` the estimate without
-lanes (no lane-local rule). Stripes of more than 256 tuples are reported apart; ``groups`` tries
-column groups of 256, then 128 columns (each its own palette and lanes) where every group of the
-stripe then has at most 256 tuples.
+Every image of a class is cut into 32-row stripes. A stripe of at most 256 distinct pixel tuples
+is *eligible*: its own palette (entries ordered by count, most frequent first, as the reference
+encoder orders them) gives an index plane, and ``est`` is the ideal code length of 2.14's model
+on it: the ten template pixels of 2.10 with the lane-local rule of the current row (lanes as
+``lanes_for`` gives the encoder), typical rows free, phase 0's 1024 contexts, the five candidate
+phases' 40 contexts and the escape symbols, each at static probabilities equal to the context's
+frequencies in that stripe (the empirical conditional entropy). Not counted in ``est``: record
+35 (the tables), the palette entries (``entries``, apart) and the stripe's other fixed bytes
+(layout and count bytes, typical-row bits, rANS initial states, record framing).
 
-The image is then written with ``imij_plugins.encode`` at efforts 1, 5 and 9, and at effort 9
-with ``stripe_rows=32``; the file's unit records (head geometry, unit spans) attribute its bytes to
-rows. An effort's bpp over the eligible pixels counts the spans of the units inside eligible
-stripes (framing included, the payload head not); when some unit straddles eligible and other
-rows, the bpp is over every unit of the image instead, marked ``*``.
+Variants of the estimate: ``est img``, one set of frequencies for all eligible stripes of the
+image (what one record 35 per payload can do, still without its cost); ``est+fixed``, entries
+and fixed bytes added; ``est+fixed shared``, stripes whose tuples are all among 256 shared
+entries (those in the most eligible stripes) code them as record 35's shared entries (0x84),
+where that is smaller, and the shared entries are paid once; ``lanes 1``, without lanes (no
+lane-local rule). Stripes of more than 256 tuples are reported apart; ``groups`` tries column
+groups of 256, then 128 columns (each its own palette and lanes, entries and fixed bytes counted)
+where every group of the stripe then has at most 256 tuples.
+
+The image is then written with ``imij_plugins.encode`` at efforts 1, 5 and 9, effort 9 also with
+``slow_decode`` (``e9s``: no decode-cost bound), and these with ``stripe_rows=32`` (``/32``); the
+file's unit records (head geometry, unit spans) attribute its bytes to rows. An effort's bpp over
+some stripes counts the spans of the units inside them (framing included, payload head not);
+when a unit straddles them and other rows, the bpp is over every unit of the image instead,
+marked ``*`` (class medians leave those out, "(k/n)"). Per stripe (the ``/32`` files' units nest
+in the stripes): how many eligible stripes ``e9s/32`` codes as template palette stripes, those
+stripes' bytes over their estimate with fixed bytes (shared entries, 0x84, are in the head on
+both sides), and the share of its unit bytes in stripes of more than 256 tuples. ``mix`` is a
+whole-image figure: eligible stripes at ``est+fixed`` (or shared), the
+others at what the ``e9s/32`` file spends on them, no head.
 
     python benchmarks/template_bound.py [--corpus benchmarks/.corpus] [--classes screenshot graphics]
-        [--json out.json] [--markdown out.md]
+        [--images NAME ...] [--json out.json] [--markdown out.md]
 """
 
 from __future__ import annotations
@@ -60,7 +70,10 @@ CANDIDATES = (5, 6, 4, 8, 1)
 PHASE0_CONTEXTS = 1024
 CANDIDATE_CONTEXTS = 40
 INDEX_SYMBOLS = 256
-VARIANTS = (("e1", 1, None), ("e5", 5, None), ("e9", 9, None), ("e5/32", 5, STRIPE_ROWS), ("e9/32", 9, STRIPE_ROWS))
+# label, effort, stripe_rows, slow_decode (effort 9's choice without the decode-cost bound)
+VARIANTS = (("e1", 1, None, False), ("e5", 5, None, False), ("e9", 9, None, False), ("e9s", 9, None, True),
+            ("e5/32", 5, STRIPE_ROWS, False), ("e9/32", 9, STRIPE_ROWS, False), ("e9s/32", 9, STRIPE_ROWS, True))
+BEST = "e9s/32"  # the variant whose per-stripe bytes the tables compare with the estimate
 TEMPLATE_LAYOUTS = (0x83, 0x84)
 
 
@@ -279,6 +292,32 @@ def _group_bounds(keys: np.ndarray, channels: int, sample_bytes: int) -> tuple[i
     return None, None
 
 
+def shared_palette(keys: np.ndarray, stripes: Sequence[StripeBound]) -> np.ndarray:
+    """At most 256 tuples for record 35's shared entries (2.14) when the image has more: those in
+    the most eligible stripes (then the most pixels), ordered by their pixel count, most first."""
+    df: dict[int, int] = {}
+    px: dict[int, int] = {}
+    for s in stripes:
+        uniq, count = np.unique(keys[s.y : s.y + s.rows], return_counts=True)
+        for k, c in zip(uniq.tolist(), count.tolist()):
+            df[k] = df.get(k, 0) + 1
+            px[k] = px.get(k, 0) + c
+    chosen = sorted(df, key=lambda k: (-df[k], -px[k], k))[:MAX_ENTRIES]
+    return np.array(sorted(chosen, key=lambda k: (-px[k], k)), np.uint64)
+
+
+def shared_stripe_bits(keys: np.ndarray, shared: np.ndarray) -> float | None:
+    """The estimate of a stripe coded with the shared entries (layout 0x84), or None when one of
+    its tuples is not among them."""
+    order = np.argsort(shared)
+    at = np.searchsorted(shared, keys.ravel(), sorter=order)
+    at = np.minimum(at, len(shared) - 1)
+    if not (shared[order[at]] == keys.ravel()).all():
+        return None
+    index = order[at].reshape(keys.shape).astype(np.uint8)
+    return template_counts(index, len(shared), lanes_for(keys.shape[1])).bits()
+
+
 # --- the written files ------------------------------------------------------------------------------
 
 
@@ -346,10 +385,36 @@ def _fixed_bits(b: Bound) -> float:
     return b.bits + 8 * (b.entries + b.other)
 
 
-def image_report(name: str, cls: str, image: np.ndarray, variants=VARIANTS, threads: int | None = None) -> dict:
-    """The estimate and every variant's bytes of one image, as a JSON-able dict."""
+def _coded_bits(b: Bound, layouts: Sequence[int]) -> float:
+    """The estimate with fixed bytes of a stripe the file codes in ``layouts``: a unit of the
+    shared entries (0x84) has neither count byte nor entries (they are in record 35, the head)."""
+    return b.bits + 8 * (b.other - 1) if set(layouts) == {0x84} else _fixed_bits(b)
+
+
+def _shared_costs(image: np.ndarray, stripes: Sequence[StripeBound]) -> tuple[list[float], int, int]:
+    """Per eligible stripe, its smaller cost in bits with its own entries or (when every tuple is
+    one of them) with ``shared_palette``'s entries (layout 0x84: no count byte, no entries); the
+    shared entries' bytes (once, in record 35) and how many stripes use them."""
+    keys = tuple_keys(image)
+    shared = shared_palette(keys, stripes)
+    channels = 1 if image.ndim == 2 else image.shape[2]
+    costs, using = [], 0
+    for s in stripes:
+        bits = shared_stripe_bits(keys[s.y : s.y + s.rows], shared)
+        own = _fixed_bits(s.bound)
+        if bits is not None and bits + 8 * (s.bound.other - 1) < own:
+            costs.append(bits + 8 * (s.bound.other - 1))
+            using += 1
+        else:
+            costs.append(own)
+    table = 1 + len(shared) * channels * image.dtype.itemsize if using else 0
+    return costs, table, using
+
+
+def estimate_report(image: np.ndarray, stripes: Sequence[StripeBound]) -> dict:
+    """The estimate's fields of one image (bpp over the eligible pixels, the stripes of more
+    than 256 tuples, the column group estimate, per stripe)."""
     h, w = image.shape[:2]
-    stripes = stripe_bounds(image)
     elig = [s for s in stripes if s.bound is not None]
     over = [s for s in stripes if s.bound is None]
     grouped = [s for s in over if s.groups is not None]
@@ -357,13 +422,16 @@ def image_report(name: str, cls: str, image: np.ndarray, variants=VARIANTS, thre
     pooled = Counts()
     for s in elig:
         pooled += s.bound.counts
-    rep: dict = {
-        "image": name, "class": cls, "shape": list(image.shape), "pixels": h * w, "lanes": lanes_for(w),
+    shared_costs, shared_table, shared_using = _shared_costs(image, elig) if elig else ([], 0, 0)
+    return {
+        "shape": list(image.shape), "pixels": h * w, "lanes": lanes_for(w),
         "stripes": len(stripes), "eligible_stripes": len(elig), "eligible_share": e_px / (h * w),
         "est_bpp": _per(sum(s.bound.bits for s in elig), e_px),
         "est_image_probs_bpp": _per(pooled.bits(), e_px),
         "est_fixed_bpp": _per(sum(_fixed_bits(s.bound) for s in elig), e_px),
         "entries_bpp": _per(sum(8 * s.bound.entries for s in elig), e_px),
+        "est_shared_bpp": _per(sum(shared_costs) + 8 * shared_table, e_px),
+        "shared_stripes": shared_using,
         "est_lanes1_bpp": _per(sum(s.bound.bits_lanes1 for s in elig), e_px),
         "over256_stripes": len(over), "over256_share": o_px / (h * w),
         "groups_share_of_over256": g_px / o_px if o_px else None,
@@ -375,27 +443,60 @@ def image_report(name: str, cls: str, image: np.ndarray, variants=VARIANTS, thre
                         "entries": s.bound.entries if s.bound else None, "other": s.bound.other if s.bound else None,
                         "group_cols": s.group_cols,
                         "group_fixed_bits": sum(map(_fixed_bits, s.groups)) if s.groups else None} for s in stripes],
-        "variants": {},
     }
-    masks = {"eligible": _rows(h, elig), "over256": _rows(h, over), "groups": _rows(h, grouped)}
-    for label, effort, rows in variants:
-        data = imij_plugins.encode(image, effort=effort, stripe_rows=rows, threads=threads)
-        units, head_bytes, stripe_rows = file_units(data)
-        v = {"effort": effort, "stripe_rows": stripe_rows, "file_bytes": len(data), "head_bytes": head_bytes,
-             "file_bpp": 8 * len(data) / (h * w), "units": len(units),
-             "template_units": sum(u.layout in TEMPLATE_LAYOUTS for u in units)}
-        for part, mask in masks.items():
-            if mask.any():
-                v[f"{part}_bpp"], v[f"{part}_same_pixels"] = attribute(units, mask)
-        per = stripe_spans(units, stripes)
-        if per is not None:  # units nest in the 32-row stripes: per-stripe bytes and layouts
-            v["per_stripe_bytes"] = [b for b, _ in per]
-            v["per_stripe_layouts"] = [l for _, l in per]
-            tpl = [(s, b) for s, (b, l) in zip(stripes, per) if s.bound is not None and set(l) <= set(TEMPLATE_LAYOUTS)]
-            v["eligible_coded_template"] = len(tpl)
-            v["template_stripes_vs_est_fixed"] = (sum(8 * b for _, b in tpl) / sum(_fixed_bits(s.bound) for s, _ in tpl)
-                                                  if tpl else None)
-        rep["variants"][label] = v
+
+
+def variant_report(image: np.ndarray, stripes: Sequence[StripeBound], effort: int, stripe_rows: int | None,
+                   slow_decode: bool = False, threads: int | None = None) -> dict:
+    """One written file's bytes: whole, over the eligible stripes, the stripes of more than 256
+    tuples and those column groups would make eligible; per stripe when its units nest in them."""
+    h, w = image.shape[:2]
+    data = imij_plugins.encode(image, effort=effort, stripe_rows=stripe_rows, slow_decode=slow_decode, threads=threads)
+    units, head_bytes, rows = file_units(data)
+    v = {"effort": effort, "slow_decode": slow_decode, "stripe_rows": rows, "file_bytes": len(data), "head_bytes": head_bytes,
+         "file_bpp": 8 * len(data) / (h * w), "units": len(units),
+         "template_units": sum(u.layout in TEMPLATE_LAYOUTS for u in units)}
+    masks = {"eligible": [s for s in stripes if s.bound is not None], "over256": [s for s in stripes if s.bound is None],
+             "groups": [s for s in stripes if s.groups is not None]}
+    for part, chosen in masks.items():
+        if chosen:
+            v[f"{part}_bpp"], v[f"{part}_same_pixels"] = attribute(units, _rows(h, chosen))
+    per = stripe_spans(units, stripes)
+    if per is not None:  # units nest in the 32-row stripes: per-stripe bytes and layouts
+        v["per_stripe_bytes"] = [b for b, _ in per]
+        v["per_stripe_layouts"] = [layouts for _, layouts in per]
+        tpl = [(s, b, layouts) for s, (b, layouts) in zip(stripes, per)
+               if s.bound is not None and set(layouts) <= set(TEMPLATE_LAYOUTS)]
+        v["eligible_coded_template"] = len(tpl)
+        v["template_stripes_vs_est_fixed"] = (sum(8 * b for _, b, _ in tpl) / sum(_coded_bits(s.bound, l) for s, _, l in tpl)
+                                              if tpl else None)
+        v["over256_bytes_share"] = sum(b for s, (b, _) in zip(stripes, per) if s.bound is None) / sum(b for b, _ in per)
+    return v
+
+
+def mixed_bound(rep: dict, stripes: Sequence[StripeBound], label: str) -> dict:
+    """Whole-image bpp if every eligible stripe cost its estimate with fixed bytes (own entries,
+    or the shared ones) and every other stripe what the ``label`` file spends on it, head not
+    counted; None without that file's per-stripe bytes."""
+    per = rep["variants"][label].get("per_stripe_bytes")
+    if per is None:
+        return {"mix_bpp": None, "mix_shared_bpp": None}
+    over = sum(8 * b for s, b in zip(stripes, per) if s.bound is None)
+    e_px = rep["eligible_share"] * rep["pixels"]
+    own = (rep["est_fixed_bpp"] or 0) * e_px
+    shared = (rep["est_shared_bpp"] or 0) * e_px
+    return {"mix_bpp": (own + over) / rep["pixels"], "mix_shared_bpp": (shared + over) / rep["pixels"]}
+
+
+def image_report(name: str, cls: str, image: np.ndarray, variants=VARIANTS, threads: int | None = None,
+                 best: str = BEST) -> dict:
+    """The estimate and every variant's bytes of one image, as a JSON-able dict."""
+    stripes = stripe_bounds(image)
+    rep = {"image": name, "class": cls, **estimate_report(image, stripes)}
+    rep["variants"] = {label: variant_report(image, stripes, effort, rows, slow, threads)
+                       for label, effort, rows, slow in variants}
+    if best in rep["variants"]:
+        rep.update(mixed_bound(rep, stripes, best))
     return rep
 
 
@@ -412,6 +513,7 @@ COLUMNS = (
     ("est img", lambda r: r["est_image_probs_bpp"], "{:.3f}"),
     ("entries", lambda r: r["entries_bpp"], "{:.3f}"),
     ("est+fixed", lambda r: r["est_fixed_bpp"], "{:.3f}"),
+    ("est+fixed shared", lambda r: r["est_shared_bpp"], "{:.3f}"),
     ("lanes 1", lambda r: r["est_lanes1_bpp"], "{:.3f}"),
 )
 
@@ -441,32 +543,55 @@ def _over_cells(r: dict, label: str) -> list[str]:
     if r["groups_est_fixed_bpp"] is not None:
         groups = (f"{r['groups_share_of_over256']:.0%}: {r['groups_est_fixed_bpp']:.3f} vs "
                   f"{_variant_cell(r, label, 'groups')}")
-    return [f"{r['over256_stripes']} ({r['over256_share']:.0%})", _variant_cell(r, label, "over256"), groups]
+    share = r["variants"].get(label, {}).get("over256_bytes_share")
+    bytes_share = f" / {share:.0%}" if share is not None else ""
+    return [f"{r['over256_stripes']} ({r['over256_share']:.0%}{bytes_share})", _variant_cell(r, label, "over256"), groups]
 
 
-def markdown(reports: Sequence[dict], labels: Sequence[str], best: str = "e9/32") -> str:
+def markdown(reports: Sequence[dict], labels: Sequence[str], best: str = BEST) -> str:
     """Per class: per image and the class medians, the estimate and each variant's bpp over the
     eligible pixels, how the ``best`` variant codes the eligible stripes, and the stripes of more
-    than 256 tuples (their bpp at ``best``, and the column group estimate with fixed bytes)."""
+    than 256 tuples (their bpp at ``best``, and the column group estimate with fixed bytes); then
+    the whole images' bpp beside the mixed bounds."""
     head = (["image", "size"] + [c for c, _, _ in COLUMNS] + labels
-            + [f"tpl {best}", f"{best} / est+fixed", ">256 (share)", f">256 {best}", "groups: cover, est+fixed vs " + best])
+            + [f"tpl {best}", f"{best} / est+fixed", f">256 (pixels / {best} bytes)", f">256 {best}", "groups: cover, est+fixed vs " + best])
     lines = []
     for cls in dict.fromkeys(r["class"] for r in reports):
         rows = [r for r in reports if r["class"] == cls]
-        lines += [f"\n#### {cls} ({len(rows)} images)\n", "| " + " | ".join(head) + " |",
+        lines += [f"\n#### {cls}: over the eligible stripes ({len(rows)} images)\n", _row(head),
                   "|---|---|" + "---:|" * (len(head) - 2)]
         for r in rows:
             cells = [r["image"], "x".join(map(str, r["shape"][1::-1]))]
             cells += [_fmt(get(r), spec) for _, get, spec in COLUMNS]
             cells += [_variant_cell(r, lab, "eligible") for lab in labels]
-            cells += _template_cells(r, best) + _over_cells(r, best)
-            lines.append("| " + " | ".join(cells) + " |")
+            lines.append(_row(cells + _template_cells(r, best) + _over_cells(r, best)))
         med = ["**median**", ""] + [_fmt(_median([get(r) for r in rows]), spec) for _, get, spec in COLUMNS]
-        med += [_fmt(_median([r["variants"][lab].get("eligible_bpp") for r in rows]), "{:.3f}") for lab in labels]
+        med += [_same_median(rows, lab) for lab in labels]
         med += ["", _fmt(_median([r["variants"].get(best, {}).get("template_stripes_vs_est_fixed") for r in rows]), "{:.2f}"),
                 _fmt(_median([r["over256_share"] for r in rows]), "{:.0%}"), "", ""]
-        lines.append("| " + " | ".join(med) + " |")
+        lines.append(_row(med))
+        whole = ["image"] + [f"{lab} file" for lab in labels] + ["mix", "mix shared"]
+        lines += [f"\n#### {cls}: whole images (bpp of the file; mix: eligible stripes at est+fixed, the others "
+                  f"as {best} codes them, no head)\n", _row(whole), "|---|" + "---:|" * (len(whole) - 1)]
+        fields = [lambda r, lab=lab: r["variants"][lab]["file_bpp"] for lab in labels]
+        fields += [lambda r: r.get("mix_bpp"), lambda r: r.get("mix_shared_bpp")]
+        for r in rows:
+            lines.append(_row([r["image"]] + [_fmt(f(r), "{:.3f}") for f in fields]))
+        lines.append(_row(["**median**"] + [_fmt(_median([f(r) for r in rows]), "{:.3f}") for f in fields]))
     return "\n".join(lines) + "\n"
+
+
+def _same_median(rows: Sequence[dict], label: str) -> str:
+    """The median of a variant's bpp over the eligible pixels, of the images where it is over
+    those pixels ("(k/n)": only k of the n images with eligible stripes)."""
+    with_eligible = [r["variants"][label] for r in rows if r["eligible_stripes"]]
+    same = [v["eligible_bpp"] for v in with_eligible if v.get("eligible_same_pixels")]
+    note = f" ({len(same)}/{len(with_eligible)})" if len(same) < len(with_eligible) else ""
+    return _fmt(_median(same), "{:.3f}") + note
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
 
 
 def _median(values: Sequence[float | None]) -> float | None:
@@ -492,7 +617,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
             continue
         reports.append(image_report(record["name"], record["class"], image, threads=args.threads))
         print(f"done {record['name']}", file=sys.stderr)
-    text = markdown(reports, [lab for lab, _, _ in VARIANTS])
+    text = markdown(reports, [v[0] for v in VARIANTS])
     print(text)
     if args.markdown:
         args.markdown.write_text(text)

@@ -130,7 +130,7 @@ def test_report_attributes_every_unit_byte():
     image = np.zeros((80, 96, 3), np.uint8)
     image[:, :, 0] = rng.integers(0, 4, (80, 96)) * 60  # few tuples: eligible stripes
     image[40:64] = rng.integers(0, 256, (24, 96, 3))  # many tuples: rows 32..63 are not
-    rep = tb.image_report("t", "graphics", image, variants=(("e5", 5, None), ("e5/32", 5, 32)))
+    rep = tb.image_report("t", "graphics", image, variants=(("e5", 5, None, False), ("e5/32", 5, 32, False)))
     assert rep["stripes"] == 3 and rep["eligible_stripes"] == 2
     assert rep["eligible_share"] == pytest.approx(48 / 80) and rep["over256_share"] == pytest.approx(32 / 80)
     v = rep["variants"]["e5/32"]
@@ -144,3 +144,18 @@ def test_report_attributes_every_unit_byte():
     eligible = 8 * (v["per_stripe_bytes"][0] + v["per_stripe_bytes"][2]) / (48 * 96)
     assert v["eligible_bpp"] == pytest.approx(eligible)
     assert rep["est_bpp"] < rep["est_fixed_bpp"]
+
+
+def test_main_writes_the_tables_and_json(tmp_path):
+    tb = _module()
+    corpus = load_script("corpus")
+    rng = np.random.default_rng(5)
+    page = np.full((70, 90, 3), 255, np.uint8)
+    page[8:60:6, 5:80] = rng.integers(0, 3, (9, 75, 1)) * 40  # text-like lines of a few grays
+    corpus.write_corpus(tmp_path / "c", [corpus.Entry("page", "screenshot", "generated", "none", "lines", page)])
+    out = tmp_path / "bound.json"
+    reports = tb.main(["--corpus", str(tmp_path / "c"), "--json", str(out), "--markdown", str(tmp_path / "b.md")])
+    assert [r["image"] for r in reports] == ["page"] and reports[0]["eligible_share"] == 1.0
+    text = (tmp_path / "b.md").read_text()
+    assert "| page | 90x70 |" in text and text.count("| **median** |") == 2
+    assert "e9s/32" in reports[0]["variants"] and out.exists()
