@@ -56,7 +56,7 @@ SDIST_FILES = ("LICENSE", "CHANGELOG.md", "README.md", "MANIFEST.in", "docs/spec
 NOT_RELEASED = re.compile(r"\.ci/.*|(.*/)?\.gitignore")
 
 # Tests of the sdist that read its other files (the spec, test data) and need no optional extra
-# (the README's examples use zarr and xarray), run from the unpacked sdist against the wheel.
+# (the examples in README.md and docs/INTEGRATIONS.md use zarr and xarray), run from the unpacked sdist against the wheel.
 SDIST_TESTS = ("tests/registry", "tests/fuzz/test_regressions.py", "tests/test_cli.py")
 
 # What cibuildwheel builds on each runner of .github/workflows/wheels.yml (platform, CIBW_ARCHS).

@@ -13,7 +13,7 @@ SHORT, RATIONAL = 3, 5  # TIFF field types
 _ORDERS = {b"II": "<", b"MM": ">"}
 
 
-def _ifd0(exif: bytes) -> tuple[str, dict[int, bytes], int]:
+def ifd0(exif: bytes) -> tuple[str, dict[int, bytes], int]:
     """Byte order, IFD0's 12-byte entries by tag (as stored) and the next-IFD offset (IFD1, or 0)."""
     order = _ORDERS.get(exif[:2])
     if order is None or len(exif) < 4 or struct.unpack(order + "H", exif[2:4])[0] != 42:
@@ -38,7 +38,7 @@ def with_ifd0_tags(exif: bytes | None, tags: dict[int, tuple[int, tuple[int, ...
     Raises Corrupt when ``exif``'s header or IFD0 does not parse."""
     if exif:
         base = bytes(exif)
-        order, entries, next_ifd = _ifd0(base)
+        order, entries, next_ifd = ifd0(base)
     else:
         base, order, entries, next_ifd = b"II*\x00\x00\x00\x00\x00", "<", {}, 0
     base += b"\x00" * (len(base) % 2)  # an IFD starts on a word boundary (TIFF 6.0, section 2)

@@ -53,7 +53,7 @@ def dpi_from_exif(exif: bytes) -> tuple[float, float] | None:
     if exif.startswith(EXIF_PREFIX):
         exif = exif[len(EXIF_PREFIX) :]
     try:
-        order, entries, _ = exif_ifd._ifd0(exif)
+        order, entries, _ = exif_ifd.ifd0(exif)
     except (Corrupt, struct.error):
         return None
     x, y = (_number(exif, order, entries.get(tag)) for tag in (X_RESOLUTION, Y_RESOLUTION))
