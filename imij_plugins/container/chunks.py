@@ -76,10 +76,15 @@ def read_chunk(
     if end - pos < 4:
         raise Corrupt("chunk tag runs past the end of the file")
     tag = bytes(buf[pos : pos + 4])
-    check_tag(tag)
-    if is_critical(tag) and tag not in KNOWN_CRITICAL:  # 1.1: unknown critical chunk
-        raise Unsupported(f"unknown critical chunk {tag.decode()}")
-    length, payload_start = read_varint(buf, pos + 4, end, f"chunk {tag.decode()} length")
+    if tag not in KNOWN_TAGS:  # a known tag is four letters and no unknown critical chunk
+        check_tag(tag)
+        if is_critical(tag):  # 1.1: unknown critical chunk
+            raise Unsupported(f"unknown critical chunk {tag.decode()}")
+    try:  # the field's name is built only for the error
+        length, payload_start = read_varint(buf, pos + 4, end)
+    except Corrupt:
+        read_varint(buf, pos + 4, end, f"chunk {tag.decode()} length")
+        raise
     if length == 0:  # 1.1: open chunk, only critical chunks may be open
         if not is_critical(tag):
             raise Corrupt(f"ancillary chunk {tag.decode()} is open (length 0)")

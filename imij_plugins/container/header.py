@@ -85,10 +85,13 @@ class Header:
     @property
     def features(self) -> frozenset[int]:
         """The header's feature set (0.1): the mask plus the features its fields imply."""
+        lossy, wide = self.coding in (1, 2), self.sample in SAMPLES_32_CODES
+        if not (lossy or wide):  # nothing implied: the mask itself, asked for several times a read
+            return self.mask
         implied = set()
-        if self.coding in (1, 2):
+        if lossy:
             implied.add(FeatureId.LOSSY)
-        if self.sample in SAMPLES_32_CODES:
+        if wide:
             implied.add(FeatureId.SAMPLES_32)
         return self.mask | implied
 

@@ -134,7 +134,8 @@ def read_lossless_head(cur: Cursor, header: Header) -> LosslessHead:
         raise Corrupt(f"group_cols {group_cols} outside 1 ..= width - 1")
     head = LosslessHead(present, lanes, Geometry(header.width, header.height, stripe_rows, group_cols))
     if not quick:  # 2.13: maps, models_len and models are absent in quick payloads
-        head.maps = [_read_map(cur, header) for _ in range(coded_channels(header))]
+        value_bytes = map_value_bytes(header)
+        head.maps = [_read_map(cur, header, value_bytes) for _ in range(coded_channels(header))]
         head.models = bytes(cur.take(cur.varint("models_len"), "models"))
     if present & PRESENT_RECORDS:
         head.records = read_records(cur.sub(cur.varint("records_len"), "head records"))
@@ -143,13 +144,20 @@ def read_lossless_head(cur: Cursor, header: Header) -> LosslessHead:
     return head
 
 
-def _read_map(cur: Cursor, header: Header) -> ChannelMap:
-    """2.1: mode u8, bits u8, value (u16, or u32 for 32- and 64-bit samples), mode 9's table."""
-    mode = cur.u8("map mode")
-    if mode > 9:  # 0.3: map mode is closed
-        raise Corrupt(f"channel map mode {mode}")
-    bits = cur.u8("map bits")
-    value = cur.uint_le(map_value_bytes(header), "map value")
+def _read_map(cur: Cursor, header: Header, value_bytes: int) -> ChannelMap:
+    """2.1: mode u8, bits u8, value (u16, or u32 for 32- and 64-bit samples: ``value_bytes``),
+    mode 9's table."""
+    pos, buf = cur.pos, cur.buf
+    if cur.end - pos >= 2 + value_bytes and buf[pos] <= 9:  # the fields are there: one slice
+        mode, bits = buf[pos], buf[pos + 1]
+        value = int.from_bytes(buf[pos + 2 : pos + 2 + value_bytes], "little")
+        cur.pos = pos + 2 + value_bytes
+    else:  # field by field, for the error that names the field
+        mode = cur.u8("map mode")
+        if mode > 9:  # 0.3: map mode is closed
+            raise Corrupt(f"channel map mode {mode}")
+        bits = cur.u8("map bits")
+        value = cur.uint_le(value_bytes, "map value")
     table: tuple[int, ...] = ()
     if mode == 9:
         if FeatureId.VALUE_TABLES not in header.features:
