@@ -6,7 +6,7 @@
  * operations (each step's operations are rebuilt from the plane, last step first).
  *
  * Plain C99, no globals, no allocation: the caller passes the output planes and the index
- * scratch. Every read of `body` is bounds-checked; every plane index is below width * height.
+ * scratch (the SIMD path's lane-major ring, at most 49 KiB, is on the stack). Every read of `body` is bounds-checked; every plane index is below width * height.
  */
 #include <string.h>
 
@@ -106,12 +106,13 @@ static inline uint32_t taking(const lanes_t *ln, uint32_t x)
     return x < ln->width[ln->active - 1] ? ln->active : ln->active - 1;
 }
 
-/* The decoders' index plane is a ring of three padded rows (stride S = w + 4, two zero columns
- * on each side, so every template read is a plain load: rows above the stripe and columns outside
- * the group read 0, 2.10): row r and the two above it, which are all a template reads; rows
- * above the stripe are the ring's zero rows at the start. RING_SLACK bytes after the ring keep
- * the SIMD steps' 4-byte gathers at a row's right end in bounds. (The encoder's side pads the
- * whole known plane the same way: pad_plane.) */
+/* The scalar decoders' index plane is a ring of three padded rows (stride S = w + 4, two zero
+ * columns on each side, so every template read is a plain load: rows above the stripe and
+ * columns outside the group read 0, 2.10): row r and the two above it, which are all a template
+ * reads; rows above the stripe are the ring's zero rows at the start. The caller's scratch keeps
+ * RING_SLACK bytes past the ring (bilevel.h); the SIMD path uses it for one row-major row and the
+ * 16-byte stores of the last lane's last block (up to lanes * lw < 2 w bytes). (The encoder's
+ * side pads the whole known plane the same way: pad_plane.) */
 #define RING_SLACK 16
 
 static inline uint8_t *ring_row(uint8_t *P, size_t S, uint32_t r2) { return P + (size_t)(r2 % 3) * S + 2; } /* r2 = r + 2 */
@@ -218,125 +219,20 @@ static void sink_row(const row_sink *k, uint32_t r, const uint8_t *src)
 }
 #undef SINK_SAMPLES
 
-/* A phase reads at most 16 words (one per lane), 32 bytes: the SIMD steps read the stream in place
- * while 32 bytes are left, then from a zero-padded copy of its last 32 bytes; a step that took
- * words past the end is the stream running short, as the scalar path's first missing word is. */
-#define LVL_TAIL 32
-
-typedef struct {
-    size_t at;                    /* where the copy starts in the stream */
-    uint8_t bytes[2 * LVL_TAIL];  /* the stream's last LVL_TAIL bytes, then zeros */
-} lvl_tail;
-
-static void tail_of(lvl_tail *tl, const lvl_rans *rs)
-{
-    tl->at = rs->len > LVL_TAIL ? rs->len - LVL_TAIL : 0;
-    memset(tl->bytes, 0, sizeof tl->bytes);
-    memcpy(tl->bytes, rs->s + tl->at, rs->len - tl->at);
-}
-
-/* The word pointer of a SIMD phase: in place, or in the tail copy near the end. */
-static inline const uint8_t *words_at(const lvl_rans *rs, const lvl_tail *tl)
-{
-    return rs->len - rs->pos >= LVL_TAIL ? rs->s + rs->pos : tl->bytes + (rs->pos - tl->at);
-}
-
-/* 3.1 after a SIMD phase that read from `from` up to `to`: advance, or E_WORDS past the end. */
-static inline int words_taken(lvl_rans *rs, const uint8_t *from, const uint8_t *to)
-{
-    rs->pos += (size_t)(to - from);
-    return rs->pos > rs->len ? IMIJ_LVL_E_WORDS : 0;
-}
-
-/* Each active lane's first column, 16 entries (0 past the active lanes). */
-static void lane_offsets(const lanes_t *ln, int32_t *offs)
-{
-    for (uint32_t l = 0; l < 16; l++)
-        offs[l] = l < ln->active ? (int32_t)ln->start[l] : 0;
-}
-
-#if IMIJ_ENT_AVX2
-/* 2.10 / 2.14: the binary decision of 8 lanes (3.1's state update with t = 1 if slot >= p) and
- * their renormalization; returns t (0 or 1 per lane), st updated for the `live` lanes. */
-static inline AVX2_FN __m256i simd_binary(uint32_t *st, __m256i p, __m256i live, const uint8_t **w)
-{
-    __m256i x = _mm256_loadu_si256((const __m256i *)st);
-    __m256i slot = _mm256_and_si256(x, _mm256_set1_epi32(LVL_M - 1u));
-    __m256i t = _mm256_cmpgt_epi32(slot, _mm256_sub_epi32(p, _mm256_set1_epi32(1))); /* slot >= p */
-    __m256i freq = _mm256_blendv_epi8(p, _mm256_sub_epi32(_mm256_set1_epi32(LVL_M), p), t);
-    __m256i bias = _mm256_and_si256(p, t);
-    __m256i y = _mm256_sub_epi32(_mm256_add_epi32(_mm256_mullo_epi32(freq, _mm256_srli_epi32(x, LVL_M_BITS)), slot),
-                                 bias);
-    y = _mm256_blendv_epi8(x, simd_renorm(y, live, w), live);
-    _mm256_storeu_si256((__m256i *)st, y);
-    return _mm256_and_si256(t, _mm256_set1_epi32(1));
-}
-
-/* 2.10 step x >= 1 of lanes 0..la-1 (the context slides, see decode_binary): ctx and last (each
- * lane's previous context and t) in and out, t stored at (r, c). */
-static AVX2_FN int binary_step_simd(lvl_rans *rs, const lvl_tail *tl, const uint32_t *prob, uint32_t *ctx,
-                                    uint32_t *last, uint8_t *row, const uint8_t *up, const uint8_t *up2,
-                                    const int32_t *offs, uint32_t x, uint32_t la)
-{
-    const __m256i lane_no = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), byte = _mm256_set1_epi32(0xff);
-    const uint8_t *from = words_at(rs, tl), *w = from;
-    for (uint32_t h = 0; h < (la > 8 ? 2u : 1u); h++) {
-        __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)la - 8 * (int)h), lane_no);
-        __m256i off = _mm256_loadu_si256((const __m256i *)(offs + 8 * h));
-        __m256i prev = _mm256_loadu_si256((const __m256i *)(ctx + 8 * h));
-        __m256i t_w = _mm256_loadu_si256((const __m256i *)(last + 8 * h)); /* (r, c - 1) */
-        __m256i a = _mm256_and_si256(
-            _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)(up2 + x + 1), off, live, 1), byte);
-        __m256i b = _mm256_and_si256(
-            _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)(up + x + 2), off, live, 1), byte);
-        /* (prev >> 1) & 3 | a << 2 | ((prev >> 4) & 15) << 3 | b << 7 | ((prev >> 9) & 1) << 8 | t_w << 9 */
-        __m256i cx = _mm256_and_si256(_mm256_srli_epi32(prev, 1), _mm256_set1_epi32(0x17b));
-        cx = _mm256_or_si256(cx, _mm256_or_si256(_mm256_slli_epi32(a, 2), _mm256_slli_epi32(b, 7)));
-        cx = _mm256_or_si256(cx, _mm256_slli_epi32(t_w, 9));
-        __m256i p = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)prob, cx, live, 4);
-        __m256i t = simd_binary(rs->st + 8 * h, p, live, &w);
-        _mm256_storeu_si256((__m256i *)(ctx + 8 * h), cx);
-        _mm256_storeu_si256((__m256i *)(last + 8 * h), t);
-    }
-    for (uint32_t l = 0; l < la; l++)
-        row[offs[l] + x] = (uint8_t)last[l];
-    return words_taken(rs, from, w);
-}
-#endif
-
-/* 2.10: every pixel's t, step by step, lanes ascending. The context slides along the lane:
- * from (r, c - 1) to (r, c) the rows above shift by one column and take one new pixel each
- * (k 2: (r - 2, c + 1), k 7: (r - 1, c + 2)), and the current row takes the pixel just decoded.
- * At x = 0 the current-row pixels are left of the lane's first column: they read one row up. */
-/* 2.10: every pixel's t, step by step, lanes ascending. The context slides along the lane:
- * from (r, c - 1) to (r, c) the rows above shift by one column and take one new pixel each
- * (k 2: (r - 2, c + 1), k 7: (r - 1, c + 2)), and the current row takes the pixel just decoded.
- * At x = 0 the current-row pixels are left of the lane's first column: they read one row up. */
-static int decode_binary(lvl_rans *rs, const uint16_t *prob16, uint8_t *P, size_t S, uint32_t h, const lanes_t *ln,
+/* 2.10: every pixel's t, step by step, lanes ascending (the scalar path). The context slides
+ * along the lane: from (r, c - 1) to (r, c) the rows above shift by one column and take one new
+ * pixel each (k 2: (r - 2, c + 1), k 7: (r - 1, c + 2)), and the current row takes the pixel
+ * just decoded. At x = 0 the current-row pixels are left of the lane's first column: they read
+ * one row up. */
+static int decode_binary(lvl_rans *rs, const uint16_t *prob, uint8_t *P, size_t S, uint32_t h, const lanes_t *ln,
                          const row_sink *sink)
 {
-    uint32_t ctx[16] = {0}, last[16] = {0}, prob[1024];
-    int32_t offs[16];
-    lvl_tail tl;
-    int simd = IMIJ_ENT_AVX2 && imij_entropy_simd(-1) >= 1;
-    for (uint32_t i = 0; i < 1024; i++) /* 32-bit entries: a gather reads 4 bytes */
-        prob[i] = prob16[i];
-    lane_offsets(ln, offs);
-    if (simd)
-        tail_of(&tl, rs);
+    uint32_t ctx[16] = {0}, last[16] = {0};
     for (uint32_t r = 0; r < h; r++) {
         uint8_t *row = ring_row(P, S, r + 2);
         const uint8_t *up = ring_row(P, S, r + 1), *up2 = ring_row(P, S, r);
         for (uint32_t x = 0; x < ln->lw; x++) {
             uint32_t la = taking(ln, x);
-#if IMIJ_ENT_AVX2
-            if (simd && x) {
-                int err = binary_step_simd(rs, &tl, prob, ctx, last, row, up, up2, offs, x, la);
-                if (err)
-                    return err;
-                continue;
-            }
-#endif
             for (uint32_t l = 0; l < la; l++) {
                 ptrdiff_t c = (ptrdiff_t)ln->start[l] + x; /* signed: c - 2 and c - 1 reach the zero padding */
                 uint32_t cx, t;
@@ -364,17 +260,6 @@ static int decode_binary(lvl_rans *rs, const uint16_t *prob16, uint8_t *P, size_
 /* 2.14: the candidate order c_j = t_5, t_6, t_4, t_8, t_1 (N, NE, NW, WW, NN). */
 static const int cand_k[5] = {5, 6, 4, 8, 1};
 
-/* Open lanes from which the candidate phases of a step run in vectors (fewer: one by one). */
-#define CANDIDATES_SIMD 3
-
-/* At least k bits of v set (no popcnt instruction in the baseline target). */
-static inline int at_least(uint32_t v, int k)
-{
-    for (; k > 1 && v; k--)
-        v &= v - 1;
-    return v != 0;
-}
-
 /* 2.14 candidate phase j for a pixel whose template is t: the candidate c_j, and its context
  * 8 j + min(count of t_k equal to c_j, 7), or -1 when the phase skips it (c_j equals W or an
  * earlier candidate). */
@@ -392,143 +277,11 @@ static inline int candidate(const uint32_t *t, int j, uint32_t *cj)
     return 8 * j + (int)(hits < 7 ? hits : 7u);
 }
 
-#if IMIJ_ENT_AVX2
-/* 2.14 phase 0 of step x >= 2 for lanes 0..la-1 (W and t_8 inside the lane: the values of steps
- * x - 1 and x - 2, w1 and w2): each lane's m, and its value where m settles it (W when m = 0,
- * 1 - W when m = 1 and n <= 2) in vals, which may be w2 (each half reads it before writing).
- * *open: the lanes left open (m = 1, n > 2) as bits. */
-static AVX2_FN int template_phase0_simd(lvl_rans *rs, const lvl_tail *tl, const uint32_t *p32, uint32_t n,
-                                        const uint8_t *up, const uint8_t *up2, const int32_t *offs, uint32_t x,
-                                        uint32_t la, const uint32_t *w1, const uint32_t *w2, uint32_t *vals,
-                                        uint32_t *open)
-{
-    const __m256i lane_no = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), zero = _mm256_setzero_si256();
-    const __m256i one = _mm256_set1_epi32(1);
-    const uint8_t *from = words_at(rs, tl), *w = from;
-    uint32_t bits = 0;
-    for (uint32_t h = 0; h < (la > 8 ? 2u : 1u); h++) {
-        __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)la - 8 * (int)h), lane_no);
-        __m256i off = _mm256_loadu_si256((const __m256i *)(offs + 8 * h));
-        __m256i W = _mm256_loadu_si256((const __m256i *)(w1 + 8 * h));
-        __m256i t8 = _mm256_loadu_si256((const __m256i *)(w2 + 8 * h));
-        __m256i g0 = _mm256_mask_i32gather_epi32(zero, (const int *)(up2 + x - 1), off, live, 1); /* t0 t1 t2 */
-        __m256i g1 = _mm256_mask_i32gather_epi32(zero, (const int *)(up + x - 2), off, live, 1);  /* t3 .. t6 */
-        __m256i t7 = _mm256_and_si256(_mm256_mask_i32gather_epi32(zero, (const int *)(up + x + 2), off, live, 1),
-                                      _mm256_set1_epi32(0xff));
-        __m256i wb = _mm256_or_si256(W, _mm256_slli_epi32(W, 8));
-        wb = _mm256_or_si256(wb, _mm256_slli_epi32(wb, 16)); /* W in every byte */
-        /* t_k == W as bit k: bytes of g0 -> bits 0-2, of g1 -> bits 3-6, folded into byte 0 */
-        __m256i e = _mm256_or_si256(_mm256_and_si256(_mm256_cmpeq_epi8(g0, wb), _mm256_set1_epi32(0x00040201)),
-                                    _mm256_and_si256(_mm256_cmpeq_epi8(g1, wb), _mm256_set1_epi32(0x40201008)));
-        e = _mm256_or_si256(e, _mm256_srli_epi32(e, 16));
-        e = _mm256_and_si256(_mm256_or_si256(e, _mm256_srli_epi32(e, 8)), _mm256_set1_epi32(0x7f));
-        e = _mm256_or_si256(e, _mm256_and_si256(_mm256_cmpeq_epi32(t7, W), _mm256_set1_epi32(1 << 7)));
-        e = _mm256_or_si256(e, _mm256_and_si256(_mm256_cmpeq_epi32(t8, W), _mm256_set1_epi32(1 << 8)));
-        e = _mm256_or_si256(e, _mm256_and_si256(_mm256_cmpeq_epi32(W, zero), _mm256_set1_epi32(1 << 9)));
-        __m256i p = _mm256_mask_i32gather_epi32(zero, (const int *)p32, e, live, 4);
-        __m256i m = simd_binary(rs->st + 8 * h, p, live, &w);
-        __m256i settled = n <= 2 ? _mm256_xor_si256(W, m) : W; /* 1 - W for W in {0, 1} */
-        _mm256_storeu_si256((__m256i *)(vals + 8 * h), settled);
-        if (n > 2)
-            bits |= (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(m, one))) << 8 * h;
-    }
-    *open = bits & ((1u << la) - 1u);
-    return words_taken(rs, from, w);
-}
-#endif
-
-#if IMIJ_ENT_AVX2
-/* 2.14 candidate phases j = 0..=4 of step x >= 2 over the lanes left open by phase 0 (*open, as
- * bits; W and t_8 already in `row`): each lane's c_j, skip rule and context as candidate() makes
- * them, for all five phases at once, then each phase's binary decisions, lanes ascending (half 0,
- * then half 1). A lane whose decision is 0 takes c_j and leaves *open; the rest go to the escape
- * phase. */
-static AVX2_FN int template_candidates_simd(lvl_rans *rs, const lvl_tail *tl, const uint32_t *q32, uint8_t *row,
-                                            const uint8_t *up, const uint8_t *up2, const int32_t *offs, uint32_t x,
-                                            uint32_t *open)
-{
-    const __m256i zero = _mm256_setzero_si256(), byte = _mm256_set1_epi32(0xff), ones = _mm256_set1_epi32(0x01010101);
-    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
-    __m256i cand[2][5], ctx[2][5], skip[2][5], live[2];
-    uint32_t halves = *open >> 8 ? 2u : 1u, left = *open;
-    for (uint32_t h = 0; h < halves; h++) {
-        __m256i lv = _mm256_and_si256(_mm256_set1_epi32((int)(left >> 8 * h & 0xff)), bit);
-        lv = live[h] = _mm256_cmpeq_epi32(lv, bit);
-        __m256i off = _mm256_loadu_si256((const __m256i *)(offs + 8 * h));
-        __m256i g0 = _mm256_mask_i32gather_epi32(zero, (const int *)(up2 + x - 1), off, lv, 1); /* t0 t1 t2 */
-        __m256i g1 = _mm256_mask_i32gather_epi32(zero, (const int *)(up + x - 2), off, lv, 1);  /* t3 .. t6 */
-        __m256i g2 = _mm256_mask_i32gather_epi32(zero, (const int *)(row + x - 2), off, lv, 1); /* t8 W */
-        __m256i t7 = _mm256_and_si256(_mm256_mask_i32gather_epi32(zero, (const int *)(up + x + 2), off, lv, 1), byte);
-        __m256i W = _mm256_and_si256(_mm256_srli_epi32(g2, 8), byte);
-        __m256i *c = cand[h]; /* c_j = t_5, t_6, t_4, t_8, t_1 */
-        c[0] = _mm256_and_si256(_mm256_srli_epi32(g1, 16), byte), c[1] = _mm256_srli_epi32(g1, 24);
-        c[2] = _mm256_and_si256(_mm256_srli_epi32(g1, 8), byte), c[3] = _mm256_and_si256(g2, byte);
-        c[4] = _mm256_and_si256(_mm256_srli_epi32(g0, 8), byte);
-        for (int j = 0; j < 5; j++) {
-            __m256i cb = _mm256_mullo_epi32(c[j], ones); /* c_j in every byte */
-            __m256i e = _mm256_add_epi32(_mm256_and_si256(_mm256_cmpeq_epi8(g0, cb), _mm256_set1_epi32(0x00010101)),
-                                         _mm256_and_si256(_mm256_cmpeq_epi8(g1, cb), ones));
-            e = _mm256_add_epi32(e, _mm256_and_si256(_mm256_cmpeq_epi8(g2, cb), _mm256_set1_epi32(0x0101)));
-            __m256i hits = _mm256_sub_epi32(_mm256_srli_epi32(_mm256_mullo_epi32(e, ones), 24),
-                                            _mm256_cmpeq_epi32(t7, c[j])); /* bytes summed, plus t_7 */
-            ctx[h][j] = _mm256_add_epi32(_mm256_min_epu32(hits, _mm256_set1_epi32(7)), _mm256_set1_epi32(8 * j));
-            __m256i sk = _mm256_cmpeq_epi32(c[j], W);
-            for (int k = 0; k < j; k++)
-                sk = _mm256_or_si256(sk, _mm256_cmpeq_epi32(c[j], c[k]));
-            skip[h][j] = sk;
-        }
-    }
-    for (int j = 0; j < 5 && left; j++) {
-        const uint8_t *from = words_at(rs, tl), *w = from;
-        for (uint32_t h = 0; h < halves; h++) {
-            __m256i part = _mm256_andnot_si256(skip[h][j], live[h]);
-            if (_mm256_testz_si256(part, part))
-                continue;
-            __m256i p = _mm256_mask_i32gather_epi32(zero, (const int *)q32, ctx[h][j], part, 4);
-            __m256i b = simd_binary(rs->st + 8 * h, p, part, &w);
-            __m256i done = _mm256_and_si256(part, _mm256_cmpeq_epi32(b, zero));
-            uint32_t dm = (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(done));
-            if (dm) {
-                uint32_t cv[8];
-                _mm256_storeu_si256((__m256i *)cv, cand[h][j]);
-                for (uint32_t d = dm; d; d &= d - 1) {
-                    uint32_t i = imij_ctz32(d);
-                    row[offs[8 * h + i] + x] = (uint8_t)cv[i];
-                }
-                live[h] = _mm256_andnot_si256(done, live[h]);
-                left &= ~(dm << 8 * h);
-            }
-        }
-        int err = words_taken(rs, from, w);
-        if (err)
-            return err;
-    }
-    *open = left;
-    return 0;
-}
-#endif
-
-/* 2.14: the ten template pixels of lane column c (x >= 2: W and t_8 in the current row). */
-static inline void template_of(const uint8_t *row, const uint8_t *up, const uint8_t *up2, ptrdiff_t c, uint32_t *t)
-{
-    t[0] = up2[c - 1], t[1] = up2[c], t[2] = up2[c + 1], t[3] = up[c - 2], t[4] = up[c - 1], t[5] = up[c];
-    t[6] = up[c + 1], t[7] = up[c + 2], t[8] = row[c - 2], t[9] = row[c - 1];
-}
-
+/* 2.14: every pixel's index, step by step (the scalar path): phase 0 over the lanes, then the
+ * candidate and escape phases over the lanes phase 0 left open. */
 static int decode_template(lvl_rans *rs, const imij_template_tables *tt, uint32_t n, const uint8_t *rows,
                            uint8_t *P, size_t S, uint32_t h, const lanes_t *ln, const row_sink *sink)
 {
-    uint32_t p32[1024], q32[40], hist[2][16] = {{0}};
-    int32_t offs[16];
-    lvl_tail tl;
-    int simd = IMIJ_ENT_AVX2 && imij_entropy_simd(-1) >= 1;
-    for (uint32_t i = 0; i < 1024; i++) /* 32-bit entries: a gather reads 4 bytes */
-        p32[i] = tt->p[i];
-    for (uint32_t i = 0; i < 40; i++)
-        q32[i] = tt->q[i];
-    lane_offsets(ln, offs);
-    if (simd)
-        tail_of(&tl, rs);
     for (uint32_t r = 0; r < h; r++) {
         uint8_t *row = ring_row(P, S, r + 2);
         const uint8_t *up = ring_row(P, S, r + 1), *up2 = ring_row(P, S, r);
@@ -539,35 +292,7 @@ static int decode_template(lvl_rans *rs, const imij_template_tables *tt, uint32_
         }
         for (uint32_t x = 0; x < ln->lw; x++) {
             uint32_t tk[16][10], open[16], nopen = 0, la = taking(ln, x);
-            uint32_t *w1 = hist[x & 1], *w2 = hist[(x & 1) ^ 1]; /* values of steps x - 1, x - 2 */
-            uint32_t reload = (1u << la) - 1u; /* lanes whose value w2 takes from the row after the step */
             /* 1. phase 0, every active lane */
-#if IMIJ_ENT_AVX2
-            if (simd && x >= 2) { /* settled values go straight to w2, which then holds step x */
-                int err = template_phase0_simd(rs, &tl, p32, n, up, up2, offs, x, la, w1, w2, w2, &reload);
-                if (err)
-                    return err;
-                if (at_least(reload, CANDIDATES_SIMD)) { /* every candidate phase in vectors */
-                    uint32_t left = reload;
-                    for (uint32_t l = 0; l < la; l++)
-                        row[(size_t)offs[l] + x] = (uint8_t)w2[l];
-                    err = template_candidates_simd(rs, &tl, q32, row, up, up2, offs, x, &left);
-                    if (err)
-                        return err;
-                    for (; left; left &= left - 1)
-                        open[nopen++] = imij_ctz32(left);
-                    goto escape;
-                }
-                for (uint32_t l = 0; l < la; l++) {
-                    ptrdiff_t c = (ptrdiff_t)offs[l] + x; /* signed: c - 2 and c - 1 reach the zero padding */
-                    row[c] = (uint8_t)w2[l];
-                    if (reload >> l & 1) {
-                        template_of(row, up, up2, c, tk[l]);
-                        open[nopen++] = l;
-                    }
-                }
-            } else
-#endif
             for (uint32_t l = 0; l < la; l++) {
                 ptrdiff_t c = (ptrdiff_t)ln->start[l] + x; /* signed: c - 2 and c - 1 reach the zero padding */
                 uint32_t t0 = up2[c - 1], t1 = up2[c], t2 = up2[c + 1], t3 = up[c - 2], t4 = up[c - 1], t5 = up[c],
@@ -579,7 +304,7 @@ static int decode_template(lvl_rans *rs, const imij_template_tables *tt, uint32_
                               (uint32_t)(t5 == W) << 5 | (uint32_t)(t6 == W) << 6 | (uint32_t)(t7 == W) << 7 |
                               (uint32_t)(t8 == W) << 8;
                 uint32_t m;
-                int err = binary(rs, l, p32[cx], &m);
+                int err = binary(rs, l, tt->p[cx], &m);
                 if (err)
                     return err;
                 if (!m)
@@ -614,7 +339,6 @@ static int decode_template(lvl_rans *rs, const imij_template_tables *tt, uint32_
                 nopen = still;
             }
             /* 3. the escape phase, every lane still open */
-        escape:
             for (uint32_t i = 0; i < nopen; i++) {
                 uint32_t l = open[i], sym = 0;
                 if (tt->escape) {
@@ -624,14 +348,353 @@ static int decode_template(lvl_rans *rs, const imij_template_tables *tt, uint32_
                 }
                 row[ln->start[l] + x] = (uint8_t)sym;
             }
-            for (uint32_t l = 0; reload >> l; l++) /* this step's values: W of the next, t_8 of the one after */
-                if (reload >> l & 1)
-                    w2[l] = row[ln->start[l] + x];
         }
         sink_row(sink, r, row);
     }
     return 0;
 }
+
+
+#if IMIJ_ENT_AVX2
+/* ---- the SIMD path: a lane-major ring ------------------------------------------------------
+ * The SIMD decoders keep the ring's three rows lane-major: lane column x of all 16 lanes in 16
+ * bytes (byte l: lane l's pixel), so a step's ten template pixels are ten plain loads and every
+ * lane of a step decodes at once. Columns -2, -1, lw and lw + 1 are each row's halo, the pixels
+ * a lane's template reads across its edges in the rows above (2.10): lane l - 1's last two
+ * columns and lane l + 1's first two, 0 outside the group; the inactive lanes' bytes and the
+ * narrower last lane's past its width stay 0. While a row decodes, its columns -2 and -1 hold
+ * the row above's: left of a lane's first column the current row reads one row up (2.10). The
+ * rows reach the sink row-major (lm_row_out). */
+
+#define LM_MAX_LW 1024u /* the widest lanes the ring (on the stack: 3 * (lw + 4) * 16 bytes) takes */
+
+/* A phase reads at most 16 words (one per lane), 32 bytes: the SIMD steps read the stream in place
+ * while 32 bytes are left, then from a zero-padded copy of its last 32 bytes; a step that took
+ * words past the end is the stream running short, as the scalar path's first missing word is. */
+#define LVL_TAIL 32
+
+typedef struct {
+    size_t at;                    /* where the copy starts in the stream */
+    uint8_t bytes[2 * LVL_TAIL];  /* the stream's last LVL_TAIL bytes, then zeros */
+} lvl_tail;
+
+static void tail_of(lvl_tail *tl, const lvl_rans *rs)
+{
+    tl->at = rs->len > LVL_TAIL ? rs->len - LVL_TAIL : 0;
+    memset(tl->bytes, 0, sizeof tl->bytes);
+    memcpy(tl->bytes, rs->s + tl->at, rs->len - tl->at);
+}
+
+/* The word pointer of a SIMD phase: in place, or in the tail copy near the end. */
+static inline const uint8_t *words_at(const lvl_rans *rs, const lvl_tail *tl)
+{
+    return rs->len - rs->pos >= LVL_TAIL ? rs->s + rs->pos : tl->bytes + (rs->pos - tl->at);
+}
+
+/* 3.1 after a SIMD phase that read from `from` up to `to`: advance, or E_WORDS past the end. */
+static inline int words_taken(lvl_rans *rs, const uint8_t *from, const uint8_t *to)
+{
+    rs->pos += (size_t)(to - from);
+    return rs->pos > rs->len ? IMIJ_LVL_E_WORDS : 0;
+}
+
+/* Bits 0-15 (lane l: bit l) as bytes 0xff / 0. */
+static inline AVX2_FN __m128i lm_bytes(uint32_t bits)
+{
+    const __m128i sel = _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
+    __m128i v = _mm_shuffle_epi8(_mm_cvtsi32_si128((int)bits), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1,
+                                                                                 1, 1, 1));
+    return _mm_cmpeq_epi8(_mm_and_si128(v, sel), sel);
+}
+
+/* 2.10 / 2.14: the binary decisions of lanes 8 h .. 8 h + 7 in `part` (bits 0-7), ascending: t =
+ * 1 if slot >= p, the state update and 3.1's renormalization; returns the lanes whose t is 1. */
+static inline AVX2_FN uint32_t lm_half(uint32_t *st, __m256i p, uint32_t part, const uint8_t **w)
+{
+    const __m256i sel = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    __m256i live = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)part), sel), sel);
+    __m256i x = _mm256_loadu_si256((const __m256i *)st);
+    __m256i slot = _mm256_and_si256(x, _mm256_set1_epi32(LVL_M - 1u));
+    __m256i t = _mm256_cmpgt_epi32(slot, _mm256_sub_epi32(p, _mm256_set1_epi32(1))); /* slot >= p */
+    __m256i freq = _mm256_blendv_epi8(p, _mm256_sub_epi32(_mm256_set1_epi32(LVL_M), p), t);
+    __m256i bias = _mm256_and_si256(p, t);
+    __m256i y = _mm256_sub_epi32(_mm256_add_epi32(_mm256_mullo_epi32(freq, _mm256_srli_epi32(x, LVL_M_BITS)), slot),
+                                 bias);
+    y = _mm256_blendv_epi8(x, simd_renorm(y, live, w), live);
+    _mm256_storeu_si256((__m256i *)st, y);
+    return (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(t)) & part;
+}
+
+/* The binary decisions of the lanes in `part` (bits 0-15) whose context bytes (lane l: byte l)
+ * are lo (bits 0-7) and hi (bits 8-9), probabilities from the 1024 32-bit entries of p32: one
+ * phase, its words taken. *ones: the lanes whose t is 1. */
+static inline AVX2_FN int lm_phase_ctx(lvl_rans *rs, const lvl_tail *tl, const uint32_t *p32, __m128i lo, __m128i hi,
+                                       uint32_t part, uint32_t *ones)
+{
+    const uint8_t *from = words_at(rs, tl), *w = from;
+    uint32_t t = 0;
+    if (part & 0xffu) {
+        __m256i cx = _mm256_cvtepu16_epi32(_mm_unpacklo_epi8(lo, hi));
+        t = lm_half(rs->st, _mm256_i32gather_epi32((const int *)p32, cx, 4), part & 0xffu, &w);
+    }
+    if (part >> 8) {
+        __m256i cx = _mm256_cvtepu16_epi32(_mm_unpackhi_epi8(lo, hi));
+        t |= lm_half(rs->st + 8, _mm256_i32gather_epi32((const int *)p32, cx, 4), part >> 8, &w) << 8;
+    }
+    *ones = t;
+    return words_taken(rs, from, w);
+}
+
+/* Row r2's (r + 2's) lane column 0 in the ring R of lanes lw wide. */
+static inline uint8_t *lm_row(uint8_t *R, uint32_t lw, uint32_t r2)
+{
+    return R + ((size_t)(r2 % 3) * (lw + 4) + 2) * 16;
+}
+
+/* A row of the ring decoded: its halo from its own columns, for the rows below. */
+static inline AVX2_FN void lm_halo(uint8_t *C, uint32_t lw)
+{
+    __m128i a = _mm_load_si128((const __m128i *)(C + (size_t)(lw - 2) * 16));
+    __m128i b = _mm_load_si128((const __m128i *)(C + (size_t)(lw - 1) * 16));
+    __m128i c = _mm_load_si128((const __m128i *)C), d = _mm_load_si128((const __m128i *)(C + 16));
+    _mm_store_si128((__m128i *)(C - 32), _mm_slli_si128(a, 1)); /* lane l: lane l - 1's columns */
+    _mm_store_si128((__m128i *)(C - 16), _mm_slli_si128(b, 1));
+    _mm_store_si128((__m128i *)(C + (size_t)lw * 16), _mm_srli_si128(c, 1)); /* lane l: lane l + 1's */
+    _mm_store_si128((__m128i *)(C + (size_t)(lw + 1) * 16), _mm_srli_si128(d, 1));
+}
+
+/* 16 lane columns from x (16 bytes each) as 16 bytes of each lane in out[l]. */
+static inline AVX2_FN void lm_transpose(const uint8_t *C, __m128i *out)
+{
+    __m128i a[16], b[16];
+    for (int i = 0; i < 16; i++)
+        a[i] = _mm_load_si128((const __m128i *)(C + 16 * i));
+    for (int i = 0; i < 8; i++) { /* b[i]: lanes 0-7, b[8 + i]: lanes 8-15, columns 2i, 2i + 1 */
+        b[i] = _mm_unpacklo_epi8(a[2 * i], a[2 * i + 1]);
+        b[8 + i] = _mm_unpackhi_epi8(a[2 * i], a[2 * i + 1]);
+    }
+    for (int g = 0; g < 2; g++)
+        for (int i = 0; i < 4; i++) { /* a[8g + i]: lanes 8g..8g+3, a[8g + 4 + i]: 8g+4..8g+7; columns 4i..4i+3 */
+            a[8 * g + i] = _mm_unpacklo_epi16(b[8 * g + 2 * i], b[8 * g + 2 * i + 1]);
+            a[8 * g + 4 + i] = _mm_unpackhi_epi16(b[8 * g + 2 * i], b[8 * g + 2 * i + 1]);
+        }
+    for (int q = 0; q < 4; q++) { /* lanes 4q..4q+3: b[4q] lanes +0,+1 and b[4q + 1] +2,+3 of columns 0-7, b[4q + 2], b[4q + 3] of 8-15 */
+        b[4 * q] = _mm_unpacklo_epi32(a[4 * q], a[4 * q + 1]);
+        b[4 * q + 1] = _mm_unpackhi_epi32(a[4 * q], a[4 * q + 1]);
+        b[4 * q + 2] = _mm_unpacklo_epi32(a[4 * q + 2], a[4 * q + 3]);
+        b[4 * q + 3] = _mm_unpackhi_epi32(a[4 * q + 2], a[4 * q + 3]);
+    }
+    for (int q = 0; q < 4; q++) {
+        out[4 * q] = _mm_unpacklo_epi64(b[4 * q], b[4 * q + 2]);
+        out[4 * q + 1] = _mm_unpackhi_epi64(b[4 * q], b[4 * q + 2]);
+        out[4 * q + 2] = _mm_unpacklo_epi64(b[4 * q + 1], b[4 * q + 3]);
+        out[4 * q + 3] = _mm_unpackhi_epi64(b[4 * q + 1], b[4 * q + 3]);
+    }
+}
+
+/* A decoded ring row C, row-major into `row` (the unit's width, and room up to lanes * lw), then
+ * to the sink. */
+static AVX2_FN void lm_row_out(const uint8_t *C, const lanes_t *ln, uint8_t *row, const row_sink *sink, uint32_t r)
+{
+    uint32_t lw = ln->lw, la = ln->active;
+    if (lw >= 16) { /* blocks of 16 columns, the last one ending at lw (overlapping the one before) */
+        for (uint32_t x = 0;; x += 16) {
+            if (x > lw - 16)
+                x = lw - 16;
+            __m128i out[16];
+            lm_transpose(C + (size_t)x * 16, out);
+            for (uint32_t l = 0; l < la; l++)
+                _mm_storeu_si128((__m128i *)(row + ln->start[l] + x), out[l]);
+            if (x == lw - 16)
+                break;
+        }
+    } else {
+        for (uint32_t l = 0; l < la; l++)
+            for (uint32_t x = 0; x < ln->width[l]; x++)
+                row[ln->start[l] + x] = C[(size_t)x * 16 + l];
+    }
+    sink_row(sink, r, row);
+}
+
+/* The lanes decoding step x (bits). */
+static inline uint32_t lm_live(const lanes_t *ln, uint32_t x)
+{
+    return (1u << taking(ln, x)) - 1u;
+}
+
+/* 2.10 on the lane-major ring: each step's ten template pixels, t_k << k, for all lanes. */
+static AVX2_FN int lm_binary(lvl_rans *rs, const uint16_t *prob16, uint8_t *R, uint8_t *rowbuf, uint32_t h,
+                             const lanes_t *ln, const row_sink *sink)
+{
+    uint32_t p32[1024], lw = ln->lw;
+    lvl_tail tl;
+    tail_of(&tl, rs);
+    for (uint32_t i = 0; i < 1024; i++) /* 32-bit entries: a gather reads 4 bytes */
+        p32[i] = prob16[i];
+    const __m128i one = _mm_set1_epi8(1);
+    for (uint32_t r = 0; r < h; r++) {
+        uint8_t *C = lm_row(R, lw, r + 2);
+        const uint8_t *U1 = lm_row(R, lw, r + 1), *U2 = lm_row(R, lw, r);
+        memcpy(C - 32, U1 - 32, 32); /* left of the lanes' first columns: one row up */
+        for (uint32_t x = 0; x < lw; x++) {
+            const uint8_t *u2 = U2 + (size_t)x * 16, *u1 = U1 + (size_t)x * 16;
+            uint8_t *c = C + (size_t)x * 16;
+            __m128i lo = _mm_load_si128((const __m128i *)(u2 - 16));
+            lo = _mm_or_si128(lo, _mm_slli_epi16(_mm_load_si128((const __m128i *)u2), 1)); /* bytes 0 / 1: no carry */
+            lo = _mm_or_si128(lo, _mm_slli_epi16(_mm_load_si128((const __m128i *)(u2 + 16)), 2));
+            lo = _mm_or_si128(lo, _mm_slli_epi16(_mm_load_si128((const __m128i *)(u1 - 32)), 3));
+            lo = _mm_or_si128(lo, _mm_slli_epi16(_mm_load_si128((const __m128i *)(u1 - 16)), 4));
+            lo = _mm_or_si128(lo, _mm_slli_epi16(_mm_load_si128((const __m128i *)u1), 5));
+            lo = _mm_or_si128(lo, _mm_slli_epi16(_mm_load_si128((const __m128i *)(u1 + 16)), 6));
+            lo = _mm_or_si128(lo, _mm_slli_epi16(_mm_load_si128((const __m128i *)(u1 + 32)), 7));
+            __m128i hi = _mm_or_si128(_mm_load_si128((const __m128i *)(c - 32)),
+                                      _mm_slli_epi16(_mm_load_si128((const __m128i *)(c - 16)), 1));
+            uint32_t live = lm_live(ln, x), t;
+            int err = lm_phase_ctx(rs, &tl, p32, lo, hi, live, &t);
+            if (err)
+                return err;
+            _mm_store_si128((__m128i *)c, _mm_and_si128(lm_bytes(t), one));
+        }
+        lm_halo(C, lw);
+        lm_row_out(C, ln, rowbuf, sink, r);
+    }
+    return 0;
+}
+
+/* 2.14 candidate phases j = 0..=4 and the escape phase of a step over the lanes phase 0 left
+ * open (bits of `open`): t the ten template pixels, *val the step's values (lane l: byte l),
+ * which the lanes settled here change; the escapes' indices go to esc (the caller stores them
+ * after the vector). Returns 0 or an error; *open: the lanes that escaped. */
+static inline AVX2_FN int lm_candidates(lvl_rans *rs, const lvl_tail *tl, const imij_template_tables *tt,
+                                        const __m256i *qv, const __m128i *t, __m128i *val, uint32_t *open,
+                                        uint8_t *esc)
+{
+    const __m128i W = t[9], seven = _mm_set1_epi8(7);
+    uint32_t left = *open;
+    for (int j = 0; j < 5 && left; j++) {
+        __m128i cj = t[cand_k[j]], sk = _mm_cmpeq_epi8(cj, W);
+        for (int e = 0; e < j; e++)
+            sk = _mm_or_si128(sk, _mm_cmpeq_epi8(cj, t[cand_k[e]]));
+        uint32_t part = left & ~(uint32_t)_mm_movemask_epi8(sk);
+        if (!part)
+            continue;
+        __m128i hits = _mm_setzero_si128(); /* count of k with t_k == c_j, at most 7 */
+        for (int k = 0; k < 10; k++)
+            hits = _mm_sub_epi8(hits, _mm_cmpeq_epi8(t[k], cj));
+        hits = _mm_min_epu8(hits, seven);
+        const uint8_t *from = words_at(rs, tl), *w = from;
+        uint32_t b = 0;
+        if (part & 0xffu)
+            b = lm_half(rs->st, _mm256_permutevar8x32_epi32(qv[j], _mm256_cvtepu8_epi32(hits)), part & 0xffu, &w);
+        if (part >> 8)
+            b |= lm_half(rs->st + 8, _mm256_permutevar8x32_epi32(qv[j], _mm256_cvtepu8_epi32(_mm_srli_si128(hits, 8))),
+                         part >> 8, &w)
+                 << 8;
+        int err = words_taken(rs, from, w);
+        if (err)
+            return err;
+        uint32_t done = part & ~b; /* b = 0: the candidate */
+        if (done) {
+            *val = _mm_blendv_epi8(*val, cj, lm_bytes(done));
+            left &= ~done;
+        }
+    }
+    for (uint32_t e = left; e; e &= e - 1) { /* 3. the escape phase, lanes ascending */
+        uint32_t l = imij_ctz32(e), sym = 0;
+        if (tt->escape) {
+            int err = token(rs, l, tt, &sym);
+            if (err)
+                return err;
+        }
+        esc[l] = (uint8_t)sym;
+    }
+    *open = left;
+    return 0;
+}
+
+/* 2.14 on the lane-major ring: phase 0 for all lanes at once (the ten t_k == W as bits), the
+ * candidate phases' decisions in vectors, the escapes one by one. */
+static AVX2_FN int lm_template(lvl_rans *rs, const imij_template_tables *tt, uint32_t n, const uint8_t *rows,
+                               uint8_t *R, uint8_t *rowbuf, uint32_t h, const lanes_t *ln, const row_sink *sink)
+{
+    uint32_t p32[1024], lw = ln->lw;
+    __m256i qv[5];
+    lvl_tail tl;
+    tail_of(&tl, rs);
+    for (uint32_t i = 0; i < 1024; i++) /* 32-bit entries: a gather reads 4 bytes */
+        p32[i] = tt->p[i];
+    for (int j = 0; j < 5; j++) /* phase j's eight probabilities, by hits */
+        qv[j] = _mm256_setr_epi32(tt->q[8 * j], tt->q[8 * j + 1], tt->q[8 * j + 2], tt->q[8 * j + 3], tt->q[8 * j + 4],
+                                  tt->q[8 * j + 5], tt->q[8 * j + 6], tt->q[8 * j + 7]);
+    const __m128i zero = _mm_setzero_si128(), one = _mm_set1_epi8(1);
+    for (uint32_t r = 0; r < h; r++) {
+        uint8_t *C = lm_row(R, lw, r + 2);
+        const uint8_t *U1 = lm_row(R, lw, r + 1), *U2 = lm_row(R, lw, r);
+        if (rows[r >> 3] >> (r & 7) & 1) { /* a typical row copies the row above, halo and all */
+            memcpy(C - 32, U1 - 32, ((size_t)lw + 4) * 16);
+            lm_row_out(C, ln, rowbuf, sink, r);
+            continue;
+        }
+        memcpy(C - 32, U1 - 32, 32); /* left of the lanes' first columns: one row up */
+        for (uint32_t x = 0; x < lw; x++) {
+            const uint8_t *u2 = U2 + (size_t)x * 16, *u1 = U1 + (size_t)x * 16;
+            uint8_t *c = C + (size_t)x * 16;
+            __m128i t[10];
+            t[0] = _mm_load_si128((const __m128i *)(u2 - 16)), t[1] = _mm_load_si128((const __m128i *)u2);
+            t[2] = _mm_load_si128((const __m128i *)(u2 + 16)), t[3] = _mm_load_si128((const __m128i *)(u1 - 32));
+            t[4] = _mm_load_si128((const __m128i *)(u1 - 16)), t[5] = _mm_load_si128((const __m128i *)u1);
+            t[6] = _mm_load_si128((const __m128i *)(u1 + 16)), t[7] = _mm_load_si128((const __m128i *)(u1 + 32));
+            t[8] = _mm_load_si128((const __m128i *)(c - 32)), t[9] = _mm_load_si128((const __m128i *)(c - 16));
+            const __m128i W = t[9];
+            /* ctx = (W == 0) << 9 | sum of (t_k == W) << k: byte lo bits 0-7, byte hi bits 8-9 */
+            __m128i lo = _mm_and_si128(_mm_cmpeq_epi8(t[0], W), one);
+            for (int k = 1; k < 8; k++)
+                lo = _mm_or_si128(lo, _mm_and_si128(_mm_cmpeq_epi8(t[k], W), _mm_set1_epi8((char)(1 << k))));
+            __m128i hi = _mm_or_si128(_mm_and_si128(_mm_cmpeq_epi8(t[8], W), one),
+                                      _mm_and_si128(_mm_cmpeq_epi8(W, zero), _mm_set1_epi8(2)));
+            uint32_t live = lm_live(ln, x), m;
+            int err = lm_phase_ctx(rs, &tl, p32, lo, hi, live, &m);
+            if (err)
+                return err;
+            __m128i mb = lm_bytes(m);
+            if (n <= 2) { /* m = 1: 1 - W (W is 0 or 1) */
+                _mm_store_si128((__m128i *)c, _mm_and_si128(_mm_xor_si128(W, _mm_and_si128(mb, one)), lm_bytes(live)));
+                continue;
+            }
+            __m128i val = _mm_andnot_si128(mb, W); /* m = 0: W */
+            uint8_t esc[16];
+            if (m) {
+                err = lm_candidates(rs, &tl, tt, qv, t, &val, &m, esc);
+                if (err)
+                    return err;
+            }
+            _mm_store_si128((__m128i *)c, _mm_and_si128(val, lm_bytes(live)));
+            for (; m; m &= m - 1)
+                c[imij_ctz32(m)] = esc[imij_ctz32(m)];
+        }
+        lm_halo(C, lw);
+        lm_row_out(C, ln, rowbuf, sink, r);
+    }
+    return 0;
+}
+#endif
+
+#if IMIJ_ENT_AVX2
+/* 2.10 / 2.14 on the SIMD path (lw from 2 to LM_MAX_LW): the lane-major ring on the stack, zero
+ * (the rows above the stripe), the inactive lanes' states unused but defined. */
+static AVX2_FN int lm_decode(lvl_rans *rs, const imij_level_unit *u, int bilevel, uint32_t n, const uint8_t *rows,
+                             const lanes_t *ln, uint8_t *rowbuf, const row_sink *sink)
+{
+    __m128i ring[3 * (LM_MAX_LW + 4)];
+    uint8_t *R = (uint8_t *)ring;
+    memset(R, 0, (size_t)3 * (ln->lw + 4) * 16);
+    for (uint32_t l = ln->active; l < 16; l++)
+        rs->st[l] = LVL_STATE_LOW;
+    if (bilevel)
+        return lm_binary(rs, u->bilevel->prob, R, rowbuf, u->height, ln, sink);
+    return lm_template(rs, u->tmpl, n, rows, R, rowbuf, u->height, ln, sink);
+}
+#endif
 
 /* 2.10 / 2.14: one unit whose layout is 0x81-0x84, each row into `out` (coded planes) or through
  * `store` as it decodes. */
@@ -734,6 +797,10 @@ static int level_decode(const uint8_t *body, size_t len, const imij_level_unit *
         }
     }
     sink.packed = packed_pixels(&sink);
+#if IMIJ_ENT_AVX2
+    if (ln.lw >= 2 && ln.lw <= LM_MAX_LW && imij_entropy_simd(-1) >= 1)
+        return lm_decode(&rs, u, bilevel, n, rows, &ln, index, &sink);
+#endif
     size_t S = (size_t)w + 4;
     memset(index, 0, 3 * S + RING_SLACK); /* the zero rows above and the zero side columns */
     if (bilevel)
