@@ -215,6 +215,7 @@ def fixed_bytes(n: int, channels: int, sample_bytes: int, rows: int, active_lane
 
 
 def active_lanes(width: int, lanes: int) -> int:
+    """2.3: the non-empty prefix of ``lanes`` lanes of ceil(width / lanes) columns."""
     lw = -(-width // lanes)
     return -(-width // lw)
 
@@ -323,6 +324,8 @@ def shared_stripe_bits(keys: np.ndarray, shared: np.ndarray) -> float | None:
 
 @dataclass
 class UnitSpan:
+    """One unit record: its rectangle (2.3), its span (2.7) and its stripe layout byte (2.4)."""
+
     x: int
     y: int
     w: int
@@ -375,6 +378,7 @@ def stripe_spans(units: Sequence[UnitSpan], stripes: Sequence[StripeBound]) -> l
 
 
 def _rows(h: int, stripes: Sequence[StripeBound]) -> np.ndarray:
+    """A mask of the image rows the stripes cover."""
     mask = np.zeros(h, bool)
     for s in stripes:
         mask[s.y : s.y + s.rows] = True
@@ -501,6 +505,7 @@ def image_report(name: str, cls: str, image: np.ndarray, variants=VARIANTS, thre
 
 
 def _per(bits: float, pixels: int) -> float | None:
+    """Bits per pixel; None over no pixels."""
     return bits / pixels if pixels else None
 
 
@@ -518,18 +523,21 @@ COLUMNS = (
 )
 
 
-def _fmt(value, spec: str, star: bool = False) -> str:
+def _fmt(value: float | None, spec: str, star: bool = False) -> str:
+    """A table cell: "-" for no value, ``*`` when it is not over the same pixels."""
     if value is None:
         return "-"
     return spec.format(value) + ("*" if star else "")
 
 
 def _variant_cell(r: dict, label: str, part: str) -> str:
+    """A variant's bpp over some stripes (``part``: eligible, over256, groups)."""
     v = r["variants"][label]
     return _fmt(v.get(f"{part}_bpp"), "{:.3f}", not v.get(f"{part}_same_pixels", True))
 
 
 def _template_cells(r: dict, label: str) -> list[str]:
+    """Eligible stripes coded as template stripes, and their bytes over the estimate."""
     v = r["variants"].get(label, {})
     coded = v.get("eligible_coded_template")
     return [f"{coded}/{r['eligible_stripes']}" if coded is not None else "-",
@@ -537,6 +545,7 @@ def _template_cells(r: dict, label: str) -> list[str]:
 
 
 def _over_cells(r: dict, label: str) -> list[str]:
+    """The stripes of more than 256 tuples: shares, the variant's bpp, the group estimate."""
     if not r["over256_stripes"]:
         return ["0", "-", "-"]
     groups = "-"
@@ -591,10 +600,12 @@ def _same_median(rows: Sequence[dict], label: str) -> str:
 
 
 def _row(cells: Sequence[str]) -> str:
+    """A markdown table row."""
     return "| " + " | ".join(cells) + " |"
 
 
 def _median(values: Sequence[float | None]) -> float | None:
+    """The median of the values that exist."""
     vals = [v for v in values if v is not None]
     return statistics.median(vals) if vals else None
 
