@@ -59,7 +59,8 @@ def test_smoke_run_writes_its_section_and_keeps_the_others(tmp_path: Path) -> No
     text = results.read_text()
     assert other in text
     assert text.count("## Codec comparison") == 1
-    assert "### Issue 4 targets" in text and "#### photo" in text
+    assert "### Targets of the first performance round" in text and "#### photo" in text
+    assert "### Targets\n" in text
 
     _run(tmp_path, results)  # a second run replaces the section instead of adding one
     again = results.read_text()
