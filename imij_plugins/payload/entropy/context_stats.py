@@ -3,6 +3,8 @@ zero-run and run histograms the model chooser reads, in encode.h's buckets."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from imij_plugins import _backend
@@ -46,10 +48,12 @@ def new_counts(dtype=U32, buckets: int = BUCKETS) -> Counts:
             np.zeros((CLASSES, buckets), dtype=dtype))
 
 
+@lru_cache(maxsize=256)
 def stat_buckets(depth: int, run_positions: int) -> int:
     """Buckets a slot's statistics reach: those of values below 2^depth (depth <= 32) and of runs
     of at most min(2^15, run_positions) positions (3.2), so that its arrays hold no column that
-    can only stay zero (16 x 640 uint32 is 40 KiB; a small image's counts fill a fraction)."""
+    can only stay zero (16 x 640 uint32 is 40 KiB; a small image's counts fill a fraction).
+    Cached: every unit's count asks."""
     top = int(bucket_of(np.array((1 << min(depth, 32)) - 1)))
     run = int(bucket_of(np.array(min(RUN_CAP, run_positions) - 1))) if run_positions > 1 else 0
     return max(top, run) + 1

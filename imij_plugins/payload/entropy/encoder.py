@@ -199,6 +199,15 @@ class _Plan:
     def near(self) -> bool:
         return any(self.deltas)
 
+    @property
+    def keep(self) -> bool:
+        """Whether each unit's residuals are kept from its analysis until it is coded, rather than
+        computed again: when all of them take no more bytes than the input (the encode then peaks
+        within about twice it), and not where _refine chooses the predictors again."""
+        held = len(self.depths) * self.geo.width * self.geo.height * value_dtype(self.depths).itemsize
+        image = self.geo.width * self.geo.height * self.header.channels * self.header.sample_type.bits // 8
+        return held <= image and not _refinable(self)
+
     def buckets(self, depth: int) -> int:
         """context_stats.stat_buckets of a depth-bit slot of this plan (a run stays in its unit)."""
         return stat_buckets(depth, self.geo.stripe_rows * (self.geo.group_cols or self.geo.width))
@@ -257,6 +266,7 @@ class _Analysis:
     mode: int
     preds: list[int]
     few: bool = False  # at most 256 slot tuples (or one 1-bit slot): a bilevel / template candidate
+    residuals: np.ndarray | None = None  # the coded residuals, held from analysis to coding (_Plan.keep)
 
 
 def _search(plan: _Plan, planes: np.ndarray, depths: list[int], decor: bool,
@@ -298,8 +308,9 @@ def _mode_mask(plan: _Plan) -> int:
 
 
 def _analyze(plan: _Plan, index: int, totals: _Totals, buffers: UnitBuffers) -> _Analysis:
-    """5: unit ``index``'s mode, predictors and layout; its statistics are added to ``totals``."""
-    planes = plan.planes(index, buffers)
+    """5: unit ``index``'s mode, predictors and layout; its statistics are added to ``totals``.
+    With ``plan.keep`` the residuals it codes are kept (the unit's own planes, not a buffer)."""
+    planes = plan.planes(index, None if plan.keep else buffers)
     # one 1-bit slot: a palette stripe cannot be smaller, and the unit is a bilevel candidate anyway
     pal = palette(planes) if plan.palette_ok and plan.depths != [1] else None
     if plan.near:
@@ -312,7 +323,7 @@ def _analyze(plan: _Plan, index: int, totals: _Totals, buffers: UnitBuffers) -> 
     del planes  # the residuals are all the counts need: one copy of the unit per thread at a time
     if pal is None:  # no palette stripe to weigh: the counts go straight into the sums
         totals.count(plan, u, index)
-        return _Analysis(None, mode, preds, plan.depths == [1])
+        return _Analysis(None, mode, preds, plan.depths == [1], u if plan.keep else None)
     entries, index_plane = pal
     # one slot's plain counts at a time: u stays in this thread's buffer, and the sums take its
     # counts below only if the palette stripe loses (no unit-sized set of 16 x 640 arrays held)
@@ -332,9 +343,9 @@ def _analyze(plan: _Plan, index: int, totals: _Totals, buffers: UnitBuffers) -> 
         entry_bits = 8 * len(entries) * sum(1 if d <= 8 else 2 for d in plan.depths) + 8
         if estimate_bits(pstats) + entry_bits < slot_bits:
             totals.take_palette(pstats)
-            return _Analysis(entries, 0, ppreds, few)
+            return _Analysis(entries, 0, ppreds, few, pu if plan.keep else None)
     totals.count(plan, u, index)
-    return _Analysis(None, mode, preds, plan.depths == [1] or few)
+    return _Analysis(None, mode, preds, plan.depths == [1] or few, u if plan.keep else None)
 
 
 def _dense(entries: list[tuple[int, ...]]) -> bool:
@@ -359,7 +370,8 @@ def _unit_residuals(plan: _Plan, index: int, a: _Analysis, buffers: UnitBuffers)
 
 def _code_unit(plan: _Plan, index: int, a: _Analysis, models: list[ModelPlan], pmodel: ModelPlan | None, cms,
                buffers: UnitBuffers) -> bytes:
-    u = _unit_residuals(plan, index, a, buffers)
+    u = a.residuals if a.residuals is not None else _unit_residuals(plan, index, a, buffers)
+    a.residuals = None  # each unit's memory goes as it is coded
     if a.palette is not None:
         assert pmodel is not None
         prefix = bytearray([LAYOUT_PALETTE, len(a.palette) - 1])
@@ -666,7 +678,8 @@ def _levels(plan: _Plan, analyses: list[_Analysis], bodies: list[bytes], threads
 
     # no whole-image copy: each unit's coded values are made for it and dropped once its tuples
     # are found (section 5's image tuples are the units' summed)
-    levels = LevelCoder(LevelOptions(), plan.slots, (plan.geo.unit_count, plan.planes), False, threads)
+    options = LevelOptions(both_layouts=plan.eff.every_level)  # 5: the counted layout only, below effort 6
+    levels = LevelCoder(options, plan.slots, (plan.geo.unit_count, plan.planes), False, threads)
     levels.consider_all(candidates, UnitChoice(), plan.planes, lambda i: Lanes.of(plan.geo.unit_rect(i)[2], plan.lanes))
     out, records, features = levels.finish(list(bodies), budget)
     return out, records, features, levels.coded
