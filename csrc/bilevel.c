@@ -127,7 +127,39 @@ typedef struct {
     uint32_t word[8][256];
     int packed;          /* bytes, 3 or 4 channels all slots', a pixel's channels adjacent: pixel[k] */
     uint32_t pixel[256]; /* index byte k's pixel as little-endian bytes (channel c at byte c) */
+    uint8_t *bytes;      /* one byte per pixel, row r at bytes + r * stride (else NULL): byte[k] */
+    int64_t stride;
+    uint32_t slices;     /* index bytes from 16 * slices give index 0's byte (n entries or t in 0..=1) */
+    uint8_t byte[256];
 } row_sink;
+
+/* Whether rows go out as one byte per pixel (row_sink.bytes): one slot into 8-bit coded planes,
+ * or stored as 8-bit samples of one channel, nothing else in the pixel; fills k->byte. */
+static void byte_rows(row_sink *k)
+{
+    const imij_sample_store *st = k->store;
+    k->bytes = NULL;
+    if (k->nslots != 1)
+        return;
+    if (!st && k->ob == 1)
+        k->bytes = (uint8_t *)k->out, k->stride = k->w;
+    else if (st && st->esize == 1 && !st->nconst && st->pixel_stride == 1)
+        k->bytes = st->out + st->channel[0], k->stride = st->row_stride;
+    for (uint32_t i = 0; i < 256; i++)
+        k->byte[i] = (uint8_t)k->word[0][i];
+}
+
+/* A row of bytes through a 256-entry table. */
+static void map_bytes(uint8_t *o, const uint8_t *src, uint32_t w, const uint8_t *byte)
+{
+    uint32_t c = 0;
+    for (; c + 4 <= w; c += 4) {
+        uint8_t a = byte[src[c]], b = byte[src[c + 1]], d = byte[src[c + 2]], e = byte[src[c + 3]];
+        o[c] = a, o[c + 1] = b, o[c + 2] = d, o[c + 3] = e;
+    }
+    for (; c < w; c++)
+        o[c] = byte[src[c]];
+}
 
 /* One row of coded values from its index bytes into out_bytes (1, 2 or 4) per value at `at`. */
 static void store_row(void *out, uint32_t out_bytes, size_t at, const uint8_t *src, uint32_t w, const uint32_t *word)
@@ -186,6 +218,10 @@ static void sink_row(const row_sink *k, uint32_t r, const uint8_t *src)
 {
     const imij_sample_store *st = k->store;
     uint32_t w = k->w, nslots = k->nslots;
+    if (k->bytes) {
+        map_bytes(k->bytes + (int64_t)r * k->stride, src, w, k->byte);
+        return;
+    }
     if (!st) {
         for (uint32_t s = 0; s < nslots; s++)
             store_row(k->out, k->ob, s * k->plane + (size_t)r * w, src, w, k->word[s]);
@@ -492,11 +528,59 @@ static inline AVX2_FN void lm_transpose(const uint8_t *C, __m128i *out)
     }
 }
 
+/* The byte table's first 16 * slices entries (slices 1..=8) as vectors, for lm_map. */
+typedef struct {
+    __m128i tab[8], last;
+    uint32_t slices;
+} lm_bytemap;
+
+/* 16 index bytes through a lm_bytemap (an index past its entries reads entry 0, as the table
+ * does past the stripe's entries). */
+static inline AVX2_FN __m128i lm_map(__m128i v, const lm_bytemap *bm)
+{
+    v = _mm_and_si128(v, _mm_cmpeq_epi8(_mm_min_epu8(v, bm->last), v)); /* past: 0 */
+    if (bm->slices == 1)
+        return _mm_shuffle_epi8(bm->tab[0], v);
+    __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(15)), out = _mm_shuffle_epi8(bm->tab[0], v);
+    out = _mm_and_si128(out, _mm_cmpeq_epi8(hi, _mm_setzero_si128()));
+    for (uint32_t s = 1; s < bm->slices; s++) {
+        __m128i in = _mm_cmpeq_epi8(hi, _mm_set1_epi8((char)s));
+        out = _mm_or_si128(out, _mm_and_si128(in, _mm_shuffle_epi8(bm->tab[s], v)));
+    }
+    return out;
+}
+
 /* A decoded ring row C, row-major into `row` (the unit's width, and room up to lanes * lw), then
  * to the sink. */
 static AVX2_FN void lm_row_out(const uint8_t *C, const lanes_t *ln, uint8_t *row, const row_sink *sink, uint32_t r)
 {
     uint32_t lw = ln->lw, la = ln->active;
+    if (sink->bytes && sink->slices <= 8 && lw >= 16) { /* straight to the row, by 16-entry tables */
+        uint8_t *dst = sink->bytes + (int64_t)r * sink->stride;
+        lm_bytemap bm;
+        bm.slices = sink->slices;
+        bm.last = _mm_set1_epi8((char)(16 * bm.slices - 1));
+        for (uint32_t s = 0; s < bm.slices; s++)
+            bm.tab[s] = _mm_loadu_si128((const __m128i *)(sink->byte + 16 * s));
+        uint32_t wl = ln->width[la - 1], x = 0;
+        for (;; x += 16) {
+            if (x > lw - 16)
+                x = lw - 16;
+            __m128i out[16];
+            lm_transpose(C + (size_t)x * 16, out);
+            uint32_t full = x + 16 > wl ? la - 1 : la; /* the last lane's tail: below */
+            for (uint32_t l = 0; l < full; l++)
+                _mm_storeu_si128((__m128i *)(dst + ln->start[l] + x), lm_map(out[l], &bm));
+            if (x == lw - 16)
+                break;
+        }
+        uint32_t x0 = wl >= 16 ? wl & ~15u : 0, s = ln->start[la - 1], top = 16 * bm.slices;
+        for (x = x0; x < wl; x++) {
+            uint32_t v = C[(size_t)x * 16 + la - 1];
+            dst[s + x] = sink->byte[v < top ? v : 0];
+        }
+        return;
+    }
     if (lw >= 16) { /* blocks of 16 columns, the last one ending at lw (overlapping the one before) */
         for (uint32_t x = 0;; x += 16) {
             if (x > lw - 16)
@@ -582,17 +666,30 @@ static inline AVX2_FN int lm_candidates(lvl_rans *rs, const lvl_tail *tl, const 
         for (int k = 0; k < 10; k++)
             hits = _mm_sub_epi8(hits, _mm_cmpeq_epi8(t[k], cj));
         hits = _mm_min_epu8(hits, seven);
-        const uint8_t *from = words_at(rs, tl), *w = from;
         uint32_t b = 0;
-        if (part & 0xffu)
-            b = lm_half(rs->st, _mm256_permutevar8x32_epi32(qv[j], _mm256_cvtepu8_epi32(hits)), part & 0xffu, &w);
-        if (part >> 8)
-            b |= lm_half(rs->st + 8, _mm256_permutevar8x32_epi32(qv[j], _mm256_cvtepu8_epi32(_mm_srli_si128(hits, 8))),
-                         part >> 8, &w)
-                 << 8;
-        int err = words_taken(rs, from, w);
-        if (err)
-            return err;
+        if (imij_popcnt32(part) <= 2) { /* one by one: cheaper than the vectors */
+            uint8_t hb[16];
+            _mm_storeu_si128((__m128i *)hb, hits);
+            for (uint32_t e = part; e; e &= e - 1) {
+                uint32_t l = imij_ctz32(e), bit;
+                int err = binary(rs, l, tt->q[8 * j + hb[l]], &bit);
+                if (err)
+                    return err;
+                b |= bit << l;
+            }
+        } else {
+            const uint8_t *from = words_at(rs, tl), *w = from;
+            if (part & 0xffu)
+                b = lm_half(rs->st, _mm256_permutevar8x32_epi32(qv[j], _mm256_cvtepu8_epi32(hits)), part & 0xffu, &w);
+            if (part >> 8)
+                b |= lm_half(rs->st + 8,
+                             _mm256_permutevar8x32_epi32(qv[j], _mm256_cvtepu8_epi32(_mm_srli_si128(hits, 8))),
+                             part >> 8, &w)
+                     << 8;
+            int err = words_taken(rs, from, w);
+            if (err)
+                return err;
+        }
         uint32_t done = part & ~b; /* b = 0: the candidate */
         if (done) {
             *val = _mm_blendv_epi8(*val, cj, lm_bytes(done));
@@ -797,6 +894,8 @@ static int level_decode(const uint8_t *body, size_t len, const imij_level_unit *
         }
     }
     sink.packed = packed_pixels(&sink);
+    byte_rows(&sink);
+    sink.slices = bilevel ? 1u : (n + 15) / 16;
 #if IMIJ_ENT_AVX2
     if (ln.lw >= 2 && ln.lw <= LM_MAX_LW && imij_entropy_simd(-1) >= 1)
         return lm_decode(&rs, u, bilevel, n, rows, &ln, index, &sink);

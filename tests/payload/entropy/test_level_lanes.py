@@ -6,7 +6,8 @@ identical errors, the image itself when intact.
 Lane widths 1 (scalar only), 2 (the narrowest halo), 3 to 15 (rows leave the ring column by
 column) and 16 or more (16-column blocks, the last overlapping), past the ring's widest lane
 (1024: scalar again); 1, 5 and 16 lanes, a narrower last lane; two entries (phase 0 only), a
-few and many entries (candidate and escape phases), 1-bit slots (layout 0x81).
+few and many entries (candidate and escape phases), 1-bit slots (layout 0x81); gray images,
+whose rows go out as bytes (at most 16 entries: by a 16-byte table), and RGB images.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ GEOMETRIES = [(16, 16), (32, 16), (47, 16), (240, 16), (256, 16), (270, 16), (52
               (1024, 1), (1025, 1)]
 
 
-def _image(seed: int, width: int, entries: int, layout: int) -> np.ndarray:
+def _image(seed: int, width: int, entries: int, layout: int, channels: int) -> np.ndarray:
     """Blocks of `entries` colours with scattered changes, 12 rows."""
     rng = np.random.default_rng(seed)
     idx = np.repeat(np.repeat(rng.integers(0, entries, (5, width // 3 + 1)), 3, 0), 3, 1)[:12, :width]
@@ -35,13 +36,15 @@ def _image(seed: int, width: int, entries: int, layout: int) -> np.ndarray:
     idx[4] = idx[3]  # a typical row
     if layout == 0x81:
         return idx.astype(np.uint8)
-    return rng.integers(0, 256, (entries, 3), dtype=np.uint8)[idx]
+    colours = rng.choice(256 ** channels, entries, replace=False)
+    return np.stack([(colours >> (8 * c)) & 255 for c in range(channels)], -1).astype(np.uint8)[idx]
 
 
 @pytest.mark.parametrize("width, lanes", GEOMETRIES)
-@pytest.mark.parametrize("layout, entries", [(0x81, 2), (0x83, 2), (0x83, 7), (0x84, 60)])
-def test_lane_geometries(paths, width, lanes, layout, entries):  # noqa: F811 - the fixture
-    image = _image(width * 31 + lanes, width, entries, layout)
+@pytest.mark.parametrize("layout, entries, channels", [(0x81, 2, 1), (0x83, 2, 1), (0x83, 2, 3), (0x83, 7, 1),
+                                                       (0x83, 7, 3), (0x84, 60, 1), (0x84, 60, 3)])
+def test_lane_geometries(paths, width, lanes, layout, entries, channels):  # noqa: F811 - the fixture
+    image = _image(width * 31 + lanes, width, entries, layout, channels)
     options = EntropyOptions(lanes=lanes, stripe_rows=12,
                              unit=UnitChoice(layout=layout, typical=layout != 0x81),
                              levels=LevelOptions(escape=True if entries > 2 else None))
