@@ -13,7 +13,6 @@ framing; ties keep fewer tables). Features are declared exactly for the records 
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,7 +27,6 @@ from imij_plugins.payload.entropy.bilevel import (
     bilevel_counts,
     bilevel_record,
     bilevel_stream,
-    binary_cost,
     fit_probabilities,
 )
 from imij_plugins.payload.entropy.decode_cost import LevelBudget
@@ -99,8 +97,9 @@ class LevelOptions:
     unit uses it, False never writes it. ``unused``: leave a context unused where its explicit
     probability does not pay for its bits. ``seed``: nonzero writes random probabilities in the
     contexts no unit uses (tests). ``both_layouts``: a free template unit is coded with shared and
-    with own entries, the smaller kept; False codes only the layout its outcomes were counted in
-    (the smaller in every unit of both benchmark corpora, at half the coding).
+    with own entries, the smaller kept; False codes only the layout its outcomes were counted in,
+    at half the coding (the smaller in all 37 units of both benchmark corpora coded both ways;
+    counting the other layout's outcomes to estimate it costs as much as coding it).
     """
 
     choose: bool = True
@@ -134,7 +133,6 @@ class _Unit:
     bilevel_entries: list[tuple[int, ...]] | None = None
     template_layout: int | None = None
     typical_rows: np.ndarray | None = None  # of the index plane
-    template_counts: tuple[np.ndarray, ...] | None = None  # its outcome counts in template_layout
     own_entries: list[tuple[int, ...]] | None = None
 
 
@@ -477,8 +475,7 @@ class LevelCoder:
             assert entries is not None
             index = _index_plane(u, entries, u.alias)  # made again for coding: planes are not kept
             u.typical_rows = self._typical(u, index)
-            u.template_counts = template_counts(index, len(entries), u.typical_rows, u.lanes)
-            return u.template_counts
+            return template_counts(index, len(entries), u.typical_rows, u.lanes)
 
         for p0, q, e in self._each(units, counts):
             zeros0 += p0[:, 0]
@@ -548,24 +545,6 @@ class LevelCoder:
         prefix += rows_bytes(typical.tolist())
         return prefix + stream + bytes(2 * u.slack)
 
-    def _other_may_win(self, u: _Unit, tables: dict) -> bool:
-        """Whether the template layout ``u`` was not counted in may code it smaller, by the
-        record's probabilities and direct-index table over both layouts' outcome counts (the
-        other layout's counted now, a fraction of coding it), with its prefix; within 1% and
-        16 bytes of the counted one it is coded too."""
-        other = LAYOUT_TEMPLATE_OWN if u.template_layout == LAYOUT_TEMPLATE_SHARED else LAYOUT_TEMPLATE_SHARED
-        shared = tables["shared"]
-        if other == LAYOUT_TEMPLATE_SHARED and (shared is None or not set(_as_tuples(u.tuples)) <= set(shared)):
-            return False
-        entries = shared if other == LAYOUT_TEMPLATE_SHARED else u.own_entries
-        assert entries is not None and u.template_counts is not None
-        index = _index_plane(u, entries, False)
-        counts = template_counts(index, len(entries), self._typical(u, index), u.lanes)
-        own = 8 * (1 + len(_entry_bytes(u.own_entries, self.depths)))  # 0x83's count and entries
-        bits = [_template_bits(c, tables) for c in (u.template_counts, counts)]
-        bits[0 if u.template_layout == LAYOUT_TEMPLATE_OWN else 1] += own
-        return bits[1] < 1.01 * bits[0] + 128
-
     def _each(self, units: Sequence[S], fn: Callable[[S], T]) -> list[T]:
         """``fn`` of every unit (or unit index), in order, on up to ``threads`` threads (units share
         nothing, 2.3)."""
@@ -614,7 +593,7 @@ class LevelCoder:
 
             def template_bodies(u: _Unit) -> list[bytes | None]:
                 layouts = [u.forced] if u.forced is not None else [LAYOUT_TEMPLATE_SHARED, LAYOUT_TEMPLATE_OWN]
-                if u.forced is None and not self.opts.both_layouts and not self._other_may_win(u, tables):
+                if u.forced is None and not self.opts.both_layouts:
                     layouts = [u.template_layout]
                 elif u.forced is None and u.own_entries == tables["shared"] and not u.alias:
                     # own entries equal to the shared ones in order: the same index plane and
@@ -671,22 +650,6 @@ class LevelCoder:
             records.append(Record(REC_TEMPLATE, tpl[2]))
             features.add(FeatureId.TEMPLATE_PALETTES)
         return out, records, features
-
-
-def _template_bits(counts: tuple[np.ndarray, ...], tables: dict) -> float:
-    """The estimated stream bits of a template stripe's outcome counts (phase 0, candidate
-    phases, escaped indices) under record 35's probabilities and direct-index table (inf where
-    they cannot code it)."""
-    p0, q, esc = (np.asarray(c, dtype=np.int64) for c in counts)
-    bits = float(binary_cost(p0[:, 0], p0[:, 1], tables["p"]).sum() + binary_cost(q[:, 0], q[:, 1], tables["q"]).sum())
-    used = np.flatnonzero(esc)
-    table = tables["escape"]
-    if table is None:
-        return bits if not used.size or used.tolist() == [0] else math.inf
-    freq = np.array(table.freq + (0,) * (256 - len(table.freq)), dtype=np.float64)[used]
-    if not freq.all():
-        return math.inf
-    return bits + float((esc[used] * np.log2(M / freq)).sum())
 
 
 def _index_table(counts: np.ndarray, prec: int | None) -> TableCode:

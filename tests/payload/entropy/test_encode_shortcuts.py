@@ -65,12 +65,11 @@ def _many_colours() -> np.ndarray:
     return rng.integers(0, 256, (120, 3))[rng.integers(0, 120, (96, 130))].astype(np.uint8)
 
 
-@pytest.mark.parametrize("image, skipped", [(_images()[1], False), (_many_colours(), True)])
-def test_counted_template_layout_only(monkeypatch, image, skipped):
-    """Below effort 6 a free template unit is coded in the layout it was counted in, and in the
-    other one only where the outcome counts estimate it may be smaller: the drawing's stripes
-    of few colours may do with own entries, those holding all 120 colours may not. The bytes
-    are those of both layouts coded."""
+@pytest.mark.parametrize("image", [_images()[1], _many_colours()], ids=["drawing", "noise"])
+def test_counted_template_layout_only(monkeypatch, image):
+    """Below effort 6 a free template unit is coded only in the layout it was counted in (shared
+    entries here), at effort 6 both ways. The file decodes; coding the other layout too finds
+    at most a little (the drawing's stripes of few colours do 0.7% better with own entries)."""
     tried: list[bool] = []
     real = level_writer.LevelCoder._template_body
 
@@ -80,12 +79,15 @@ def test_counted_template_layout_only(monkeypatch, image, skipped):
 
     monkeypatch.setattr(level_writer.LevelCoder, "_template_body", spy)
     fast = encode_tuned(image, effort=5, stripe_rows=16)
-    assert tried and all(tried) == skipped
+    assert tried and all(tried)
     assert F.TEMPLATE_PALETTES in fast.features_used
     _decodes(image, fast)
     tried.clear()
     with monkeypatch.context() as m:
         m.setattr(level_writer.LevelOptions, "both_layouts", property(lambda self: True, lambda self, v: None))
         both = encode_tuned(image, effort=5, stripe_rows=16)
-    assert not all(tried)  # the other layout was coded for every unit
-    assert fast.payload == both.payload
+    assert not all(tried)  # the other layout was coded too
+    assert len(both.payload) <= len(fast.payload) <= 1.01 * len(both.payload)
+    tried.clear()
+    encode_tuned(image, effort=6, stripe_rows=16)
+    assert not all(tried)
