@@ -167,19 +167,20 @@ def decode_unit_c(plan: UnitPlan, models: CModels, body: bytes | memoryview, wid
             return out
         return assemble(plan, decode_level_c(plan, models.levels, body, width, height), height, width, out)  # type: ignore[arg-type]
     ffi, lib = _backend.ffi, _backend.lib
-    pred_ids = np.empty(height, dtype=np.uint8)  # 2.4: read by every block
+    pred_ids = ffi.new("uint8_t[]", height)  # 2.4: read by every block (the kernel's alone: no array)
     regular = models.regular  # held here: the state's unit points into it until the decode ends
     state = _begin(plan, regular, body, width, height, reference, pred_ids)
     nplanes = max(len(plan.slots), 1)  # a palette stripe's index plane needs one
     lanes = interleaved(width, plan.lanes)
     rows = block_rows(nplanes, lanes.row, height, MIN_STORED_ROWS if stored else MIN_BLOCK_ROWS)
-    planes = np.zeros((nplanes, rows + CARRIED_ROWS, lanes.row), dtype=np.uint32)
-    planes_c = ffi.from_buffer("uint32_t[]", planes, require_writable=True)
-    if stored:
-        code = lib.imij_entropy_store(state, rows, planes_c, planes.size, _store_into(models, out))  # no GIL per block
+    size = nplanes * (rows + CARRIED_ROWS) * lanes.row
+    if stored:  # the scratch is the kernel's alone: zeroed cffi memory, no array
+        code = lib.imij_entropy_store(state, rows, ffi.new("uint32_t[]", size), size, _store_into(models, out))  # no GIL per block
         if code:
             _fail(code, plan, body, width, height, reference)
         return out
+    planes = np.zeros((nplanes, rows + CARRIED_ROWS, lanes.row), dtype=np.uint32)
+    planes_c = ffi.from_buffer("uint32_t[]", planes, require_writable=True)
     refs = None if reference is None else np.zeros((len(plan.slots), rows + CARRIED_ROWS, lanes.row), np.uint32)
     refs_c, refs_len = (ffi.NULL, 0) if refs is None else (ffi.from_buffer("uint32_t[]", refs), refs.size)
     coded_at = [slot.coded.index for slot in plan.slots]
@@ -201,8 +202,11 @@ def _store_into(models: CModels, out: np.ndarray):
     """The payload's imij_sample_store aimed at ``out`` (a (h, w, C) array whose channels are
     contiguous, at non-negative strides): a copy per unit, as units decode on many threads. Its
     out_len is ``out``'s own extent, from its first byte to the end of its last sample."""
-    st = _backend.ffi.new("imij_sample_store *", models.store_struct[0])
-    st.out = _backend.ffi.cast("uint8_t *", out.ctypes.data)
+    ffi = _backend.ffi
+    st = ffi.new("imij_sample_store *", models.store_struct[0])
+    # a contiguous out (a full-width unit) by the buffer protocol; a view's pointer by ctypes (slower)
+    st.out = ffi.from_buffer("uint8_t[]", out, require_writable=True) if out.flags.c_contiguous else \
+        ffi.cast("uint8_t *", out.ctypes.data)
     (h, w, c), (rs, ps, cs), esize = out.shape, out.strides, out.itemsize
     st.out_len = esize + (h - 1) * rs + (w - 1) * ps + (c - 1) * cs if out.size else 0
     st.row_stride, st.pixel_stride, st.esize = rs, ps, esize
@@ -233,8 +237,9 @@ def _store_struct(store: SampleStore):
 
 
 def _begin(plan: UnitPlan, models: SlotModels, body: bytes | memoryview, width: int, height: int,
-           reference: np.ndarray | None, pred_ids: np.ndarray):
-    """The kernel's ``imij_entropy_state`` after the unit's layout (2.4, 2.5) and stream openings (3)."""
+           reference: np.ndarray | None, pred_ids):
+    """The kernel's ``imij_entropy_state`` after the unit's layout (2.4, 2.5) and stream openings (3);
+    ``pred_ids`` (cffi ``uint8_t[height]``) receives the rows' predictors, which the state points at."""
     ffi = _backend.ffi
     state = ffi.new("imij_entropy_state *")
     code = _backend.lib.imij_entropy_begin(
@@ -243,8 +248,8 @@ def _begin(plan: UnitPlan, models: SlotModels, body: bytes | memoryview, width: 
         models.unit_of(width, height),
         reference is not None,
         state,
-        ffi.from_buffer("uint8_t[]", pred_ids, require_writable=True),
-        pred_ids.size,
+        pred_ids,
+        len(pred_ids),
     )
     if code:
         _fail(code, plan, body, width, height, reference)
