@@ -673,8 +673,11 @@ def _levels(plan: _Plan, analyses: list[_Analysis], bodies: list[bytes], threads
     candidates = [i for i, a in enumerate(analyses) if a.few]
     if not candidates or plan.near or not plan.eff.levels:
         return bodies, [], set(), set()
-    from imij_plugins.payload.entropy.level_writer import LevelCoder, LevelOptions, UnitChoice
+    from imij_plugins.payload.entropy.level_writer import LevelCoder, LevelOptions, UnitChoice, cannot_pay
     from imij_plugins.payload.entropy.rans import Lanes
+
+    if cannot_pay([bodies[i] for i in candidates]):  # tiny images: not worth finding their tuples
+        return bodies, [], set(), set()
 
     # no whole-image copy: each unit's coded values are made for it and dropped once its tuples
     # are found (section 5's image tuples are the units' summed)

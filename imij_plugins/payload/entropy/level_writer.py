@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import TypeVar
 
 import numpy as np
@@ -545,6 +546,13 @@ class LevelCoder:
         prefix += rows_bytes(typical.tolist())
         return prefix + stream + bytes(2 * u.slack)
 
+    def _cannot_pay(self, bodies: list[bytes]) -> bool:
+        """Whether no table set can win before any unit is planned or coded: no unit or record is
+        forced and cannot_pay of the candidates' regular records."""
+        if self.opts.record25 or self.opts.record35 or any(u.forced is not None for u in self.units):
+            return False
+        return cannot_pay([bodies[u.index] for u in self.units])
+
     def _each(self, units: Sequence[S], fn: Callable[[S], T]) -> list[T]:
         """``fn`` of every unit (or unit index), in order, on up to ``threads`` threads (units share
         nothing, 2.3)."""
@@ -570,6 +578,8 @@ class LevelCoder:
         """Every level unit's body, the head records 25 / 35 to write and their features;
         ``budget`` bounds the decode cost the level stripes may add (the rest stay regular)."""
         if not self.units and not self.opts.record25 and not self.opts.record35:
+            return bodies, [], set()
+        if self._cannot_pay(bodies):
             return bodies, [], set()
         bil = self._plan_bilevel()
         tpl = self._plan_template()
@@ -650,6 +660,20 @@ class LevelCoder:
             records.append(Record(REC_TEMPLATE, tpl[2]))
             features.add(FeatureId.TEMPLATE_PALETTES)
         return out, records, features
+
+
+def cannot_pay(bodies: Sequence[bytes]) -> bool:
+    """Whether records 25 / 35 cannot pay for themselves over units whose regular records are
+    ``bodies``: those take no more bytes than the smaller record at its smallest (every context
+    unused, no direct-index table, no shared entries, framing included), which ties keep out."""
+    return sum(_framed(b) for b in bodies) <= _smallest_record()
+
+
+@cache
+def _smallest_record() -> int:
+    bilevel = bilevel_record(0, [None] * CONTEXTS)
+    template = template_record(0, [None] * CONTEXTS, [None] * CANDIDATE_CONTEXTS, None, None, ())
+    return min(_record_cost(bilevel), _record_cost(template))
 
 
 def _index_table(counts: np.ndarray, prec: int | None) -> TableCode:

@@ -91,3 +91,21 @@ def test_counted_template_layout_only(monkeypatch, image):
     tried.clear()
     encode_tuned(image, effort=6, stripe_rows=16)
     assert not all(tried)
+
+
+@pytest.mark.parametrize("size, skips", [(8, True), (16, True), (24, False)])
+def test_tiny_images_skip_the_level_chooser(monkeypatch, size, skips):
+    """Where the candidates' regular records are no larger than the smallest record 25 or 35,
+    no table set can win: the chooser is not run, and the bytes are those it would choose."""
+    rng = np.random.default_rng(size)
+    icon = np.array([[0, 0, 0, 0], [255, 255, 255, 255], [200, 40, 40, 255]], np.uint8)[rng.integers(0, 3, (size, size))]
+    made: list[int] = []
+    real = level_writer.LevelCoder.__init__
+    monkeypatch.setattr(level_writer.LevelCoder, "__init__", lambda self, *a, **k: made.append(1) or real(self, *a, **k))
+    fast = encode_tuned(icon, effort=5)
+    _decodes(icon, fast)
+    assert (not made) == skips  # noise of 3 colours: 24 x 24 takes about 180 bytes, past record 35's 132
+    with monkeypatch.context() as m:
+        m.setattr(level_writer, "cannot_pay", lambda bodies: False)
+        full = encode_tuned(icon, effort=5)
+    assert fast.payload == full.payload
