@@ -1,5 +1,6 @@
 """Smoke run of benchmarks/fixed_costs.py on tiny images: every codec, layout and sample type
-reads back, the stage breakdown names its stages; no timing is asserted."""
+reads back, the stage breakdown names its stages, the graphics rows time three decoders of the
+same pixels; no timing is asserted."""
 
 from __future__ import annotations
 
@@ -38,3 +39,39 @@ def test_callgrind_total_is_parsed():
     assert bench.parse_callgrind_total("events: Ir\ntotals: 99\n") == 99
     with pytest.raises(ValueError):
         bench.parse_callgrind_total("events: Ir\n")
+
+
+def test_graphics_rows_time_three_decodes_of_the_same_pixels(capsys):
+    bench = _module()
+    rows = bench.main(["--sources", "palette-16,palette-dither", "--sizes", "8,12", "--rounds", "1", "--reads", "1"])
+    assert [r["case"] for r in rows] == [bench.Case(s, lay, "u8", "entropy", src).name
+                                         for src in ("palette-16", "palette-dither") for lay in ("rgb", "rgba") for s in (8, 12)]
+    for row in rows:
+        assert row["imi_us"] > 0 and row["pillow_us"] > 0 and row["png_us"] > 0
+        assert row["ratio"] == row["png_us"] / row["imi_us"]
+    assert "ratio" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("source", ["palette-16", "palette-dither"])
+def test_every_decoder_of_a_graphics_case_gives_its_pixels(source):
+    bench = _module()
+    case = bench.Case(16, "rgba", "u8", "entropy", source)
+    image = case.image()
+    assert image.shape == (16, 16, 4) and image.dtype == np.uint8
+    assert len(np.unique(image.reshape(-1, 4), axis=0)) > 2  # palette graphics, not a flat image
+    fns = bench.decoders(case)
+    assert np.array_equal(fns["imi"](), image)
+    for name in ("pillow", "png"):
+        assert np.array_equal(np.asarray(fns[name]()), image), name
+
+
+def test_corpus_crops_are_centred_and_take_the_channels_asked_for():
+    bench = _module()
+    name = bench.GRAPHICS[0]
+    if not (bench.CORPUS / f"{name}.npy").exists():
+        pytest.skip("the benchmark corpus is not built (python benchmarks/corpus.py)")
+    full = np.load(bench.CORPUS / f"{name}.npy")
+    crop = bench.corpus_crop(name, 32, 3)
+    y, x = (full.shape[0] - 32) // 2, (full.shape[1] - 32) // 2
+    assert np.array_equal(crop, full[y : y + 32, x : x + 32, :3])
+    assert bench.fits(name, 32) and not bench.fits(name, 1 << 16)
