@@ -443,22 +443,28 @@ static inline AVX2_FN __m128i lm_bytes(uint32_t bits)
     return _mm_cmpeq_epi8(_mm_and_si128(v, sel), sel);
 }
 
-/* 2.10 / 2.14: the binary decisions of lanes 8 h .. 8 h + 7 in `part` (bits 0-7), ascending: t =
- * 1 if slot >= p, the state update and 3.1's renormalization; returns the lanes whose t is 1. */
+/* One binary decision of 8 lanes (2.10: t = 1 if slot >= p, the state update, 3.1's
+ * renormalization of the `live` lanes); the states stay in *x. Returns t as masks. */
+static inline AVX2_FN __m256i lm_step8(__m256i *x, __m256i p, __m256i live, const uint8_t **w)
+{
+    __m256i slot = _mm256_and_si256(*x, _mm256_set1_epi32(LVL_M - 1u));
+    __m256i t = _mm256_cmpgt_epi32(slot, _mm256_sub_epi32(p, _mm256_set1_epi32(1))); /* slot >= p */
+    __m256i freq = _mm256_blendv_epi8(p, _mm256_sub_epi32(_mm256_set1_epi32(LVL_M), p), t);
+    __m256i y = _mm256_sub_epi32(_mm256_add_epi32(_mm256_mullo_epi32(freq, _mm256_srli_epi32(*x, LVL_M_BITS)), slot),
+                                 _mm256_and_si256(p, t));
+    *x = _mm256_blendv_epi8(*x, simd_renorm(y, live, w), live);
+    return _mm256_and_si256(t, live);
+}
+
+/* 2.10 / 2.14: the binary decisions of lanes 8 h .. 8 h + 7 in `part` (bits 0-7) whose states
+ * are at st; returns the lanes whose t is 1. */
 static inline AVX2_FN uint32_t lm_half(uint32_t *st, __m256i p, uint32_t part, const uint8_t **w)
 {
     const __m256i sel = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
     __m256i live = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)part), sel), sel);
-    __m256i x = _mm256_loadu_si256((const __m256i *)st);
-    __m256i slot = _mm256_and_si256(x, _mm256_set1_epi32(LVL_M - 1u));
-    __m256i t = _mm256_cmpgt_epi32(slot, _mm256_sub_epi32(p, _mm256_set1_epi32(1))); /* slot >= p */
-    __m256i freq = _mm256_blendv_epi8(p, _mm256_sub_epi32(_mm256_set1_epi32(LVL_M), p), t);
-    __m256i bias = _mm256_and_si256(p, t);
-    __m256i y = _mm256_sub_epi32(_mm256_add_epi32(_mm256_mullo_epi32(freq, _mm256_srli_epi32(x, LVL_M_BITS)), slot),
-                                 bias);
-    y = _mm256_blendv_epi8(x, simd_renorm(y, live, w), live);
-    _mm256_storeu_si256((__m256i *)st, y);
-    return (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(t)) & part;
+    __m256i x = _mm256_loadu_si256((const __m256i *)st), t = lm_step8(&x, p, live, w);
+    _mm256_storeu_si256((__m256i *)st, x);
+    return (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(t));
 }
 
 /* The binary decisions of the lanes in `part` (bits 0-15) whose context bytes (lane l: byte l)
@@ -606,42 +612,99 @@ static inline uint32_t lm_live(const lanes_t *ln, uint32_t x)
     return (1u << taking(ln, x)) - 1u;
 }
 
-/* 2.10 on the lane-major ring: each step's ten template pixels, t_k << k, for all lanes. */
-static AVX2_FN int lm_binary(lvl_rans *rs, const uint16_t *prob16, uint8_t *R, uint8_t *rowbuf, uint32_t h,
-                             const lanes_t *ln, const row_sink *sink)
+/* Lanes 0-7 / 8-15 of a 16-bit-per-lane vector (lane l: element l) as 32-bit lanes. */
+static inline AVX2_FN __m256i lm_lo32(__m128i lo8, __m128i hi8) { return _mm256_cvtepu16_epi32(_mm_unpacklo_epi8(lo8, hi8)); }
+static inline AVX2_FN __m256i lm_hi32(__m128i lo8, __m128i hi8) { return _mm256_cvtepu16_epi32(_mm_unpackhi_epi8(lo8, hi8)); }
+
+/* Two vectors of 8 lanes' masks as 16 bytes (lane l: byte l). */
+static inline AVX2_FN __m128i lm_pack(__m256i a, __m256i b)
 {
-    uint32_t p32[1024], lw = ln->lw;
+    __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(a, b), 0xd8);
+    return _mm_packs_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+}
+
+/* 2.10 / 2.14 with two values on the lane-major ring. The pixels of the rows above and t_8 give
+ * 9 bits R = sum of t_k << k (k < 9) and the probability is tab[W * 512 + R] (2.10: prob[R |
+ * W << 9]; 2.14: p of the context of the values, a bijection of R and W). Each step gathers both
+ * of the next step's probabilities before it decides, so its decision only picks one: the
+ * probability look-up leaves the chain from one step's outcome to the next. flip: the decision
+ * is m, the value m xor W (2.14); else the value itself (2.10). rows: typical rows (2.14) or NULL. */
+static AVX2_FN int lm_twovalue(lvl_rans *rs, const uint32_t *tab, int flip, const uint8_t *rows, uint8_t *R,
+                               uint8_t *rowbuf, uint32_t h, const lanes_t *ln, const row_sink *sink)
+{
+    uint32_t lw = ln->lw, wl = ln->width[ln->active - 1], last = ln->active - (wl < lw ? 1u : 0u);
     lvl_tail tl;
     tail_of(&tl, rs);
-    for (uint32_t i = 0; i < 1024; i++) /* 32-bit entries: a gather reads 4 bytes */
-        p32[i] = prob16[i];
-    const __m128i one = _mm_set1_epi8(1);
+    const __m256i lane_no = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m128i one = _mm_set1_epi8(1), zero = _mm_setzero_si128();
+    /* the live lanes before and from the last lane's width */
+    __m256i live_lo[2], live_hi[2];
+    for (int k = 0; k < 2; k++) {
+        int la = (int)(k ? last : ln->active);
+        live_lo[k] = _mm256_cmpgt_epi32(_mm256_set1_epi32(la), lane_no);
+        live_hi[k] = _mm256_cmpgt_epi32(_mm256_set1_epi32(la - 8), lane_no);
+    }
+    int two = ln->active > 8;
+    __m256i s0 = _mm256_loadu_si256((const __m256i *)rs->st), s1 = _mm256_loadu_si256((const __m256i *)(rs->st + 8));
     for (uint32_t r = 0; r < h; r++) {
         uint8_t *C = lm_row(R, lw, r + 2);
         const uint8_t *U1 = lm_row(R, lw, r + 1), *U2 = lm_row(R, lw, r);
+        if (rows && rows[r >> 3] >> (r & 7) & 1) { /* a typical row copies the row above, halo and all */
+            memcpy(C - 32, U1 - 32, ((size_t)lw + 4) * 16);
+            lm_row_out(C, ln, rowbuf, sink, r);
+            continue;
+        }
         memcpy(C - 32, U1 - 32, 32); /* left of the lanes' first columns: one row up */
-        for (uint32_t x = 0; x < lw; x++) {
-            const uint8_t *u2 = U2 + (size_t)x * 16, *u1 = U1 + (size_t)x * 16;
-            uint8_t *c = C + (size_t)x * 16;
-            __m128i lo = _mm_load_si128((const __m128i *)(u2 - 16));
-            lo = _mm_or_si128(lo, _mm_slli_epi16(_mm_load_si128((const __m128i *)u2), 1)); /* bytes 0 / 1: no carry */
-            lo = _mm_or_si128(lo, _mm_slli_epi16(_mm_load_si128((const __m128i *)(u2 + 16)), 2));
-            lo = _mm_or_si128(lo, _mm_slli_epi16(_mm_load_si128((const __m128i *)(u1 - 32)), 3));
-            lo = _mm_or_si128(lo, _mm_slli_epi16(_mm_load_si128((const __m128i *)(u1 - 16)), 4));
-            lo = _mm_or_si128(lo, _mm_slli_epi16(_mm_load_si128((const __m128i *)u1), 5));
-            lo = _mm_or_si128(lo, _mm_slli_epi16(_mm_load_si128((const __m128i *)(u1 + 16)), 6));
-            lo = _mm_or_si128(lo, _mm_slli_epi16(_mm_load_si128((const __m128i *)(u1 + 32)), 7));
-            __m128i hi = _mm_or_si128(_mm_load_si128((const __m128i *)(c - 32)),
-                                      _mm_slli_epi16(_mm_load_si128((const __m128i *)(c - 16)), 1));
-            uint32_t live = lm_live(ln, x), t;
-            int err = lm_phase_ctx(rs, &tl, p32, lo, hi, live, &t);
-            if (err)
-                return err;
-            _mm_store_si128((__m128i *)c, _mm_and_si128(lm_bytes(t), one));
+        __m128i W = _mm_load_si128((const __m128i *)(C - 16)), t8 = _mm_load_si128((const __m128i *)(C - 32));
+        __m256i Wlo = lm_lo32(_mm_cmpeq_epi8(W, one), zero), Whi = lm_hi32(_mm_cmpeq_epi8(W, one), zero);
+        Wlo = _mm256_cmpgt_epi32(Wlo, _mm256_setzero_si256()), Whi = _mm256_cmpgt_epi32(Whi, _mm256_setzero_si256());
+        __m256i p0 = _mm256_setzero_si256(), p1 = p0, a0 = p0, a1 = p0, b0 = p0, b1 = p0;
+        for (uint32_t x = 0;; x++) {
+            if (x < lw) { /* R of step x (t8: the value two steps back), both probabilities */
+                const uint8_t *u2 = U2 + (size_t)x * 16, *u1 = U1 + (size_t)x * 16;
+                __m128i lo = _mm_load_si128((const __m128i *)(u2 - 16));
+                lo = _mm_or_si128(lo, _mm_slli_epi16(_mm_load_si128((const __m128i *)u2), 1)); /* bytes 0 / 1 */
+                lo = _mm_or_si128(lo, _mm_slli_epi16(_mm_load_si128((const __m128i *)(u2 + 16)), 2));
+                lo = _mm_or_si128(lo, _mm_slli_epi16(_mm_load_si128((const __m128i *)(u1 - 32)), 3));
+                lo = _mm_or_si128(lo, _mm_slli_epi16(_mm_load_si128((const __m128i *)(u1 - 16)), 4));
+                lo = _mm_or_si128(lo, _mm_slli_epi16(_mm_load_si128((const __m128i *)u1), 5));
+                lo = _mm_or_si128(lo, _mm_slli_epi16(_mm_load_si128((const __m128i *)(u1 + 16)), 6));
+                lo = _mm_or_si128(lo, _mm_slli_epi16(_mm_load_si128((const __m128i *)(u1 + 32)), 7));
+                __m256i rlo = lm_lo32(lo, t8);
+                a0 = _mm256_i32gather_epi32((const int *)tab, rlo, 4);
+                a1 = _mm256_i32gather_epi32((const int *)(tab + 512), rlo, 4);
+                if (two) {
+                    __m256i rhi = lm_hi32(lo, t8);
+                    b0 = _mm256_i32gather_epi32((const int *)tab, rhi, 4);
+                    b1 = _mm256_i32gather_epi32((const int *)(tab + 512), rhi, 4);
+                }
+            }
+            if (x) { /* step x - 1 decides with its probabilities, p0 / p1 */
+                uint32_t k = x - 1 >= wl;
+                const uint8_t *from = words_at(rs, &tl), *w = from;
+                __m256i vlo = lm_step8(&s0, p0, live_lo[k], &w), vhi = _mm256_setzero_si256();
+                if (two)
+                    vhi = lm_step8(&s1, p1, live_hi[k], &w);
+                int err = words_taken(rs, from, w);
+                if (err)
+                    return err;
+                if (flip)
+                    vlo = _mm256_and_si256(_mm256_xor_si256(vlo, Wlo), live_lo[k]),
+                    vhi = _mm256_and_si256(_mm256_xor_si256(vhi, Whi), live_hi[k]);
+                Wlo = vlo, Whi = vhi;
+                W = _mm_and_si128(lm_pack(vlo, vhi), one);
+                _mm_store_si128((__m128i *)(C + (size_t)(x - 1) * 16), W);
+                if (x == lw)
+                    break;
+            }
+            p0 = _mm256_blendv_epi8(a0, a1, Wlo), p1 = _mm256_blendv_epi8(b0, b1, Whi);
+            t8 = W; /* the value of step x - 1: t_8 of step x + 1 */
         }
         lm_halo(C, lw);
         lm_row_out(C, ln, rowbuf, sink, r);
     }
+    _mm256_storeu_si256((__m256i *)rs->st, s0);
+    _mm256_storeu_si256((__m256i *)(rs->st + 8), s1);
     return 0;
 }
 
@@ -709,9 +772,9 @@ static inline AVX2_FN int lm_candidates(lvl_rans *rs, const lvl_tail *tl, const 
     return 0;
 }
 
-/* 2.14 on the lane-major ring: phase 0 for all lanes at once (the ten t_k == W as bits), the
- * candidate phases' decisions in vectors, the escapes one by one. */
-static AVX2_FN int lm_template(lvl_rans *rs, const imij_template_tables *tt, uint32_t n, const uint8_t *rows,
+/* 2.14 with three or more entries on the lane-major ring: phase 0 for all lanes at once (the ten
+ * t_k == W as bits), the candidate phases' decisions in vectors, the escapes one by one. */
+static AVX2_FN int lm_template(lvl_rans *rs, const imij_template_tables *tt, const uint8_t *rows,
                                uint8_t *R, uint8_t *rowbuf, uint32_t h, const lanes_t *ln, const row_sink *sink)
 {
     uint32_t p32[1024], lw = ln->lw;
@@ -753,12 +816,7 @@ static AVX2_FN int lm_template(lvl_rans *rs, const imij_template_tables *tt, uin
             int err = lm_phase_ctx(rs, &tl, p32, lo, hi, live, &m);
             if (err)
                 return err;
-            __m128i mb = lm_bytes(m);
-            if (n <= 2) { /* m = 1: 1 - W (W is 0 or 1) */
-                _mm_store_si128((__m128i *)c, _mm_and_si128(_mm_xor_si128(W, _mm_and_si128(mb, one)), lm_bytes(live)));
-                continue;
-            }
-            __m128i val = _mm_andnot_si128(mb, W); /* m = 0: W */
+            __m128i val = _mm_andnot_si128(lm_bytes(m), W); /* m = 0: W */
             uint8_t esc[16];
             if (m) {
                 err = lm_candidates(rs, &tl, tt, qv, t, &val, &m, esc);
@@ -787,9 +845,15 @@ static AVX2_FN int lm_decode(lvl_rans *rs, const imij_level_unit *u, int bilevel
     memset(R, 0, (size_t)3 * (ln->lw + 4) * 16);
     for (uint32_t l = ln->active; l < 16; l++)
         rs->st[l] = LVL_STATE_LOW;
-    if (bilevel)
-        return lm_binary(rs, u->bilevel->prob, R, rowbuf, u->height, ln, sink);
-    return lm_template(rs, u->tmpl, n, rows, R, rowbuf, u->height, ln, sink);
+    if (bilevel || n <= 2) { /* tab[W * 512 + R] (lm_twovalue) */
+        uint32_t tab[1024];
+        for (uint32_t i = 0; i < 1024; i++) {
+            uint32_t W = i >> 9, Rb = i & 511u; /* 2.14: the bits t_k == W, and W == 0 */
+            tab[i] = bilevel ? u->bilevel->prob[i] : u->tmpl->p[W ? Rb : (~Rb & 511u) | 512u];
+        }
+        return lm_twovalue(rs, tab, !bilevel, bilevel ? NULL : rows, R, rowbuf, u->height, ln, sink);
+    }
+    return lm_template(rs, u->tmpl, rows, R, rowbuf, u->height, ln, sink);
 }
 #endif
 
