@@ -32,7 +32,11 @@ from imij_plugins.payload.entropy.stripe import (
 )
 from imij_plugins.payload.kernel_codes import EXPLAIN_PIXELS, KernelCodes
 
-SCRATCH_BYTES = 1 << 14  # a row block's scratch (csrc/imij_kernels.h imij_entropy_rows) for narrow units
+# A row block's scratch (csrc/imij_kernels.h imij_entropy_rows) for narrow units: 64 KiB, so a
+# 256-pixel-wide RGBA unit takes 14 rows a block, not 4. A block's first and last rows decode
+# fewer streams side by side (csrc/entropy.c decode_group's skew): 4-row blocks cost a 256x256
+# read ~11% (thread CPU time).
+SCRATCH_BYTES = 1 << 16
 MIN_BLOCK_ROWS = 8  # wide units: rows per block that keep the per-block Python work small ...
 MIN_STORED_ROWS = 4  # ... where the kernel loops over the blocks itself (imij_entropy_store), fewer
 CARRIED_ROWS = 2  # scratch rows 0 and 1: the residuals and coded values of the row above the block
