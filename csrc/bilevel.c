@@ -456,32 +456,30 @@ static inline AVX2_FN __m256i lm_step8(__m256i *x, __m256i p, __m256i live, cons
     return _mm256_and_si256(t, live);
 }
 
-/* 2.10 / 2.14: the binary decisions of lanes 8 h .. 8 h + 7 in `part` (bits 0-7) whose states
- * are at st; returns the lanes whose t is 1. */
-static inline AVX2_FN uint32_t lm_half(uint32_t *st, __m256i p, uint32_t part, const uint8_t **w)
+/* 2.10 / 2.14: the binary decisions of the 8 lanes of states *x in `part` (bits 0-7); returns
+ * the lanes whose t is 1. */
+static inline AVX2_FN uint32_t lm_half(__m256i *x, __m256i p, uint32_t part, const uint8_t **w)
 {
     const __m256i sel = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
     __m256i live = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)part), sel), sel);
-    __m256i x = _mm256_loadu_si256((const __m256i *)st), t = lm_step8(&x, p, live, w);
-    _mm256_storeu_si256((__m256i *)st, x);
-    return (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(t));
+    return (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(lm_step8(x, p, live, w)));
 }
 
-/* The binary decisions of the lanes in `part` (bits 0-15) whose context bytes (lane l: byte l)
- * are lo (bits 0-7) and hi (bits 8-9), probabilities from the 1024 32-bit entries of p32: one
- * phase, its words taken. *ones: the lanes whose t is 1. */
-static inline AVX2_FN int lm_phase_ctx(lvl_rans *rs, const lvl_tail *tl, const uint32_t *p32, __m128i lo, __m128i hi,
-                                       uint32_t part, uint32_t *ones)
+/* The binary decisions of the lanes in `part` (bits 0-15; states s[0], s[1]) whose context
+ * bytes (lane l: byte l) are lo (bits 0-7) and hi (bits 8-9), probabilities from the 1024 32-bit
+ * entries of p32: one phase, its words taken. *ones: the lanes whose t is 1. */
+static inline AVX2_FN int lm_phase_ctx(lvl_rans *rs, const lvl_tail *tl, __m256i *s, const uint32_t *p32, __m128i lo,
+                                       __m128i hi, uint32_t part, uint32_t *ones)
 {
     const uint8_t *from = words_at(rs, tl), *w = from;
     uint32_t t = 0;
     if (part & 0xffu) {
         __m256i cx = _mm256_cvtepu16_epi32(_mm_unpacklo_epi8(lo, hi));
-        t = lm_half(rs->st, _mm256_i32gather_epi32((const int *)p32, cx, 4), part & 0xffu, &w);
+        t = lm_half(&s[0], _mm256_i32gather_epi32((const int *)p32, cx, 4), part & 0xffu, &w);
     }
     if (part >> 8) {
         __m256i cx = _mm256_cvtepu16_epi32(_mm_unpackhi_epi8(lo, hi));
-        t |= lm_half(rs->st + 8, _mm256_i32gather_epi32((const int *)p32, cx, 4), part >> 8, &w) << 8;
+        t |= lm_half(&s[1], _mm256_i32gather_epi32((const int *)p32, cx, 4), part >> 8, &w) << 8;
     }
     *ones = t;
     return words_taken(rs, from, w);
@@ -712,7 +710,7 @@ static AVX2_FN int lm_twovalue(lvl_rans *rs, const uint32_t *tab, int flip, cons
  * open (bits of `open`): t the ten template pixels, *val the step's values (lane l: byte l),
  * which the lanes settled here change; the escapes' indices go to esc (the caller stores them
  * after the vector). Returns 0 or an error; *open: the lanes that escaped. */
-static inline AVX2_FN int lm_candidates(lvl_rans *rs, const lvl_tail *tl, const imij_template_tables *tt,
+static inline AVX2_FN int lm_candidates(lvl_rans *rs, const lvl_tail *tl, __m256i *s, const imij_template_tables *tt,
                                         const __m256i *qv, const __m128i *t, __m128i *val, uint32_t *open,
                                         uint8_t *esc)
 {
@@ -730,35 +728,24 @@ static inline AVX2_FN int lm_candidates(lvl_rans *rs, const lvl_tail *tl, const 
             hits = _mm_sub_epi8(hits, _mm_cmpeq_epi8(t[k], cj));
         hits = _mm_min_epu8(hits, seven);
         uint32_t b = 0;
-        if (imij_popcnt32(part) <= 2) { /* one by one: cheaper than the vectors */
-            uint8_t hb[16];
-            _mm_storeu_si128((__m128i *)hb, hits);
-            for (uint32_t e = part; e; e &= e - 1) {
-                uint32_t l = imij_ctz32(e), bit;
-                int err = binary(rs, l, tt->q[8 * j + hb[l]], &bit);
-                if (err)
-                    return err;
-                b |= bit << l;
-            }
-        } else {
-            const uint8_t *from = words_at(rs, tl), *w = from;
-            if (part & 0xffu)
-                b = lm_half(rs->st, _mm256_permutevar8x32_epi32(qv[j], _mm256_cvtepu8_epi32(hits)), part & 0xffu, &w);
-            if (part >> 8)
-                b |= lm_half(rs->st + 8,
-                             _mm256_permutevar8x32_epi32(qv[j], _mm256_cvtepu8_epi32(_mm_srli_si128(hits, 8))),
-                             part >> 8, &w)
-                     << 8;
-            int err = words_taken(rs, from, w);
-            if (err)
-                return err;
-        }
+        const uint8_t *from = words_at(rs, tl), *w = from;
+        if (part & 0xffu)
+            b = lm_half(&s[0], _mm256_permutevar8x32_epi32(qv[j], _mm256_cvtepu8_epi32(hits)), part & 0xffu, &w);
+        if (part >> 8)
+            b |= lm_half(&s[1], _mm256_permutevar8x32_epi32(qv[j], _mm256_cvtepu8_epi32(_mm_srli_si128(hits, 8))),
+                         part >> 8, &w)
+                 << 8;
+        int err = words_taken(rs, from, w);
+        if (err)
+            return err;
         uint32_t done = part & ~b; /* b = 0: the candidate */
         if (done) {
             *val = _mm_blendv_epi8(*val, cj, lm_bytes(done));
             left &= ~done;
         }
     }
+    if (left && tt->escape) /* the scalar escapes work on rs->st */
+        _mm256_storeu_si256((__m256i *)rs->st, s[0]), _mm256_storeu_si256((__m256i *)(rs->st + 8), s[1]);
     for (uint32_t e = left; e; e &= e - 1) { /* 3. the escape phase, lanes ascending */
         uint32_t l = imij_ctz32(e), sym = 0;
         if (tt->escape) {
@@ -768,6 +755,8 @@ static inline AVX2_FN int lm_candidates(lvl_rans *rs, const lvl_tail *tl, const 
         }
         esc[l] = (uint8_t)sym;
     }
+    if (left && tt->escape)
+        s[0] = _mm256_loadu_si256((const __m256i *)rs->st), s[1] = _mm256_loadu_si256((const __m256i *)(rs->st + 8));
     *open = left;
     return 0;
 }
@@ -787,6 +776,7 @@ static AVX2_FN int lm_template(lvl_rans *rs, const imij_template_tables *tt, con
         qv[j] = _mm256_setr_epi32(tt->q[8 * j], tt->q[8 * j + 1], tt->q[8 * j + 2], tt->q[8 * j + 3], tt->q[8 * j + 4],
                                   tt->q[8 * j + 5], tt->q[8 * j + 6], tt->q[8 * j + 7]);
     const __m128i zero = _mm_setzero_si128(), one = _mm_set1_epi8(1);
+    __m256i s[2] = {_mm256_loadu_si256((const __m256i *)rs->st), _mm256_loadu_si256((const __m256i *)(rs->st + 8))};
     for (uint32_t r = 0; r < h; r++) {
         uint8_t *C = lm_row(R, lw, r + 2);
         const uint8_t *U1 = lm_row(R, lw, r + 1), *U2 = lm_row(R, lw, r);
@@ -796,6 +786,7 @@ static AVX2_FN int lm_template(lvl_rans *rs, const imij_template_tables *tt, con
             continue;
         }
         memcpy(C - 32, U1 - 32, 32); /* left of the lanes' first columns: one row up */
+        __m128i W = _mm_load_si128((const __m128i *)(C - 16)), t8 = _mm_load_si128((const __m128i *)(C - 32));
         for (uint32_t x = 0; x < lw; x++) {
             const uint8_t *u2 = U2 + (size_t)x * 16, *u1 = U1 + (size_t)x * 16;
             uint8_t *c = C + (size_t)x * 16;
@@ -804,8 +795,7 @@ static AVX2_FN int lm_template(lvl_rans *rs, const imij_template_tables *tt, con
             t[2] = _mm_load_si128((const __m128i *)(u2 + 16)), t[3] = _mm_load_si128((const __m128i *)(u1 - 32));
             t[4] = _mm_load_si128((const __m128i *)(u1 - 16)), t[5] = _mm_load_si128((const __m128i *)u1);
             t[6] = _mm_load_si128((const __m128i *)(u1 + 16)), t[7] = _mm_load_si128((const __m128i *)(u1 + 32));
-            t[8] = _mm_load_si128((const __m128i *)(c - 32)), t[9] = _mm_load_si128((const __m128i *)(c - 16));
-            const __m128i W = t[9];
+            t[8] = t8, t[9] = W;
             /* ctx = (W == 0) << 9 | sum of (t_k == W) << k: byte lo bits 0-7, byte hi bits 8-9 */
             __m128i lo = _mm_and_si128(_mm_cmpeq_epi8(t[0], W), one);
             for (int k = 1; k < 8; k++)
@@ -813,19 +803,24 @@ static AVX2_FN int lm_template(lvl_rans *rs, const imij_template_tables *tt, con
             __m128i hi = _mm_or_si128(_mm_and_si128(_mm_cmpeq_epi8(t[8], W), one),
                                       _mm_and_si128(_mm_cmpeq_epi8(W, zero), _mm_set1_epi8(2)));
             uint32_t live = lm_live(ln, x), m;
-            int err = lm_phase_ctx(rs, &tl, p32, lo, hi, live, &m);
+            int err = lm_phase_ctx(rs, &tl, s, p32, lo, hi, live, &m);
             if (err)
                 return err;
             __m128i val = _mm_andnot_si128(lm_bytes(m), W); /* m = 0: W */
             uint8_t esc[16];
             if (m) {
-                err = lm_candidates(rs, &tl, tt, qv, t, &val, &m, esc);
+                err = lm_candidates(rs, &tl, s, tt, qv, t, &val, &m, esc);
                 if (err)
                     return err;
             }
-            _mm_store_si128((__m128i *)c, _mm_and_si128(val, lm_bytes(live)));
-            for (; m; m &= m - 1)
-                c[imij_ctz32(m)] = esc[imij_ctz32(m)];
+            val = _mm_and_si128(val, lm_bytes(live));
+            _mm_store_si128((__m128i *)c, val);
+            t8 = W, W = val; /* the next step's t_8 and W */
+            if (m) {
+                for (; m; m &= m - 1)
+                    c[imij_ctz32(m)] = esc[imij_ctz32(m)];
+                W = _mm_load_si128((const __m128i *)c);
+            }
         }
         lm_halo(C, lw);
         lm_row_out(C, ln, rowbuf, sink, r);
