@@ -465,22 +465,27 @@ static inline AVX2_FN uint32_t lm_half(__m256i *x, __m256i p, uint32_t part, con
     return (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(lm_step8(x, p, live, w)));
 }
 
-/* The binary decisions of the lanes in `part` (bits 0-15; states s[0], s[1]) whose context
- * bytes (lane l: byte l) are lo (bits 0-7) and hi (bits 8-9), probabilities from the 1024 32-bit
- * entries of p32: one phase, its words taken. *ones: the lanes whose t is 1. */
-static inline AVX2_FN int lm_phase_ctx(lvl_rans *rs, const lvl_tail *tl, __m256i *s, const uint32_t *p32, __m128i lo,
-                                       __m128i hi, uint32_t part, uint32_t *ones)
+/* The phase-0 probabilities of 16 lanes whose context bytes (lane l: byte l) are lo (bits 0-7)
+ * and hi (bits 8-9), from the 1024 32-bit entries of p32: lanes 0-7 in p[0], 8-15 in p[1] (when
+ * two). */
+static inline AVX2_FN void lm_probs(const uint32_t *p32, __m128i lo, __m128i hi, int two, __m256i *p)
+{
+    p[0] = _mm256_i32gather_epi32((const int *)p32, _mm256_cvtepu16_epi32(_mm_unpacklo_epi8(lo, hi)), 4);
+    if (two)
+        p[1] = _mm256_i32gather_epi32((const int *)p32, _mm256_cvtepu16_epi32(_mm_unpackhi_epi8(lo, hi)), 4);
+}
+
+/* The binary decisions of the lanes in `part` (bits 0-15; states s[0], s[1], probabilities p[0],
+ * p[1]): one phase, its words taken. *ones: the lanes whose t is 1. */
+static inline AVX2_FN int lm_phase(lvl_rans *rs, const lvl_tail *tl, __m256i *s, const __m256i *p, uint32_t part,
+                                   uint32_t *ones)
 {
     const uint8_t *from = words_at(rs, tl), *w = from;
     uint32_t t = 0;
-    if (part & 0xffu) {
-        __m256i cx = _mm256_cvtepu16_epi32(_mm_unpacklo_epi8(lo, hi));
-        t = lm_half(&s[0], _mm256_i32gather_epi32((const int *)p32, cx, 4), part & 0xffu, &w);
-    }
-    if (part >> 8) {
-        __m256i cx = _mm256_cvtepu16_epi32(_mm_unpackhi_epi8(lo, hi));
-        t |= lm_half(&s[1], _mm256_i32gather_epi32((const int *)p32, cx, 4), part >> 8, &w) << 8;
-    }
+    if (part & 0xffu)
+        t = lm_half(&s[0], p[0], part & 0xffu, &w);
+    if (part >> 8)
+        t |= lm_half(&s[1], p[1], part >> 8, &w) << 8;
     *ones = t;
     return words_taken(rs, from, w);
 }
@@ -761,6 +766,29 @@ static inline AVX2_FN int lm_candidates(lvl_rans *rs, const lvl_tail *tl, __m256
     return 0;
 }
 
+/* 2.14 phase 0's context of 16 lanes from their ten template pixels (t_8 = t8, W = t_9 = W):
+ * (W == 0) << 9 | sum of (t_k == W) << k, bits 0-7 in *lo, 8-9 in *hi (lane l: byte l). */
+static inline AVX2_FN void lm_context(const __m128i *t, __m128i t8, __m128i W, __m128i *lo, __m128i *hi)
+{
+    const __m128i one = _mm_set1_epi8(1);
+    __m128i b = _mm_and_si128(_mm_cmpeq_epi8(t[0], W), one);
+    for (int k = 1; k < 8; k++)
+        b = _mm_or_si128(b, _mm_and_si128(_mm_cmpeq_epi8(t[k], W), _mm_set1_epi8((char)(1 << k))));
+    *lo = b;
+    *hi = _mm_or_si128(_mm_and_si128(_mm_cmpeq_epi8(t8, W), one),
+                       _mm_and_si128(_mm_cmpeq_epi8(W, _mm_setzero_si128()), _mm_set1_epi8(2)));
+}
+
+/* The eight template pixels of the rows above of lane column x (t_0 .. t_7). */
+static inline AVX2_FN void lm_above(const uint8_t *U2, const uint8_t *U1, uint32_t x, __m128i *t)
+{
+    const uint8_t *u2 = U2 + (size_t)x * 16, *u1 = U1 + (size_t)x * 16;
+    t[0] = _mm_load_si128((const __m128i *)(u2 - 16)), t[1] = _mm_load_si128((const __m128i *)u2);
+    t[2] = _mm_load_si128((const __m128i *)(u2 + 16)), t[3] = _mm_load_si128((const __m128i *)(u1 - 32));
+    t[4] = _mm_load_si128((const __m128i *)(u1 - 16)), t[5] = _mm_load_si128((const __m128i *)u1);
+    t[6] = _mm_load_si128((const __m128i *)(u1 + 16)), t[7] = _mm_load_si128((const __m128i *)(u1 + 32));
+}
+
 /* 2.14 with three or more entries on the lane-major ring: phase 0 for all lanes at once (the ten
  * t_k == W as bits), the candidate phases' decisions in vectors, the escapes one by one. */
 static AVX2_FN int lm_template(lvl_rans *rs, const imij_template_tables *tt, const uint8_t *rows,
@@ -775,7 +803,7 @@ static AVX2_FN int lm_template(lvl_rans *rs, const imij_template_tables *tt, con
     for (int j = 0; j < 5; j++) /* phase j's eight probabilities, by hits */
         qv[j] = _mm256_setr_epi32(tt->q[8 * j], tt->q[8 * j + 1], tt->q[8 * j + 2], tt->q[8 * j + 3], tt->q[8 * j + 4],
                                   tt->q[8 * j + 5], tt->q[8 * j + 6], tt->q[8 * j + 7]);
-    const __m128i zero = _mm_setzero_si128(), one = _mm_set1_epi8(1);
+    int two = ln->active > 8;
     __m256i s[2] = {_mm256_loadu_si256((const __m256i *)rs->st), _mm256_loadu_si256((const __m256i *)(rs->st + 8))};
     for (uint32_t r = 0; r < h; r++) {
         uint8_t *C = lm_row(R, lw, r + 2);
@@ -787,25 +815,33 @@ static AVX2_FN int lm_template(lvl_rans *rs, const imij_template_tables *tt, con
         }
         memcpy(C - 32, U1 - 32, 32); /* left of the lanes' first columns: one row up */
         __m128i W = _mm_load_si128((const __m128i *)(C - 16)), t8 = _mm_load_si128((const __m128i *)(C - 32));
+        __m256i p[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()}, q[2] = {p[0], p[1]};
+        int ahead = 0, flat = 0; /* p holds this step's probabilities; the step before kept every W */
         for (uint32_t x = 0; x < lw; x++) {
-            const uint8_t *u2 = U2 + (size_t)x * 16, *u1 = U1 + (size_t)x * 16;
             uint8_t *c = C + (size_t)x * 16;
-            __m128i t[10];
-            t[0] = _mm_load_si128((const __m128i *)(u2 - 16)), t[1] = _mm_load_si128((const __m128i *)u2);
-            t[2] = _mm_load_si128((const __m128i *)(u2 + 16)), t[3] = _mm_load_si128((const __m128i *)(u1 - 32));
-            t[4] = _mm_load_si128((const __m128i *)(u1 - 16)), t[5] = _mm_load_si128((const __m128i *)u1);
-            t[6] = _mm_load_si128((const __m128i *)(u1 + 16)), t[7] = _mm_load_si128((const __m128i *)(u1 + 32));
+            __m128i t[10], lo, hi;
+            lm_above(U2, U1, x, t);
             t[8] = t8, t[9] = W;
-            /* ctx = (W == 0) << 9 | sum of (t_k == W) << k: byte lo bits 0-7, byte hi bits 8-9 */
-            __m128i lo = _mm_and_si128(_mm_cmpeq_epi8(t[0], W), one);
-            for (int k = 1; k < 8; k++)
-                lo = _mm_or_si128(lo, _mm_and_si128(_mm_cmpeq_epi8(t[k], W), _mm_set1_epi8((char)(1 << k))));
-            __m128i hi = _mm_or_si128(_mm_and_si128(_mm_cmpeq_epi8(t[8], W), one),
-                                      _mm_and_si128(_mm_cmpeq_epi8(W, zero), _mm_set1_epi8(2)));
+            if (!ahead) {
+                lm_context(t, t8, W, &lo, &hi);
+                lm_probs(p32, lo, hi, two, p);
+            }
+            /* in a run of steps keeping every W, guess this one does too: the next step's
+             * probabilities (its t_8 and W both this W) before this one decides */
+            int guess = flat && x + 1 < lw;
+            if (guess) {
+                __m128i n[8];
+                lm_above(U2, U1, x + 1, n);
+                lm_context(n, W, W, &lo, &hi);
+                lm_probs(p32, lo, hi, two, q);
+            }
             uint32_t live = lm_live(ln, x), m;
-            int err = lm_phase_ctx(rs, &tl, s, p32, lo, hi, live, &m);
+            int err = lm_phase(rs, &tl, s, p, live, &m);
             if (err)
                 return err;
+            flat = !m, ahead = guess && !m;
+            if (ahead)
+                p[0] = q[0], p[1] = q[1];
             __m128i val = _mm_andnot_si128(lm_bytes(m), W); /* m = 0: W */
             uint8_t esc[16];
             if (m) {
