@@ -6,7 +6,8 @@
  * operations (each step's operations are rebuilt from the plane, last step first).
  *
  * Plain C99, no globals, no allocation: the caller passes the output planes and the index
- * scratch (the SIMD path's lane-major ring, at most 49 KiB, is on the stack). Every read of `body` is bounds-checked; every plane index is below width * height.
+ * scratch (the SIMD path's lane-major ring goes there when it fits, else on the stack, at most
+ * 12.5 KiB). Every read of `body` is bounds-checked; every plane index is below width * height.
  */
 #include <string.h>
 
@@ -402,7 +403,19 @@ static int decode_template(lvl_rans *rs, const imij_template_tables *tt, uint32_
  * the row above's: left of a lane's first column the current row reads one row up (2.10). The
  * rows reach the sink row-major (lm_row_out). */
 
-#define LM_MAX_LW 1024u /* the widest lanes the ring (on the stack: 3 * (lw + 4) * 16 bytes) takes */
+#define LM_STACK_LW 256u /* the widest lanes of a ring on the stack (3 * (lw + 4) * 16 bytes) */
+
+/* Where the SIMD path keeps its ring of lanes lw wide: in the index scratch after the row-major
+ * row (lanes * lw bytes, the last lane's 16-byte blocks included), 16-byte aligned, when the
+ * scratch holds both; else NULL (then a ring on the stack, when lw <= LM_STACK_LW). */
+static uint8_t *lm_ring_in(uint8_t *index, size_t index_len, const lanes_t *ln)
+{
+    size_t row = (size_t)ln->active * ln->lw, ring = (size_t)48 * ((size_t)ln->lw + 4);
+    if (index_len < row || index_len - row < ring + 15)
+        return NULL;
+    uint8_t *R = index + row;
+    return R + ((16u - ((uintptr_t)R & 15u)) & 15u);
+}
 
 /* A phase reads at most 16 words (one per lane), 32 bytes: the SIMD steps read the stream in place
  * while 32 bytes are left, then from a zero-padded copy of its last 32 bytes; a step that took
@@ -866,13 +879,13 @@ static AVX2_FN int lm_template(lvl_rans *rs, const imij_template_tables *tt, con
 #endif
 
 #if IMIJ_ENT_AVX2
-/* 2.10 / 2.14 on the SIMD path (lw from 2 to LM_MAX_LW): the lane-major ring on the stack, zero
+/* 2.10 / 2.14 on the SIMD path (lw >= 2): the lane-major ring at `ring` or on the stack, zero
  * (the rows above the stripe), the inactive lanes' states unused but defined. */
 static AVX2_FN int lm_decode(lvl_rans *rs, const imij_level_unit *u, int bilevel, uint32_t n, const uint8_t *rows,
-                             const lanes_t *ln, uint8_t *rowbuf, const row_sink *sink)
+                             const lanes_t *ln, uint8_t *rowbuf, uint8_t *ring, const row_sink *sink)
 {
-    __m128i ring[3 * (LM_MAX_LW + 4)];
-    uint8_t *R = (uint8_t *)ring;
+    __m128i stack[3 * (LM_STACK_LW + 4)];
+    uint8_t *R = ring ? ring : (uint8_t *)stack;
     memset(R, 0, (size_t)3 * (ln->lw + 4) * 16);
     for (uint32_t l = ln->active; l < 16; l++)
         rs->st[l] = LVL_STATE_LOW;
@@ -992,8 +1005,9 @@ static int level_decode(const uint8_t *body, size_t len, const imij_level_unit *
     byte_rows(&sink);
     sink.slices = bilevel ? 1u : (n + 15) / 16;
 #if IMIJ_ENT_AVX2
-    if (ln.lw >= 2 && ln.lw <= LM_MAX_LW && imij_entropy_simd(-1) >= 1)
-        return lm_decode(&rs, u, bilevel, n, rows, &ln, index, &sink);
+    uint8_t *ring = lm_ring_in(index, index_len, &ln);
+    if (ln.lw >= 2 && (ring || ln.lw <= LM_STACK_LW) && imij_entropy_simd(-1) >= 1)
+        return lm_decode(&rs, u, bilevel, n, rows, &ln, index, ring, &sink);
 #endif
     size_t S = (size_t)w + 4;
     memset(index, 0, 3 * S + RING_SLACK); /* the zero rows above and the zero side columns */

@@ -4,8 +4,8 @@ working, decoded on the scalar path and on every SIMD path the CPU has: identica
 identical errors, the image itself when intact.
 
 Lane widths 1 (scalar only), 2 (the narrowest halo), 3 to 15 (rows leave the ring column by
-column) and 16 or more (16-column blocks, the last overlapping), past the ring's widest lane
-(1024: scalar again); 1, 5 and 16 lanes, a narrower last lane; two entries (phase 0 only), a
+column) and 16 or more (16-column blocks, the last overlapping), past the widest ring on the
+stack (256: scalar again, unless the index scratch holds the ring); 1, 5 and 16 lanes, a narrower last lane; two entries (phase 0 only), a
 few and many entries (candidate and escape phases), 1-bit slots (layout 0x81); gray images,
 whose rows go out as bytes (at most 16 entries: by a 16-byte table), and RGB images.
 """
@@ -17,15 +17,16 @@ import random
 import numpy as np
 import pytest
 
+from imij_plugins.payload.entropy import levels
 from imij_plugins.payload.entropy.level_writer import LevelOptions
 
 from .syntax_writer import EntropyOptions, UnitChoice, decode_entropy_payload, encode_entropy_payload, header_for
 from .test_bilevel_mutation_cases import mutate
 from .test_kernel_paths import _both, _same, paths  # noqa: F401 - the fixture
 
-#: (width, lanes): lane widths 1, 2, 3, 15, 16, 17 and 33 with a narrower last lane, 1024 and 1025.
+#: (width, lanes): lane widths 1, 2, 3, 15, 16, 17 and 33 with a narrower last lane, 256, 257, 1025.
 GEOMETRIES = [(16, 16), (32, 16), (47, 16), (240, 16), (256, 16), (270, 16), (523, 16), (61, 5), (40, 1),
-              (1024, 1), (1025, 1)]
+              (256, 1), (257, 1), (1025, 1)]
 
 
 def _image(seed: int, width: int, entries: int, layout: int, channels: int) -> np.ndarray:
@@ -40,10 +41,13 @@ def _image(seed: int, width: int, entries: int, layout: int, channels: int) -> n
     return np.stack([(colours >> (8 * c)) & 255 for c in range(channels)], -1).astype(np.uint8)[idx]
 
 
+@pytest.mark.parametrize("scratch", ["given", "room for the ring"])
 @pytest.mark.parametrize("width, lanes", GEOMETRIES)
 @pytest.mark.parametrize("layout, entries, channels", [(0x81, 2, 1), (0x83, 2, 1), (0x83, 2, 3), (0x83, 7, 1),
                                                        (0x83, 7, 3), (0x84, 60, 1), (0x84, 60, 3)])
-def test_lane_geometries(paths, width, lanes, layout, entries, channels):  # noqa: F811 - the fixture
+def test_lane_geometries(paths, monkeypatch, scratch, width, lanes, layout, entries, channels):  # noqa: F811
+    if scratch != "given":  # the row, the lane-major ring (48 bytes a lane column) and alignment
+        monkeypatch.setattr(levels, "ring_bytes", lambda w: 51 * (w + 4) + 16)
     image = _image(width * 31 + lanes, width, entries, layout, channels)
     options = EntropyOptions(lanes=lanes, stripe_rows=12,
                              unit=UnitChoice(layout=layout, typical=layout != 0x81),
