@@ -62,7 +62,9 @@ typedef struct {
 /* Decode one unit record body whose layout byte is 0x81-0x84 into `out` (out_len bytes): nslots
  * planes of width*height coded values (before the channel maps), each out_bytes wide (entries of
  * up to 16 bits need at least as many). `index` is scratch of index_len >= 3 * (width + 4) + 16
- * bytes (the index plane's last three rows, zero-padded). Rows reach `out` as they decode, so
+ * bytes (the index plane's last three rows, zero-padded); with 51 * (width + 4) + 16 bytes the
+ * SIMD path keeps its lane-major ring there for lanes of any width (else on the stack for lanes
+ * of at most 256 columns, the scalar path for wider ones). Rows reach `out` as they decode, so
  * after an error `out` holds the rows decoded before it. Returns 0 or a negative IMIJ_LVL_E_*
  * code (IMIJ_LVL_E_SIZE, before decoding, when a length is short); never reads or writes out of
  * bounds. */
