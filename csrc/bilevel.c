@@ -7,7 +7,7 @@
  *
  * Plain C99, no globals, no allocation: the caller passes the output planes and the index
  * scratch (the SIMD path's lane-major ring goes there when it fits, else on the stack, at most
- * 12.5 KiB). Every read of `body` is bounds-checked; every plane index is below width * height.
+ * 25 KiB). Every read of `body` is bounds-checked; every plane index is below width * height.
  */
 #include <string.h>
 
@@ -403,7 +403,7 @@ static int decode_template(lvl_rans *rs, const imij_template_tables *tt, uint32_
  * the row above's: left of a lane's first column the current row reads one row up (2.10). The
  * rows reach the sink row-major (lm_row_out). */
 
-#define LM_STACK_LW 256u /* the widest lanes of a ring on the stack (3 * (lw + 4) * 16 bytes) */
+#define LM_STACK_LW 512u /* the widest lanes of a ring on the stack (3 * (lw + 4) * 16 bytes) */
 
 /* Where the SIMD path keeps its ring of lanes lw wide: in the index scratch after the row-major
  * row (lanes * lw bytes, the last lane's 16-byte blocks included), 16-byte aligned, when the

@@ -64,7 +64,7 @@ typedef struct {
  * up to 16 bits need at least as many). `index` is scratch of index_len >= 3 * (width + 4) + 16
  * bytes (the index plane's last three rows, zero-padded); with 51 * (width + 4) + 16 bytes the
  * SIMD path keeps its lane-major ring there for lanes of any width (else on the stack for lanes
- * of at most 256 columns, the scalar path for wider ones). Rows reach `out` as they decode, so
+ * of at most 512 columns, the scalar path for wider ones). Rows reach `out` as they decode, so
  * after an error `out` holds the rows decoded before it. Returns 0 or a negative IMIJ_LVL_E_*
  * code (IMIJ_LVL_E_SIZE, before decoding, when a length is short); never reads or writes out of
  * bounds. */

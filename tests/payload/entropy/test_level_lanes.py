@@ -5,7 +5,7 @@ identical errors, the image itself when intact.
 
 Lane widths 1 (scalar only), 2 (the narrowest halo), 3 to 15 (rows leave the ring column by
 column) and 16 or more (16-column blocks, the last overlapping), past the widest ring on the
-stack (256: scalar again, unless the index scratch holds the ring); 1, 5 and 16 lanes, a narrower last lane; two entries (phase 0 only), a
+stack (512: scalar again, unless the index scratch holds the ring); 1, 5 and 16 lanes, a narrower last lane; two entries (phase 0 only), a
 few and many entries (candidate and escape phases), 1-bit slots (layout 0x81); gray images,
 whose rows go out as bytes (at most 16 entries: by a 16-byte table), and RGB images.
 """
@@ -24,9 +24,9 @@ from .syntax_writer import EntropyOptions, UnitChoice, decode_entropy_payload, e
 from .test_bilevel_mutation_cases import mutate
 from .test_kernel_paths import _both, _same, paths  # noqa: F401 - the fixture
 
-#: (width, lanes): lane widths 1, 2, 3, 15, 16, 17 and 33 with a narrower last lane, 256, 257, 1025.
+#: (width, lanes): lane widths 1, 2, 3, 15, 16, 17 and 33 with a narrower last lane, 512, 513, 1025.
 GEOMETRIES = [(16, 16), (32, 16), (47, 16), (240, 16), (256, 16), (270, 16), (523, 16), (61, 5), (40, 1),
-              (256, 1), (257, 1), (1025, 1)]
+              (512, 1), (513, 1), (1025, 1)]
 
 
 def _image(seed: int, width: int, entries: int, layout: int, channels: int) -> np.ndarray:
