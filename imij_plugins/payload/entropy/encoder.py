@@ -530,18 +530,14 @@ def encode_tuned(image: np.ndarray, *, effort: int = DEFAULT_EFFORT, max_error: 
         for rows, cols in GEOMETRY_TRIES.get(effort, ()):
             cols = group_cols if group_cols is not None or cols is None or cols >= img.shape[1] else cols
             geo = entropy_geometry(img.shape[1], img.shape[0], rows, cols)
-            if geo in tried or (limit is not None and _regular_cost(geo, len(plan.depths)) > limit):
+            lanes = lanes_for(geo.group_cols or geo.width)
+            if geo in tried or (limit is not None and UnitCosts(geo, lanes, len(plan.depths)).all_regular() > limit):
                 continue
             tried.add(geo)
             other = _encode(_plan(img, layout, effort, max_error, rows, cols, reference), workers, unit_table, ordinals,
                             limit)
             best = other if len(other.payload) < len(best.payload) else best
     return base if base is not None and len(base.payload) <= len(best.payload) else best
-
-
-def _regular_cost(geo: Geometry, slots: int) -> float:
-    """The modeled decode cost of ``geo`` with every unit a regular stripe."""
-    return UnitCosts(geo, lanes_for(geo.group_cols or geo.width), slots).all_regular()
 
 
 def _encode(plan: _Plan, workers: int, unit_table: str, ordinals: bool, limit: float | None = None) -> EncodedEntropy:
