@@ -180,6 +180,11 @@ def _read_models(target: str) -> Run:
     return run
 
 
+def _least_index(width: int) -> int:
+    """bilevel.h: the least index scratch the level kernel takes (ring_bytes gives it more)."""
+    return 3 * (width + 4) + 16
+
+
 def _level_decode_out(short: int) -> Result:
     u = _level_unit()
     need, index = u.nslots * u.h * u.w, np.empty(ring_bytes(u.w), np.uint8)
@@ -191,7 +196,7 @@ def _level_decode_out(short: int) -> Result:
 
 def _level_decode_index(short: int) -> Result:
     u = _level_unit()
-    need, out = ring_bytes(u.w), np.empty(u.nslots * u.h * u.w, np.uint8)
+    need, out = _least_index(u.w), np.empty(u.nslots * u.h * u.w, np.uint8)
     index = _guarded(need, np.uint8)
     code = _backend.lib.imij_level_unit_decode(_ptr(u.body), u.body.size, u.models.levels.unit_of(u.w, u.h, 1),
                                                _ptr(out), out.size, _ptr(index), need - short)
@@ -209,7 +214,7 @@ def _level_store_out(short: int) -> Result:
 
 def _level_store_index(short: int) -> Result:
     u = _level_unit()
-    need, out = ring_bytes(u.w), np.empty(u.h * u.w * 3, np.uint8)
+    need, out = _least_index(u.w), np.empty(u.h * u.w * 3, np.uint8)
     index = _guarded(need, np.uint8)
     code = _backend.lib.imij_level_unit_store(_ptr(u.body), u.body.size, u.models.levels.unit_of(u.w, u.h, 0),
                                               u.store(out, out.size), _ptr(index), need - short)

@@ -155,8 +155,9 @@ def _field(ffi, struct, name: str) -> np.ndarray:
 
 
 def ring_bytes(width: int) -> int:
-    """The level kernel's index scratch: three padded rows and the SIMD gathers' slack (bilevel.h)."""
-    return 3 * (width + 4) + 16
+    """The level kernel's index scratch: room for its lane-major ring (48 bytes a lane column, the
+    row and alignment), so units of any width take the SIMD path (bilevel.h)."""
+    return 51 * (width + 4) + 16
 
 
 def decode_level_c(plan: UnitPlan, structs: LevelStructs, body: bytes | memoryview, width: int, height: int,
