@@ -4,8 +4,9 @@ trade decode speed for size only within a bound (section 5 leaves the choice to 
 The unit is one predictive step of one slot (2.3: all lanes of a unit advance together, so a
 unit costs its rows times its lane width, whatever the number of lanes up to 16). Calibrated on
 the C kernels (x86_64, AVX2 and AVX-512, one thread): a unit record's set-up costs about as much as
-``UNIT`` steps, and a bilevel or template stripe (2.10, 2.14) about ``LEVEL`` steps per step of
-its lanes, as it decodes one context and rANS symbol per pixel.
+``UNIT`` steps, and a step of a bilevel or template stripe (2.10, 2.14; every lane of a step at
+once, one context and rANS symbol per pixel) about ``LEVEL`` steps, or ``LEVEL_TWO`` when it
+codes two values (a binary decision whose next probabilities are fetched ahead).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from dataclasses import dataclass
 from imij_plugins.payload.geometry import Geometry
 
 UNIT = 500.0  # set-up of one unit record, in predictive slot steps
-LEVEL = 6.5  # one step of a bilevel or template stripe, in predictive slot steps
+LEVEL = 3.0  # one step of a template stripe of more than two entries, in predictive slot steps
+LEVEL_TWO = 0.5  # one step of a bilevel stripe, or of a template stripe of two entries
 BOUND = 1.10  # efforts above the default: at most this times the default effort's modeled cost
 
 
@@ -38,14 +40,15 @@ class UnitCosts:
         _, _, w, h = self.geometry.unit_rect(index)
         return UNIT + (1 if palette else self.slots) * lane_steps(w, h, self.lanes)
 
-    def level(self, index: int) -> float:
-        """A bilevel or template stripe (2.10, 2.14): one symbol per pixel, lane by lane."""
+    def level(self, index: int, two: bool = False) -> float:
+        """A bilevel or template stripe (2.10, 2.14) of two values (``two``) or more."""
         _, _, w, h = self.geometry.unit_rect(index)
-        return UNIT + LEVEL * lane_steps(w, h, self.lanes)
+        return UNIT + (LEVEL_TWO if two else LEVEL) * lane_steps(w, h, self.lanes)
 
-    def total(self, palettes: Iterable[bool], levels: set[int]) -> float:
-        """The payload's cost: each unit as coded (``palettes`` per unit, ``levels`` the level-coded)."""
-        return sum(self.level(i) if i in levels else self.regular(i, p) for i, p in enumerate(palettes))
+    def total(self, palettes: Iterable[bool], levels: dict[int, bool]) -> float:
+        """The payload's cost: each unit as coded (``palettes`` per unit; ``levels``: the level-coded
+        units, each True when it codes two values)."""
+        return sum(self.level(i, levels[i]) if i in levels else self.regular(i, p) for i, p in enumerate(palettes))
 
     def all_regular(self) -> float:
         """The payload's cost were every unit a regular stripe of all its slots."""
@@ -61,16 +64,16 @@ class LevelBudget:
         self.palettes = palettes
         self.allowance = allowance
 
-    def extra(self, index: int) -> float:
-        return self.costs.level(index) - self.costs.regular(index, self.palettes[index])
+    def extra(self, index: int, two: bool) -> float:
+        return self.costs.level(index, two) - self.costs.regular(index, self.palettes[index])
 
-    def over(self, saved: list[tuple[int, int]]) -> list[int]:
-        """Of the level-coded units ``(index, bytes saved)``, those to keep regular: the most bytes
-        saved per added cost are kept first, while the allowance lasts (ties by index)."""
-        extra = {i: self.extra(i) for i, _ in saved}
+    def over(self, saved: list[tuple[int, int, bool]]) -> list[int]:
+        """Of the level-coded units ``(index, bytes saved, two values)``, those to keep regular: the
+        most bytes saved per added cost are kept first, while the allowance lasts (ties by index)."""
+        extra = {i: self.extra(i, two) for i, _, two in saved}
         order = sorted(saved, key=lambda t: (-t[1] / max(extra[t[0]], 1e-9), t[0]))
         left, dropped = self.allowance, []
-        for i, _ in order:
+        for i, _, _ in order:
             if extra[i] <= max(left, 0.0):
                 left -= max(extra[i], 0.0)
             else:

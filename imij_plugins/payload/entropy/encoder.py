@@ -569,7 +569,7 @@ def _encode(plan: _Plan, workers: int, unit_table: str, ordinals: bool, limit: f
     release_scratch()
     costs = UnitCosts(plan.geo, plan.lanes, len(plan.depths))
     palettes = [a.palette is not None for a in analyses]
-    budget = None if limit is None else LevelBudget(costs, palettes, limit - costs.total(palettes, set()))
+    budget = None if limit is None else LevelBudget(costs, palettes, limit - costs.total(palettes, {}))
     # 2.10 / 2.14 / 5: units of few tuples may be smaller as bilevel or template palette stripes
     bodies, level_records, level_features, level_units = _levels(plan, analyses, bodies, workers, budget)
     coded_models = models + ([pmodel] if pmodel else [])

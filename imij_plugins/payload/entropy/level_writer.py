@@ -271,7 +271,8 @@ class LevelCoder:
         self.single = len(slots) == 1 and self.depths[0] == 1  # 2.10: 0x81
         self.entry_ok = bool(slots) and all(d <= MAX_ENTRY_DEPTH for d in self.depths)  # 2.5
         self.units: list[_Unit] = []
-        self.coded: set[int] = set()  # after finish: the units written as bilevel / template stripes
+        # after finish: the units written as bilevel / template stripes, each True when it codes two values
+        self.coded: dict[int, bool] = {}
         self._image_tuples: tuple[np.ndarray, np.ndarray] | bool | None = None  # False: more than 256
 
     # --- collecting units ----------------------------------------------------------------
@@ -641,16 +642,19 @@ class LevelCoder:
         chosen = best[1]
         out = list(bodies)
         kinds: dict[int, str] = {}
+        two = {u.index: len(u.tuples) <= 2 for u in self.units}  # a binary decision per pixel (decode_cost)
         for u in self.units:
             cands = [(k, b) for k, b in options[u.index] if k in chosen]
             if u.index not in forced:
                 cands.insert(0, ("", bodies[u.index]))  # ties keep the regular stripe
             kinds[u.index], out[u.index] = min(cands, key=lambda c: _framed(c[1]))
         if budget is not None:
-            for i in budget.over([(i, _framed(bodies[i]) - _framed(out[i])) for i in kinds if kinds[i] and i not in forced]):
+            saved = [(u.index, _framed(bodies[u.index]) - _framed(out[u.index]), two[u.index]) for u in self.units
+                     if kinds[u.index] and u.index not in forced]
+            for i in budget.over(saved):
                 kinds[i], out[i] = "", bodies[i]
             chosen = tuple(k for k in chosen if k in kinds.values() or need[k])
-        self.coded.update(i for i in kinds if kinds[i] or i in forced)
+        self.coded.update((i, two[i]) for i in kinds if kinds[i] or i in forced)
         records: list[Record] = []
         features: set[int] = set()
         if "B" in chosen and bil is not None:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import imij_plugins
-from imij_plugins.payload.entropy.decode_cost import BOUND, LEVEL, UNIT, LevelBudget, UnitCosts, lane_steps
+from imij_plugins.payload.entropy.decode_cost import BOUND, LEVEL, LEVEL_TWO, UNIT, LevelBudget, UnitCosts, lane_steps
 from imij_plugins.payload.entropy.encoder import encode_tuned
 from imij_plugins.payload.geometry import Geometry
 
@@ -23,7 +23,9 @@ def test_unit_costs_by_hand():
     assert costs.regular(0) == UNIT + 3 * 16 * 17
     assert costs.regular(0, palette=True) == UNIT + 16 * 17
     assert costs.level(2) == UNIT + LEVEL * 8 * 17  # the last stripe: rows 32..39
-    assert costs.total([False, True, False], {2}) == costs.regular(0) + costs.regular(1, True) + costs.level(2)
+    assert costs.level(2, two=True) == UNIT + LEVEL_TWO * 8 * 17
+    assert costs.total([False, True, False], {2: False}) == costs.regular(0) + costs.regular(1, True) + costs.level(2)
+    assert costs.total([False, False, False], {0: True}) == costs.level(0, True) + costs.regular(1) + costs.regular(2)
     assert costs.all_regular() == sum(costs.regular(i) for i in range(3))
 
 
@@ -32,10 +34,12 @@ def test_budget_keeps_most_bytes_per_cost_first():
     extra = costs.level(0) - costs.regular(0)
     budget = LevelBudget(costs, [False] * 4, allowance=2.5 * extra)
     # units 1 and 3 save the most per (equal) cost; unit 0 and 2 tie: the lower index is kept first
-    assert budget.over([(0, 10), (1, 50), (2, 10), (3, 40)]) == [0, 2]
+    assert budget.over([(0, 10, False), (1, 50, False), (2, 10, False), (3, 40, False)]) == [0, 2]
     budget = LevelBudget(costs, [False] * 4, allowance=3 * extra)
-    assert budget.over([(0, 10), (1, 50), (2, 10), (3, 40)]) == [2]
-    assert LevelBudget(costs, [False] * 4, allowance=-1.0).over([(1, 5)]) == [1]
+    assert budget.over([(0, 10, False), (1, 50, False), (2, 10, False), (3, 40, False)]) == [2]
+    assert LevelBudget(costs, [False] * 4, allowance=-1.0).over([(1, 5, False)]) == [1]
+    # a two-valued stripe costs less than a regular one here: it is always kept
+    assert LevelBudget(costs, [False] * 4, allowance=0.0).over([(1, 5, True), (2, 50, False)]) == [2]
 
 
 def _text_like(height: int = 96, width: int = 256, seed: int = 3) -> np.ndarray:
