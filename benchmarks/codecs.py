@@ -8,7 +8,7 @@ and by asking the encoder, so new options keep working without touching this fil
 References: PNG via Pillow (default = compress_level 6, and compress_level 9), WebP lossless via
 Pillow, QOI (``qoi``), JPEG XL lossless (imagecodecs/libjxl, effort 1 and its default 7), TIFF
 with zstd or deflate and a predictor (tifffile + imagecodecs: horizontal for integers,
-floating-point for floats), JPEG-LS (imagecodecs/CharLS, the issue's 16-bit reference).
+floating-point for floats), JPEG-LS (imagecodecs/CharLS, the 16-bit reference).
 Optional packages that are not installed just drop their codecs (``unavailable()`` says why).
 
 Note: run.py loads this file by path (``importlib``): the name ``codecs`` is the standard
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 ALL_THREADS = os.cpu_count() or 1
-EFFORT_RANGE = range(1, 10)  # issue 4: effort 1 (fast) ... 9 (smallest); each is probed before use
+EFFORT_RANGE = range(1, 10)  # effort 1 (fast) ... 9 (smallest); each is probed before use
 
 
 @dataclass(frozen=True)
@@ -100,8 +100,8 @@ def imij_options() -> ImiOptions:
 
     Codec names come from, in order: a ``Literal`` annotation of ``codec``; a ``CODECS`` tuple
     on ``imij_plugins`` or ``imij_plugins.writer``; the ValueError the encoder raises for an
-    unknown name (it lists the valid ones); the default alone. Efforts are 1..9 (issue 4's
-    range; a ``Literal`` annotation of ``effort`` overrides it), keeping those the encoder takes.
+    unknown name (it lists the valid ones); the default alone. Efforts are 1..9 (the
+    writer's range; a ``Literal`` annotation of ``effort`` overrides it), keeping those the encoder takes.
     """
     import imij_plugins
 

@@ -5,7 +5,7 @@ GeoTIFF-style tiled TIFF read by tifffile through an fsspec file object, with an
     python benchmarks/remote_reads.py --json out.json
 
 The image is 4096x4096 RGB u8, a gradient under noise (tests/remote's ``textured``, seed 2). IMI:
-64x256 units and a filled unit table (the issue's bound file); TIFF: 256x256 tiles, zlib with the
+64x256 units and a filled unit table (the file the region-read bound is set on); TIFF: 256x256 tiles, zlib with the
 horizontal predictor (``tifffile.imwrite(tile=(256, 256), compression="zlib", predictor=True)``).
 Both are served by tests/remote's HTTP server (Python's ``http.server``, Range support), which
 counts requests (HEAD and GET) and body bytes and can delay every response (``--latency``).

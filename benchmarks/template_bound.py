@@ -1,5 +1,5 @@
 """How close each effort gets to the template model of the IMI specification, version 2 (2.14),
-per 32-row stripe (issue 39, "Screenshots").
+per 32-row stripe.
 
 Every image of a class is cut into 32-row stripes. A stripe of at most 256 distinct pixel tuples
 is *eligible*: its own palette (entries ordered by count, most frequent first, as the reference

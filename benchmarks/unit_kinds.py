@@ -1,4 +1,4 @@
-"""Where an entropy-coded file's bytes go, per unit kind (issue 27): the payload head (maps,
+"""Where an entropy-coded file's bytes go, per unit kind: the payload head (maps,
 models, records) and the unit records by their stripe layout byte (2.4 regular stripes, 2.5
 palette stripes, 2.10 bilevel and 2.14 template palette stripes), per image and per corpus class,
 at the efforts asked for, beside PNG (Pillow, level 9) and WebP lossless (Pillow, method 6) sizes.
