@@ -17,12 +17,14 @@ entropy-coded lossless (or near-lossless) DATA payload:
    merging, table precision, from every unit's statistics. At effort 9 each unit's row
    predictors are then chosen again by what these models make each row cost (search.model_preds)
    and the models again from the new statistics, where that lowers their estimate (_refine).
-5. Coding per unit, in parallel: the residuals again from the unit's choices, then tokens and
-   reverse rANS (C); then section 5's bilevel / template palette chooser (level_writer) over
-   units of at most 256 tuples, and the head and unit records (2, 2.7).
+5. Coding per unit, in parallel: the residuals kept from the analysis (or made again from the
+   unit's choices, _Plan.keep), then tokens and reverse rANS (C); then section 5's bilevel /
+   template palette chooser (level_writer) over units of at most 256 tuples, where their
+   records could pay at all, and the head and unit records (2, 2.7).
 
-Planes and residuals are held one unit at a time in their narrowest type (scratch.value_dtype),
-so encoding needs little memory beyond the input and the output.
+Planes and residuals are made one unit at a time in their narrowest type (scratch.value_dtype);
+the residuals kept between analysis and coding take at most the input's bytes, so encoding
+needs about twice the input besides the output.
 
 Everything is deterministic: the bytes do not depend on ``threads`` or on the backend.
 """
