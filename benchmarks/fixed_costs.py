@@ -1,4 +1,4 @@
-"""The fixed cost of one ``imij_plugins.read`` of a small image (issues 27 and 39): time per read,
+"""The fixed cost of one ``imij_plugins.read`` of a small image: time per read,
 and optionally where it goes (cProfile by stage) and how many instructions it runs (callgrind).
 
 Times are medians of many rounds of ``time.perf_counter`` (robust on a loaded machine), or with
