@@ -1065,57 +1065,115 @@ static inline void template_at(const uint8_t *row, const uint8_t *up, const uint
     t[9] = x >= 1 ? row[c - 1] : up[c - 1];
 }
 
-/* 2.10: step x of a row of a bilevel plane, lanes ascending: one decision per lane. */
-static int bilevel_step(const uint8_t *row, const uint8_t *up, const uint8_t *up2, const lanes_t *ln, uint32_t x,
-                        lvl_op *ops)
+#define P0_COLS 256 /* lane columns per block of phase-0 words (16 lanes: 8 KiB of stack) */
+#define P0_BIT 10     /* a phase-0 word: its context (10 bits), then its outcome */
+
+/* The phase-0 words of columns c .. c + count of a row (lane columns x .. x + count): a bilevel
+ * plane's context t (2.10) and outcome t (values 0 or 1: bilevel_plane), a template row's context
+ * m (2.14: bit k for t_k == W, bit 9 for W == 0) and outcome v != W. Column by column, so the
+ * compiler vectorizes it; a lane's first two columns read the row above (template_at). */
+static void phase0_words(const uint8_t *row, const uint8_t *up, const uint8_t *up2, ptrdiff_t c, uint32_t x,
+                        uint32_t count, int bilevel, uint16_t *restrict out)
 {
-    uint32_t la = taking(ln, x), t[10];
+    uint32_t h = 0, t[10];
+    for (; h < count && x + h < 2; h++) {
+        template_at(row, up, up2, c + h, x + h, t);
+        uint32_t W = t[9], v = row[c + h], cx = 0;
+        if (bilevel) {
+            for (int k = 0; k < 10; k++)
+                cx |= t[k] << k;
+            out[h] = (uint16_t)(cx | v << P0_BIT);
+        } else {
+            cx = (uint32_t)(W == 0) << 9;
+            for (int k = 0; k < 9; k++)
+                cx |= (uint32_t)(t[k] == W) << k;
+            out[h] = (uint16_t)(cx | (uint32_t)(v != W) << P0_BIT);
+        }
+    }
+    const uint8_t *R = row + c, *U = up + c, *U2 = up2 + c;
+    ptrdiff_t j = h, end = count; /* signed: j - 2 and j - 1 reach the columns left of the block */
+    if (bilevel) {
+        for (ptrdiff_t i = j; i < end; i++)
+            out[i] = (uint16_t)(U2[i - 1] | U2[i] << 1 | U2[i + 1] << 2 | U[i - 2] << 3 | U[i - 1] << 4 | U[i] << 5 |
+                                U[i + 1] << 6 | U[i + 2] << 7 | R[i - 2] << 8 | R[i - 1] << 9 | R[i] << P0_BIT);
+        return;
+    }
+    for (ptrdiff_t i = j; i < end; i++) {
+        uint8_t W = R[i - 1];
+        out[i] = (uint16_t)((U2[i - 1] == W) | (U2[i] == W) << 1 | (U2[i + 1] == W) << 2 | (U[i - 2] == W) << 3 |
+                            (U[i - 1] == W) << 4 | (U[i] == W) << 5 | (U[i + 1] == W) << 6 | (U[i + 2] == W) << 7 |
+                            (R[i - 2] == W) << 8 | (W == 0) << 9 | (R[i] != W) << P0_BIT);
+    }
+}
+
+/* The phase-0 words of lane columns x .. x + xn of row r, lane l's at words[l * P0_COLS + x - x_first]. */
+static void block_words(const uint8_t *P, size_t S, uint32_t r, const lanes_t *ln, uint32_t x, uint32_t xn,
+                        int bilevel, uint16_t *words)
+{
+    const uint8_t *row = P + (size_t)(r + 2) * S + 2, *up = row - S, *up2 = up - S;
+    for (uint32_t l = 0; l < ln->active && x < ln->width[l]; l++) {
+        uint32_t cnt = ln->width[l] - x < xn ? ln->width[l] - x : xn;
+        phase0_words(row, up, up2, (ptrdiff_t)ln->start[l] + x, x, cnt, bilevel, words + (size_t)l * P0_COLS);
+    }
+}
+
+/* 2.10: is every value of a bilevel plane 0 or 1? (Checked before any context is formed, so a
+ * context never exceeds its 10 bits.) */
+static int bilevel_plane(const uint8_t *plane, size_t count)
+{
+    uint8_t any = 0;
+    for (size_t i = 0; i < count; i++)
+        any |= plane[i];
+    return any <= 1;
+}
+
+/* 2.10: step x of a row of a bilevel plane, lanes ascending: one decision per lane, from the
+ * lanes' phase-0 words w[l * P0_COLS]. */
+static int bilevel_step(const lanes_t *ln, uint32_t x, const uint16_t *w, lvl_op *ops)
+{
+    uint32_t la = taking(ln, x);
     for (uint32_t l = 0; l < la; l++) {
-        ptrdiff_t c = (ptrdiff_t)ln->start[l] + x; /* signed: c - 2 and c - 1 reach the zero padding */
-        template_at(row, up, up2, c, x, t);
-        uint32_t cx = 0;
-        for (int k = 0; k < 10; k++)
-            cx |= t[k] << k;
-        if (row[c] > 1)
-            return IMIJ_LVL_E_ARGS; /* t is 0 or 1 */
-        ops[l] = (lvl_op){0, row[c], (uint8_t)l, (uint16_t)cx};
+        uint32_t word = w[(size_t)l * P0_COLS];
+        ops[l] = (lvl_op){0, (uint8_t)(word >> P0_BIT), (uint8_t)l, (uint16_t)(word & 1023u)};
     }
     return (int)la;
 }
 
 /* 2.14: step x of a non-typical row of an index plane of n entries, in the decoder's (phase,
- * lane) order: phase 0 for every lane, candidate phases over the lanes still open, escapes. */
+ * lane) order: phase 0 for every lane (its words w[l * P0_COLS]), candidate phases over the
+ * lanes still open, escapes. */
 static int template_step(const uint8_t *row, const uint8_t *up, const uint8_t *up2, const lanes_t *ln, uint32_t x,
-                         uint32_t n, lvl_op *ops)
+                         uint32_t n, const uint16_t *w, lvl_op *ops)
 {
-    uint32_t tk[16][10], value[16], open[16], nopen = 0, la = taking(ln, x);
+    uint32_t tk[16][10], open[16], nopen = 0, la = taking(ln, x);
     int count = 0;
     for (uint32_t l = 0; l < la; l++) { /* 1. phase 0 */
-        ptrdiff_t c = (ptrdiff_t)ln->start[l] + x; /* signed: c - 2 and c - 1 reach the zero padding */
-        uint32_t *t = tk[l];
-        template_at(row, up, up2, c, x, t);
-        uint32_t W = t[9], cx = (uint32_t)(W == 0) << 9, v = row[c];
-        for (int k = 0; k < 9; k++)
-            cx |= (uint32_t)(t[k] == W) << k;
-        ops[count++] = (lvl_op){0, v != W, (uint8_t)l, (uint16_t)cx};
-        value[l] = v;
-        if (v != W) {
-            if (n <= 2) {
-                if (v != 1u - W)
-                    return IMIJ_LVL_E_ARGS; /* two entries: an index above 1 */
-            } else {
-                open[nopen++] = l;
-            }
-        }
+        uint32_t word = w[(size_t)l * P0_COLS], miss = word >> P0_BIT;
+        ops[count++] = (lvl_op){0, (uint8_t)miss, (uint8_t)l, (uint16_t)(word & 1023u)};
+        if (miss)
+            open[nopen++] = l;
     }
+    if (!nopen)
+        return count;
+    if (n <= 2) { /* two entries: a miss is the other index */
+        for (uint32_t i = 0; i < nopen; i++) {
+            ptrdiff_t c = (ptrdiff_t)ln->start[open[i]] + x;
+            uint32_t W = x >= 1 ? row[c - 1] : up[c - 1];
+            if (row[c] != 1u - W)
+                return IMIJ_LVL_E_ARGS; /* an index above 1 */
+        }
+        return count;
+    }
+    for (uint32_t i = 0; i < nopen; i++) /* the templates of the open lanes only */
+        template_at(row, up, up2, (ptrdiff_t)ln->start[open[i]] + x, x, tk[open[i]]);
     for (int j = 0; j < 5 && nopen; j++) { /* 2. candidate phases */
         uint32_t still = 0;
         for (uint32_t i = 0; i < nopen; i++) {
-            uint32_t l = open[i], cj;
+            uint32_t l = open[i], cj, v = row[ln->start[l] + x];
             int cx = candidate(tk[l], j, &cj);
             if (cx >= 0) {
-                ops[count++] = (lvl_op){1, value[l] != cj, (uint8_t)l, (uint16_t)cx};
-                if (value[l] == cj)
+                ops[count++] = (lvl_op){1, v != cj, (uint8_t)l, (uint16_t)cx};
+                if (v == cj)
                     continue;
             }
             open[still++] = l;
@@ -1123,18 +1181,19 @@ static int template_step(const uint8_t *row, const uint8_t *up, const uint8_t *u
         nopen = still;
     }
     for (uint32_t i = 0; i < nopen; i++) /* 3. the escape phase */
-        ops[count++] = (lvl_op){2, 0, (uint8_t)open[i], (uint16_t)value[open[i]]};
+        ops[count++] = (lvl_op){2, 0, (uint8_t)open[i], (uint16_t)row[ln->start[open[i]] + x]};
     return count;
 }
 
-/* The operations of step x of row r (0 for a typical row), or a negative code. */
+/* The operations of step x of row r (a non-typical row when typical is given) from the lanes'
+ * phase-0 words w[l * P0_COLS], or a negative code. */
 static int step_ops(const uint8_t *P, size_t S, uint32_t r, uint32_t x, const lanes_t *ln, uint32_t n,
-                    const uint8_t *typical, lvl_op *ops)
+                    const uint8_t *typical, const uint16_t *w, lvl_op *ops)
 {
     const uint8_t *row = P + (size_t)(r + 2) * S + 2, *up = row - S, *up2 = up - S;
     if (!typical)
-        return bilevel_step(row, up, up2, ln, x, ops);
-    return typical[r] ? 0 : template_step(row, up, up2, ln, x, n, ops);
+        return bilevel_step(ln, x, w, ops);
+    return template_step(row, up, up2, ln, x, n, w, ops);
 }
 
 /* The encoder's arguments: IMIJ_LVL_E_ARGS for a bad geometry or entry count, IMIJ_LVL_E_SIZE
@@ -1154,26 +1213,36 @@ int imij_level_counts(const uint8_t *plane, uint32_t width, uint32_t height, uin
     int err = level_args(width, height, lanes, n, scratch_len);
     if (err)
         return err;
+    if (!typical && !bilevel_plane(plane, (size_t)width * height))
+        return IMIJ_LVL_E_ARGS; /* a t above 1 */
     size_t S = (size_t)width + 4;
     pad_plane(plane, width, height, scratch);
     lanes_t ln;
     lanes_of(&ln, width, lanes);
     lvl_op ops[STEP_OPS];
-    for (uint32_t r = 0; r < height; r++)
-        for (uint32_t x = 0; x < ln.lw; x++) {
-            int count = step_ops(scratch, S, r, x, &ln, n, typical, ops);
-            if (count < 0)
-                return count;
-            for (int i = 0; i < count; i++) {
-                const lvl_op *o = &ops[i];
-                if (o->kind == 0)
-                    phase0[2u * o->ctx + o->bit]++;
-                else if (o->kind == 1)
-                    cand[2u * o->ctx + o->bit]++;
-                else
-                    escape[o->ctx]++;
+    uint16_t words[16 * P0_COLS];
+    for (uint32_t r = 0; r < height; r++) {
+        if (typical && typical[r])
+            continue; /* a typical row codes nothing */
+        for (uint32_t x0 = 0; x0 < ln.lw; x0 += P0_COLS) {
+            uint32_t xn = ln.lw - x0 < P0_COLS ? ln.lw - x0 : P0_COLS;
+            block_words(scratch, S, r, &ln, x0, xn, !typical, words);
+            for (uint32_t i = 0; i < xn; i++) {
+                int count = step_ops(scratch, S, r, x0 + i, &ln, n, typical, words + i, ops);
+                if (count < 0)
+                    return count;
+                for (int k = 0; k < count; k++) {
+                    const lvl_op *o = &ops[k];
+                    if (o->kind == 0)
+                        phase0[2u * o->ctx + o->bit]++;
+                    else if (o->kind == 1)
+                        cand[2u * o->ctx + o->bit]++;
+                    else
+                        escape[o->ctx]++;
+                }
             }
         }
+    }
     return 0;
 }
 
@@ -1217,6 +1286,8 @@ int64_t imij_level_encode(const uint8_t *plane, uint32_t width, uint32_t height,
     int err = level_args(width, height, lanes, n, scratch_len);
     if (err)
         return err;
+    if (!typical && !bilevel_plane(plane, (size_t)width * height))
+        return IMIJ_LVL_E_ARGS; /* a t above 1 */
     size_t S = (size_t)width + 4;
     pad_plane(plane, width, height, scratch);
     lanes_t ln;
@@ -1228,33 +1299,43 @@ int64_t imij_level_encode(const uint8_t *plane, uint32_t width, uint32_t height,
     for (uint32_t l = 0; l < ln.active; l++)
         st[l] = LVL_STATE_LOW;
     lvl_op ops[STEP_OPS];
-    for (uint32_t r = height; r-- > 0;)
-        for (uint32_t x = ln.lw; x-- > 0;) {
-            int count = step_ops(scratch, S, r, x, &ln, n, typical, ops);
-            if (count < 0)
-                return count;
-            for (int i = count; i-- > 0;) {
-                const lvl_op *o = &ops[i];
-                uint32_t f, cum;
-                if (o->kind == 2) {
-                    if (!efreq) { /* 2.14: without the direct-index table an escape decodes 0, state unchanged */
-                        if (o->ctx)
-                            return IMIJ_LVL_E_FREQ;
-                        continue;
+    uint16_t words[16 * P0_COLS];
+    for (uint32_t r = height; r-- > 0;) {
+        if (typical && typical[r])
+            continue; /* a typical row codes nothing */
+        for (uint32_t x0 = (ln.lw - 1) / P0_COLS * P0_COLS;; x0 -= P0_COLS) {
+            uint32_t xn = ln.lw - x0 < P0_COLS ? ln.lw - x0 : P0_COLS;
+            block_words(scratch, S, r, &ln, x0, xn, !typical, words);
+            for (uint32_t i = xn; i-- > 0;) {
+                int count = step_ops(scratch, S, r, x0 + i, &ln, n, typical, words + i, ops);
+                if (count < 0)
+                    return count;
+                for (int k = count; k-- > 0;) {
+                    const lvl_op *o = &ops[k];
+                    uint32_t f, cum;
+                    if (o->kind == 2) {
+                        if (!efreq) { /* 2.14: without the direct-index table an escape decodes 0, state unchanged */
+                            if (o->ctx)
+                                return IMIJ_LVL_E_FREQ;
+                            continue;
+                        }
+                        f = efreq[o->ctx], cum = ecum[o->ctx];
+                    } else {
+                        uint32_t p = o->kind == 0 ? phase0[o->ctx] : cand[o->ctx];
+                        f = o->bit ? LVL_M - p : p, cum = o->bit ? p : 0;
                     }
-                    f = efreq[o->ctx], cum = ecum[o->ctx];
-                } else {
-                    uint32_t p = o->kind == 0 ? phase0[o->ctx] : cand[o->ctx];
-                    f = o->bit ? LVL_M - p : p, cum = o->bit ? p : 0;
+                    if (f == LVL_M)
+                        continue; /* all of M: the decoder's state does not change */
+                    if (f == 0 || f > LVL_M || cum + f > LVL_M)
+                        return IMIJ_LVL_E_FREQ;
+                    err = put(st, o->lane, f, cum, dst, &wp, head);
+                    if (err)
+                        return err;
                 }
-                if (f == LVL_M)
-                    continue; /* all of M: the decoder's state does not change */
-                if (f == 0 || f > LVL_M || cum + f > LVL_M)
-                    return IMIJ_LVL_E_FREQ;
-                int err = put(st, o->lane, f, cum, dst, &wp, head);
-                if (err)
-                    return err;
             }
+            if (!x0)
+                break;
         }
+    }
     return close_stream(st, ln.active, dst, dst_cap, wp);
 }
