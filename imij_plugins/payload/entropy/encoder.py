@@ -546,7 +546,6 @@ def _encode(plan: _Plan, workers: int, unit_table: str, ordinals: bool, limit: f
     """The payload of one plan: analysis, models, units, level stripes, head (2, 3, 5); ``limit``
     bounds its modeled decode cost, which the level stripes may not push past it."""
     count = plan.geo.unit_count
-
     totals = _Totals(len(plan.depths), plan.geo.width * plan.geo.height)
     buffers = UnitBuffers()
     analyses = parallel_map(lambda i: _analyze(plan, i, totals, buffers), count, workers)  # noqa: F821  # run before the del

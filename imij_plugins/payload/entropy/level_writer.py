@@ -230,11 +230,31 @@ def _entry_bytes(entries: Sequence[Sequence[int]], depths: Sequence[int]) -> byt
 
 def _framed(body: bytes) -> int:
     """A unit record's bytes besides its id and any ordinal: the length varint and the body."""
-    return len(encode_varint(len(body))) + len(body)
+    return _framed_len(len(body))
+
+
+def _framed_len(n: int) -> int:
+    """_framed of a body of ``n`` bytes."""
+    return len(encode_varint(n)) + n
+
+
+def _whole_bytes(bits: int) -> int:
+    """Records 25 and 35 take ceil(bits / 8) bytes (2.10, 2.14)."""
+    return (bits + 7) // 8
+
+
+def _entry_len(depths: Sequence[int]) -> int:
+    """2.5: one entry's bytes (u8 per slot of depth <= 8, else u16)."""
+    return sum(1 if d <= 8 else 2 for d in depths)
 
 
 def _record_cost(payload: bytes) -> int:
-    return 1 + len(encode_varint(len(payload))) + len(payload)
+    return _record_len(len(payload))
+
+
+def _record_len(n: int) -> int:
+    """A head record's bytes with a payload of ``n`` bytes: its id, length varint and payload."""
+    return 1 + len(encode_varint(n)) + n
 
 
 def _index_plane(unit: _Unit, entries: Sequence[tuple[int, ...]], alias: bool) -> np.ndarray:
@@ -554,6 +574,42 @@ class LevelCoder:
             return False
         return cannot_pay([bodies[u.index] for u in self.units])
 
+    def _cannot_win(self, bodies: list[bytes]) -> bool:
+        """Whether no table set can win by lower bounds alone, before any table is fitted or unit
+        coded (small images, where fitting costs many times the regular coding): each record at
+        its fewest bits (every context unused, no direct-index table, but the shared entries
+        record 35 would carry), each unit at the smaller of its regular record and a level
+        stripe's fixed bytes (layout, entries, typical rows, an initial state per lane: 2.10,
+        2.14, 3). The choice keeps no records unless a set is strictly smaller."""
+        opts = self.opts
+        if opts.record25 is not None or opts.record35 is not None or opts.shared:
+            return False
+        if any(u.forced is not None for u in self.units):
+            return False
+        found = self.image_tuples() if self.entry_ok else None  # _plan_template's shared entries
+        kinds = []  # per table kind: its record's fewest bytes, each unit's fewest stripe bytes
+        if self.single or (found is not None and len(found[0]) == 2):  # _plan_bilevel's units: all
+            entries = 0 if self.single else 1 + 2 * _entry_len(self.depths)
+            kinds.append((_record_len(_whole_bytes(1 + CONTEXTS)),  # 2.10: inv, used bits
+                          [1 + entries + 4 * u.lanes.active for u in self.units]))
+        if self.entry_ok:  # _plan_template's units: all (at most 256 tuples each)
+            bits = 3 + CONTEXTS + CANDIDATE_CONTEXTS + 2  # 2.14: prec, used bits, escape and shared flags
+            shared = opts.shared is None and found is not None
+            if shared:
+                bits += 8 + len(found[0]) * sum(self.depths)  # type: ignore[index]
+            kinds.append((_record_len(_whole_bytes(bits)),
+                          [1 + (u.shape[0] + 7) // 8 + 4 * u.lanes.active
+                           + (0 if shared else 1 + len(u.tuples) * _entry_len(self.depths)) for u in self.units]))
+        if not kinds:
+            return True
+        regular = [_framed(bodies[u.index]) for u in self.units]
+        for chosen in ([kinds[0]], [kinds[-1]], kinds):
+            least = sum(record for record, _ in chosen)
+            least += sum(min(reg, *(_framed_len(fixed[j]) for _, fixed in chosen)) for j, reg in enumerate(regular))
+            if least < sum(regular):
+                return False
+        return True
+
     def _each(self, units: Sequence[S], fn: Callable[[S], T]) -> list[T]:
         """``fn`` of every unit (or unit index), in order, on up to ``threads`` threads (units share
         nothing, 2.3)."""
@@ -580,7 +636,7 @@ class LevelCoder:
         ``budget`` bounds the decode cost the level stripes may add (the rest stay regular)."""
         if not self.units and not self.opts.record25 and not self.opts.record35:
             return bodies, [], set()
-        if self._cannot_pay(bodies):
+        if self._cannot_pay(bodies) or self._cannot_win(bodies):
             return bodies, [], set()
         bil = self._plan_bilevel()
         tpl = self._plan_template()
