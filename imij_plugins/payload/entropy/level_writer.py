@@ -312,6 +312,8 @@ class LevelCoder:
     def _units_tuples(self, count: int, planes: Callable[[int], np.ndarray]) -> tuple[np.ndarray, np.ndarray] | bool:
         """image_tuples as the sum of every unit's tuples (a unit of more than 256 ends it)."""
         known = {u.index: (u.tuples, u.counts) for u in self.units}
+        if count == 1 and 0 in known:  # one unit: its tuples, in _distinct's order already
+            return known[0]
         total: dict[tuple[int, ...], int] = {}
         for index in range(count):
             found = known.get(index) or _distinct(_slot_planes(planes(index)))
