@@ -1486,6 +1486,8 @@ typedef struct {
     const uint32_t *class_ops[IMIJ_ENC_CLASSES]; /* per class: its context's row of packed (3.3's ctx_map) */
     uint8_t tok[1024];       /* value tokens of small values (255: none) */
     uint32_t xop[1024];      /* their extra bits' ops without the lane (0: no extra bits) */
+    uint32_t vops[4][1024];  /* per context and small value: its token's symbol_op; 0 for value 0 where runs exist */
+    const uint32_t *class_vops[IMIJ_ENC_CLASSES]; /* per class: its context's row of vops */
 } stream_ctx;
 
 /* Does lane l's column x (c) of row ur (row r) start a run token? Its length, else 0 (3.2). */
@@ -1542,20 +1544,78 @@ static void row_contexts(const stream_ctx *sc, const uint32_t *ur, const uint32_
     }
 }
 
+/* Lane l's position (r, x; class cls) where it is not inside a run: its symbol op into ops, its
+ * extra bits' ops into xops / hops; a run token sets *skip to the positions the run covers after
+ * this one and marks the lane in *busy. 0, or IMIJ_ENC_E_FREQ when the symbol has no frequency. */
+static inline int lane_op(const stream_ctx *sc, const uint32_t *ur, uint32_t r, uint32_t x, uint32_t l, uint32_t cls,
+                          uint32_t *skip, uint32_t *busy, uint32_t *ops, size_t *nops, uint32_t *xops, uint32_t *nx,
+                          uint32_t *hops, uint32_t *nh)
+{
+    uint32_t c = l * sc->lw + x, v = ur[c], op, zeros;
+    if (!v && (zeros = run_at(sc, ur, c, l, r, x)) != 0) {
+        uint32_t t = long_token(zeros - 1, sc->rk, sc->m, l, xops, nx, hops, nh) + sc->nvalue;
+        op = t < 256 ? sc->class_ops[cls][t] : 0;
+        *skip = zeros - 1;
+        *busy |= (uint32_t)(zeros > 1) << l;
+    } else if (v < 1024) {
+        uint32_t xop = sc->xop[v]; /* at most 10 extra bits: one op, or none */
+        op = sc->class_ops[cls][sc->tok[v]];
+        xops[*nx] = xop | (l << 27);
+        *nx += xop != 0;
+    } else {
+        uint32_t t = long_token(v, sc->k, sc->m, l, xops, nx, hops, nh);
+        op = t < 256 ? sc->class_ops[cls][t] : 0;
+    }
+    if (!op)
+        return IMIJ_ENC_E_FREQ;
+    ops[(*nops)++] = (l << 27) | op;
+    return 0;
+}
+
+/* Lanes l .. here of a step where none is inside a run, while each one's value has an entry in
+ * vops that is not 0 (below 1024, with a frequency, not a 0 that may start a run): their symbol
+ * ops into ops, their extra bits' ops into xops. pv and pc point at lane l's value and class, the
+ * lanes lw and stride apart. Returns the first lane left to lane_op (here: none). */
+static inline uint32_t plain_lanes(const stream_ctx *sc, const uint32_t *pv, const uint8_t *pc, uint32_t l,
+                                   uint32_t here, uint32_t stride, uint32_t *restrict ops, size_t *nops,
+                                   uint32_t *restrict xops, uint32_t *nx)
+{
+    const uint32_t *xopt = sc->xop, *const *class_vops = sc->class_vops;
+    size_t lw = sc->lw, n = *nops;
+    uint32_t k = *nx;
+    for (; l < here; l++, pv += lw, pc += stride) {
+        uint32_t v = *pv;
+        if (v >= 1024)
+            break;
+        uint32_t op = class_vops[*pc][v], xop = xopt[v];
+        if (!op)
+            break;
+        xops[k] = xop | (l << 27);
+        k += xop != 0;
+        ops[n++] = op | (l << 27);
+    }
+    *nops = n;
+    *nx = k;
+    return l;
+}
+
 /* The ops of rows r0 .. r1 in decode order (3: step, phase, lane) into ops, from the lanes' run
  * skips at r0 (updated to r1): a symbol op (lane << 27 | symbol_op) per token, then its
  * extra bits (OP_BITS | lane << 27 | count << 16 | bits, at most 16 bits per op). rows: 3 *
- * width scratch. Returns the op count, or -3 when a symbol has no frequency in its table. Out of
- * line, as reverse_ops. */
+ * width scratch. Returns the op count, or -3 when a symbol has no frequency in its table. Steps
+ * where no lane is inside a run (busy: a bit per lane whose skip is not 0) take a loop without
+ * the skip tests. Out of line, as reverse_ops. */
 static IMIJ_NOINLINE int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32_t r1, uint32_t *skip,
                                                    uint32_t *rows, uint32_t *ops)
 {
-    uint32_t width = sc->width, lw = sc->lw, active = sc->active;
+    uint32_t width = sc->width, lw = sc->lw, active = sc->active, busy = 0;
     uint8_t clsr[SEG];
     uint32_t tmp[SEG];
     size_t nops = 0;
     int whole = width <= SEG; /* classes for the whole row when it fits, else per block of lane columns */
     uint32_t block = whole ? lw : SEG / 16;
+    for (uint32_t l = 0; l < active; l++)
+        busy |= (uint32_t)(skip[l] != 0) << l;
     for (uint32_t r = r0; r < r1; r++) {
         const uint32_t *ur, *up, *u0r;
         residual_rows(sc->u, sc->x0, sc->esize, width, r, r0, rows, &ur, &up, &u0r);
@@ -1570,38 +1630,36 @@ static IMIJ_NOINLINE int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32
                 uint32_t x = x_first + i;
                 uint32_t xops[16], hops[16], nx = 0, nh = 0;
                 uint32_t here = active - (x >= sc->lane_w[active - 1]); /* only the last lane is narrower */
-                if (skip[0]) { /* every lane inside its run: the steps until the shortest ends code nothing */
-                    uint32_t edge = x < sc->lane_w[active - 1] ? sc->lane_w[active - 1] : lw; /* `here` holds */
-                    uint32_t span = all_runs(skip, here, (edge - x < xn - i ? edge - x : xn - i));
-                    if (span) {
-                        for (uint32_t l = 0; l < here; l++)
-                            skip[l] -= span;
-                        i += span - 1;
-                        continue;
-                    }
-                }
                 const uint8_t *cx = clsr + i;
-                for (uint32_t l = 0; l < here; l++) {
-                    if (skip[l]) {
-                        skip[l]--;
-                        continue;
+                if (!(busy & ((2u << (here - 1)) - 1u))) { /* no lane here inside a run */
+                    uint32_t l = 0;
+                    while ((l = plain_lanes(sc, ur + (size_t)l * lw + x, cx + (size_t)l * stride, l, here, stride, ops,
+                                            &nops, xops, &nx)) < here) {
+                        if (lane_op(sc, ur, r, x, l, cx[l * stride], &skip[l], &busy, ops, &nops, xops, &nx, hops, &nh))
+                            return IMIJ_ENC_E_FREQ;
+                        l++;
                     }
-                    uint32_t c = l * lw + x;
-                    uint32_t v = ur[c], t, zeros;
-                    if ((zeros = run_at(sc, ur, c, l, r, x)) != 0) {
-                        t = long_token(zeros - 1, sc->rk, sc->m, l, xops, &nx, hops, &nh) + sc->nvalue;
-                        skip[l] = zeros - 1;
-                    } else if (v < 1024) {
-                        uint32_t xop = sc->xop[v]; /* at most 10 extra bits: one op, or none */
-                        t = sc->tok[v];
-                        xops[nx] = xop | (l << 27);
-                        nx += xop != 0;
-                    } else
-                        t = long_token(v, sc->k, sc->m, l, xops, &nx, hops, &nh);
-                    uint32_t op = t < 256 ? sc->class_ops[cx[l * stride]][t] : 0;
-                    if (!op)
-                        return IMIJ_ENC_E_FREQ;
-                    ops[nops++] = (l << 27) | op;
+                } else {
+                    if (skip[0]) { /* every lane inside its run: the steps until the shortest ends code nothing */
+                        uint32_t edge = x < sc->lane_w[active - 1] ? sc->lane_w[active - 1] : lw; /* `here` holds */
+                        uint32_t span = all_runs(skip, here, (edge - x < xn - i ? edge - x : xn - i));
+                        if (span) {
+                            for (uint32_t l = 0; l < here; l++) {
+                                skip[l] -= span;
+                                busy &= ~((uint32_t)(skip[l] == 0) << l);
+                            }
+                            i += span - 1;
+                            continue;
+                        }
+                    }
+                    for (uint32_t l = 0; l < here; l++) {
+                        if (skip[l]) {
+                            busy &= ~((uint32_t)(--skip[l] == 0) << l);
+                            continue;
+                        }
+                        if (lane_op(sc, ur, r, x, l, cx[l * stride], &skip[l], &busy, ops, &nops, xops, &nx, hops, &nh))
+                            return IMIJ_ENC_E_FREQ;
+                    }
                 }
                 for (uint32_t j = 0; j < nx; j++)
                     ops[nops++] = xops[j];
@@ -1716,13 +1774,17 @@ static void stream_init(stream_ctx *sc, const void *u, const void *u0, uint32_t 
     for (uint32_t c = 0; c < 4; c++)
         for (uint32_t t = 0; t < 256; t++)
             sc->packed[c][t] = symbol_op(model->freq[c][t], model->cum[c][t]);
-    for (uint32_t k = 0; k < IMIJ_ENC_CLASSES; k++)
+    for (uint32_t k = 0; k < IMIJ_ENC_CLASSES; k++) {
         sc->class_ops[k] = sc->packed[model->ctx_map[k]];
+        sc->class_vops[k] = sc->vops[model->ctx_map[k]];
+    }
     for (uint32_t v = 0; v < 1024; v++) {
         uint32_t t = 255, nb = 0, e = 0;
         if (n >= 32 || !(v >> n)) /* else no such value: with n < m, join_token would shift by msb - m < 0 */
             join_token(v, k, m, &t, &nb, &e);
         sc->tok[v] = (uint8_t)(t > 255 ? 255 : t);
+        for (uint32_t c = 0; c < 4; c++) /* value 0 may start a run: plain_lanes leaves it to lane_op */
+            sc->vops[c][v] = v || !sc->run_min ? sc->packed[c][sc->tok[v]] : 0;
         sc->xop[v] = nb ? bits_op(0, nb, e) : 0;
     }
 }
