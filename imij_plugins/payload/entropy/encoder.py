@@ -32,7 +32,6 @@ Everything is deterministic: the bytes do not depend on ``threads`` or on the ba
 from __future__ import annotations
 
 import math
-import os
 import threading
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -91,7 +90,7 @@ from imij_plugins.payload.head import (
     map_value_bytes,
     write_lossless_head,
 )
-from imij_plugins.payload.parallel import parallel_map
+from imij_plugins.payload.parallel import default_threads, parallel_map
 from imij_plugins.payload.units import check_unit_table, join_units, record_prefix, unit_table_records
 from imij_plugins.pixels.dtypes import as_image_array, layout_code, sample_code
 from imij_plugins.registry.features import FeatureId
@@ -517,7 +516,7 @@ def encode_tuned(image: np.ndarray, *, effort: int = DEFAULT_EFFORT, max_error: 
         unit_table = "none"
     check_unit_table(unit_table)
     img = as_image_array(image)
-    workers = threads if threads is not None else (os.cpu_count() or 1)
+    workers = threads if threads is not None else default_threads()  # (os.cpu_count asked once)
     if img.size < PARALLEL_SAMPLES:  # a pool's hand-offs cost more than such units gain (the bytes are the same)
         workers = 1
     base, limit = None, None

@@ -244,7 +244,9 @@ def coded_tables(hists: list[np.ndarray], precs: range) -> list[tuple[TableCode,
 
 def model_bits(plans: list[ModelPlan]) -> bytes:
     """The models bit stream (3.3) of ``plans`` in order, byte for byte models.write_model's,
-    padded with zero bits to a whole byte."""
+    padded with zero bits to a whole byte. Each 64 bits leave the accumulator as they fill: an
+    integer as long as the stream would make every field's or cost its length."""
+    out = bytearray()
     acc = 0
     pos = 0
     for mp in plans:
@@ -271,7 +273,11 @@ def model_bits(plans: list[ModelPlan]) -> bytes:
                 if e > 1:
                     acc |= mant << pos
                     pos += nb
-    return acc.to_bytes((pos + 7) // 8, "little")
+                if pos >= 64:
+                    out += (acc & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little")
+                    acc >>= 64
+                    pos -= 64
+    return bytes(out + acc.to_bytes((pos + 7) // 8, "little"))
 
 
 # --- the model ---------------------------------------------------------------------------------
