@@ -1713,6 +1713,19 @@ static inline uint32_t symbol_op(uint32_t freq, uint32_t cum)
     return freq ? (freq << 11) | (cum + (freq == 1 ? (1u << M_BITS) - 1u : 0u)) : 0u;
 }
 
+/* The low 16 bits of x at p, least significant byte first (3.1's words): one store where the
+ * machine is little-endian. */
+static inline void store_word(uint8_t *p, uint32_t x)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint16_t w = (uint16_t)x;
+    memcpy(p, &w, 2);
+#else
+    p[0] = (uint8_t)x;
+    p[1] = (uint8_t)(x >> 8);
+#endif
+}
+
 /* Reverse rANS over ops[0..nops) last first: words come out last-read first, so they are written
  * backwards from *wp. One branchless step codes both kinds of op: extra bits are a symbol of
  * frequency 1 and cum = the bits in a table of 2^count (x -> x << count | bits), a symbol op one
@@ -1731,16 +1744,14 @@ static IMIJ_NOINLINE void reverse_ops(const uint32_t *ops, size_t nops, const di
         if (op & OP_BITS) {
             uint32_t nbits = (op >> 16) & 31u, v = op & 0xffffu;
             emit = (uint64_t)xs >= ((uint64_t)1 << (32 - nbits));
-            wp[-2] = (uint8_t)xs;
-            wp[-1] = (uint8_t)(xs >> 8);
+            store_word(wp - 2, xs);
             wp -= 2 * emit;
             xs >>= 16 * emit;
             xs = (xs << nbits) | v;
         } else {
             uint32_t f = (op >> 11) & 2047u, bias = op & 2047u;
             emit = (xs >> 1) >= f << (32 - M_BITS - 1); /* x >= f * 2^22, in 32 bits */
-            wp[-2] = (uint8_t)xs;
-            wp[-1] = (uint8_t)(xs >> 8);
+            store_word(wp - 2, xs);
             wp -= 2 * emit;
             xs >>= 16 * emit;
             xs += bias + divide(dv, xs, f) * ((1u << M_BITS) - f); /* (x / f) M + x % f + cum */
