@@ -1106,11 +1106,24 @@ static void phase0_words(const uint8_t *row, const uint8_t *up, const uint8_t *u
     }
 }
 
-/* The phase-0 words of lane columns x .. x + xn of row r, lane l's at words[l * P0_COLS + x - x_first]. */
+/* How far apart the lanes' phase-0 words are: lw when a whole row's fit (lanes side by side, as
+ * in the row), else P0_COLS. */
+static uint32_t words_stride(const lanes_t *ln) { return ln->lw <= P0_COLS ? ln->lw : P0_COLS; }
+
+/* The phase-0 words of lane columns x .. x + xn of row r, lane l's at words[l * stride + x - x_first]
+ * (words_stride). With stride lw the block is the whole row, its columns in one run. */
 static void block_words(const uint8_t *P, size_t S, uint32_t r, const lanes_t *ln, uint32_t x, uint32_t xn,
                         int bilevel, uint16_t *words)
 {
     const uint8_t *row = P + (size_t)(r + 2) * S + 2, *up = row - S, *up2 = up - S;
+    if (words_stride(ln) == ln->lw) { /* x 0, xn lw: lane l's column x at words[start + x] */
+        uint32_t last = ln->active - 1;
+        phase0_words(row, up, up2, 0, 2, ln->start[last] + ln->width[last], bilevel, words); /* as inside a lane */
+        for (uint32_t l = 0; l < ln->active; l++) /* then each lane's first two columns */
+            phase0_words(row, up, up2, ln->start[l], 0, ln->width[l] < 2 ? ln->width[l] : 2, bilevel,
+                         words + ln->start[l]);
+        return;
+    }
     for (uint32_t l = 0; l < ln->active && x < ln->width[l]; l++) {
         uint32_t cnt = ln->width[l] - x < xn ? ln->width[l] - x : xn;
         phase0_words(row, up, up2, (ptrdiff_t)ln->start[l] + x, x, cnt, bilevel, words + (size_t)l * P0_COLS);
@@ -1128,27 +1141,27 @@ static int bilevel_plane(const uint8_t *plane, size_t count)
 }
 
 /* 2.10: step x of a row of a bilevel plane, lanes ascending: one decision per lane, from the
- * lanes' phase-0 words w[l * P0_COLS]. */
-static int bilevel_step(const lanes_t *ln, uint32_t x, const uint16_t *w, lvl_op *ops)
+ * lanes' phase-0 words w[l * stride]. */
+static int bilevel_step(const lanes_t *ln, uint32_t x, const uint16_t *w, uint32_t stride, lvl_op *ops)
 {
     uint32_t la = taking(ln, x);
     for (uint32_t l = 0; l < la; l++) {
-        uint32_t word = w[(size_t)l * P0_COLS];
+        uint32_t word = w[(size_t)l * stride];
         ops[l] = (lvl_op){0, (uint8_t)(word >> P0_BIT), (uint8_t)l, (uint16_t)(word & 1023u)};
     }
     return (int)la;
 }
 
 /* 2.14: step x of a non-typical row of an index plane of n entries, in the decoder's (phase,
- * lane) order: phase 0 for every lane (its words w[l * P0_COLS]), candidate phases over the
+ * lane) order: phase 0 for every lane (its words w[l * stride]), candidate phases over the
  * lanes still open, escapes. */
 static int template_step(const uint8_t *row, const uint8_t *up, const uint8_t *up2, const lanes_t *ln, uint32_t x,
-                         uint32_t n, const uint16_t *w, lvl_op *ops)
+                         uint32_t n, const uint16_t *w, uint32_t stride, lvl_op *ops)
 {
     uint32_t tk[16][10], open[16], nopen = 0, la = taking(ln, x);
     int count = 0;
     for (uint32_t l = 0; l < la; l++) { /* 1. phase 0 */
-        uint32_t word = w[(size_t)l * P0_COLS], miss = word >> P0_BIT;
+        uint32_t word = w[(size_t)l * stride], miss = word >> P0_BIT;
         ops[count++] = (lvl_op){0, (uint8_t)miss, (uint8_t)l, (uint16_t)(word & 1023u)};
         if (miss)
             open[nopen++] = l;
@@ -1186,14 +1199,14 @@ static int template_step(const uint8_t *row, const uint8_t *up, const uint8_t *u
 }
 
 /* The operations of step x of row r (a non-typical row when typical is given) from the lanes'
- * phase-0 words w[l * P0_COLS], or a negative code. */
+ * phase-0 words w[l * words_stride], or a negative code. */
 static int step_ops(const uint8_t *P, size_t S, uint32_t r, uint32_t x, const lanes_t *ln, uint32_t n,
                     const uint8_t *typical, const uint16_t *w, lvl_op *ops)
 {
     const uint8_t *row = P + (size_t)(r + 2) * S + 2, *up = row - S, *up2 = up - S;
     if (!typical)
-        return bilevel_step(ln, x, w, ops);
-    return template_step(row, up, up2, ln, x, n, w, ops);
+        return bilevel_step(ln, x, w, words_stride(ln), ops);
+    return template_step(row, up, up2, ln, x, n, w, words_stride(ln), ops);
 }
 
 /* The encoder's arguments: IMIJ_LVL_E_ARGS for a bad geometry or entry count, IMIJ_LVL_E_SIZE
