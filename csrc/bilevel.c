@@ -11,11 +11,9 @@
  */
 #include <string.h>
 
-#include "bilevel.h"
-#include "entropy_dispatch.h"
 #include "imij_kernels.h"
 #include "internal/portable.h"
-#include "rans_avx2.inc"
+#include "internal/rans_avx2.h"
 
 #define LVL_M 1024u
 #define LVL_M_BITS 10
@@ -111,7 +109,7 @@ static inline uint32_t taking(const lanes_t *ln, uint32_t x)
  * columns on each side, so every template read is a plain load: rows above the stripe and
  * columns outside the group read 0, 2.10): row r and the two above it, which are all a template
  * reads; rows above the stripe are the ring's zero rows at the start. The caller's scratch keeps
- * RING_SLACK bytes past the ring (bilevel.h); the SIMD path uses it for one row-major row and the
+ * RING_SLACK bytes past the ring (imij_level_unit_decode); the SIMD path uses it for one row-major row and the
  * 16-byte stores of the last lane's last block (up to lanes * lw < 2 w bytes). (The encoder's
  * side pads the whole known plane the same way: pad_plane.) */
 #define RING_SLACK 16

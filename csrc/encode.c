@@ -1,16 +1,15 @@
-/* encode.c: the entropy encoder's kernels (declarations and contracts in encode.h).
+/* encode.c: the entropy encoder's kernels (declarations and contracts in imij_kernels.h).
  *
  * Plain C99, no globals, no allocation: the caller passes every buffer. The pure-Python
  * references (imij_plugins/payload/entropy/costs.py) define the results bit for bit.
  */
 #include <string.h>
 
-#include "encode.h"
-#include "models.h"
-#include "clones.inc"
+#include "imij_kernels.h"
+#include "internal/clones.h"
 #include "internal/portable.h"
-#include "predictors.inc"
-#include "runs.inc"
+#include "internal/predictors.h"
+#include "internal/runs.h"
 
 #define M_BITS 10
 #define RUN_CAP 32768u

@@ -11,7 +11,7 @@
  * per slot, which hold the residuals and then, in place, the coded values; the row above the block
  * is carried in the scratch (its residuals for the contexts of 3.1, its coded values for the
  * predictors of 4). Every read of `body` is bounds-checked; every scratch index is below its
- * plane. The one global is the path choice of entropy_dispatch.h: on x86 with GCC/Clang, streams
+ * plane. The one global is the path choice of imij_entropy_simd (imij_kernels.h): on x86 with GCC/Clang, streams
  * decode with an AVX2 step (3.1 over the 16 lanes at once) where the CPU has AVX2, falling back to
  * the scalar step wherever that one is needed (row and column 0, zero runs, run tokens, the last
  * 64 bytes); both give identical output and errors (tests/payload/entropy/test_kernel_paths.py).
@@ -19,14 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "entropy_dispatch.h"
 #include "imij_kernels.h"
 #include "internal/portable.h"
-#include "clones.inc"
-#include "predictors.inc"
-#include "runs.inc"
+#include "internal/clones.h"
+#include "internal/predictors.h"
+#include "internal/runs.h"
 
-#include "rans_avx2.inc"
+#include "internal/rans_avx2.h"
 
 #define M_BITS 10
 #define M_SLOTS (1u << M_BITS)
@@ -717,7 +716,7 @@ static AVX2_FN int decode_rows_avx2(ROWS_PARAMS) { DECODE_ROWS_AS(1); }
 static AVX512_FN int decode_rows_avx512(ROWS_PARAMS) { DECODE_ROWS_AS(2); }
 #endif
 
-/* The path in use (entropy_dispatch.h): -1 until chosen, then 0 scalar, 1 AVX2 or 2 AVX-512. */
+/* The path in use (imij_entropy_simd): -1 until chosen, then 0 scalar, 1 AVX2 or 2 AVX-512. */
 static int simd_path = -1;
 
 /* The fastest path this CPU (and its OS, which must save the vector registers) supports. */

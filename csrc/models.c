@@ -1,7 +1,7 @@
 /* models.c: tables read from head bit streams: one table of the models bit stream (3.3), read and
  * normalized, and the used-bit value lists of records 25 / 35 (2.10, 2.14). The Python
  * references are models.py (read_table, normalize) and bilevel.py (read_used_values). */
-#include "models.h"
+#include "imij_kernels.h"
 #include "internal/portable.h"
 
 #define TABLE_M 1024u     /* 3: M = 2^10 */

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "imij_kernels.h"
-#include "models.h"
 
 /* The input, consumed from the front: parameters first, then the untrusted payload. */
 typedef struct {

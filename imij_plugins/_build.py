@@ -1,9 +1,9 @@
 """cffi out-of-line API-mode build of the C kernels in ``csrc/`` (ECOSYSTEM.md section 4).
 
-The cdef is every header in ``csrc/`` with its preprocessor lines removed, so the declarations
-live in one place (each kernel family may keep its own header); private helpers live in
-``csrc/*.inc`` and ``csrc/internal/``, outside the cdef. ``optional=True`` lets ``pip install``
-succeed without a compiler (the package then runs on its pure-Python reference kernels), unless
+The cdef is ``csrc/imij_kernels.h``, the one public header, with its preprocessor lines removed,
+so the declarations live in one place; what the kernels share privately (``csrc/internal/*.h``:
+SIMD targets, predictors, zero runs, portability) stays outside it. ``optional=True`` lets
+``pip install`` succeed without a compiler (the package then runs on its pure-Python reference kernels), unless
 ``IMIJ_REQUIRE_C=1``, which release builds set so a failed compile fails the build (setup.py then
 also checks the built module loads).
 """
@@ -19,8 +19,8 @@ _ROOT = pathlib.Path(__file__).resolve().parent.parent
 _CSRC = _ROOT / "csrc"
 
 
-_HEADERS = sorted(_CSRC.glob("*.h"))
-_PRIVATE = sorted([*_CSRC.glob("*.inc"), *_CSRC.glob("internal/*.h")])
+_HEADERS = [_CSRC / "imij_kernels.h"]  # the public declarations: the cdef
+_PRIVATE = sorted(_CSRC.glob("internal/*.h"))
 
 REQUIRE_C = os.environ.get("IMIJ_REQUIRE_C") == "1"
 

@@ -9,7 +9,7 @@
 #define IMIJ_PORTABLE_H
 
 #include <stdint.h>
-#include <string.h> /* a libc header first: glibc's defines __GLIBC__ (clones.inc tests it) */
+#include <string.h> /* a libc header first: glibc's defines __GLIBC__ (clones.h tests it) */
 
 #if defined(__GNUC__) || defined(__clang__) /* GCC, Clang, clang-cl */
 #define IMIJ_GNU 1

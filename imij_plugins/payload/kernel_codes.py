@@ -42,7 +42,7 @@ class KernelCodes:
         return cls(f"{kernel}: {message}" if kernel else message)
 
 
-# csrc/encode.h: the encoders' kernels (payload/counts.py and the encoder's modules of payload/entropy/);
+# csrc/imij_kernels.h IMIJ_ENC_E_*: the encoders' kernels (payload/counts.py and the encoder's modules of payload/entropy/);
 # SPACE and MANY are outcomes their callers act on, raised only if one escapes them
 ENCODER = KernelCodes("IMIJ_ENC_", {
     "E_ARGS": (ValueError, "bad arguments"),

@@ -1,4 +1,4 @@
-"""The C kernels' SIMD and scalar paths agree on every input (csrc/entropy_dispatch.h): entropy
+"""The C kernels' SIMD and scalar paths agree on every input (imij_entropy_simd, csrc/imij_kernels.h): entropy
 stripes (csrc/entropy.c) and bilevel and template stripes (csrc/bilevel.c).
 
 ``lib.imij_entropy_simd(p)`` selects the fastest path up to ``p``: 0 scalar, 1 AVX2, 2 AVX-512
@@ -72,7 +72,7 @@ def _same(a, b) -> bool:
 
 
 def simd_paths(lib) -> list[int]:
-    """The SIMD paths this CPU has (csrc/entropy_dispatch.h); restores the path in use."""
+    """The SIMD paths this CPU has (imij_entropy_simd, csrc/imij_kernels.h); restores the path in use."""
     before = lib.imij_entropy_simd(-1)
     paths = sorted({lib.imij_entropy_simd(p) for p in (1, 2)} - {0})
     lib.imij_entropy_simd(before)
@@ -292,7 +292,7 @@ def test_plain_word_stores(paths, kind):
 
 
 def test_path_selection(paths):
-    """A mode selects the fastest path up to it: 0 scalar, 1 AVX2, 2 AVX-512 (csrc/entropy_dispatch.h)."""
+    """A mode selects the fastest path up to it: 0 scalar, 1 AVX2, 2 AVX-512 (imij_entropy_simd, csrc/imij_kernels.h)."""
     best = paths.imij_entropy_simd(2)
     assert best in (0, 1, 2)
     assert paths.imij_entropy_simd(0) == 0 and paths.imij_entropy_simd(-1) == 0

@@ -46,7 +46,7 @@ def _image(seed: int, width: int, entries: int, layout: int, channels: int) -> n
 @pytest.mark.parametrize("layout, entries, channels", [(0x81, 2, 1), (0x83, 2, 1), (0x83, 2, 3), (0x83, 7, 1),
                                                        (0x83, 7, 3), (0x84, 60, 1), (0x84, 60, 3)])
 def test_lane_geometries(paths, monkeypatch, scratch, width, lanes, layout, entries, channels):  # noqa: F811
-    if scratch == "three rows":  # the least bilevel.h takes: the ring goes on the stack (or scalar)
+    if scratch == "three rows":  # the least imij_level_unit_decode takes: the ring goes on the stack (or scalar)
         monkeypatch.setattr(levels, "ring_bytes", lambda w: 3 * (w + 4) + 16)
     image = _image(width * 31 + lanes, width, entries, layout, channels)
     options = EntropyOptions(lanes=lanes, stripe_rows=12,

@@ -1,19 +1,11 @@
-/* rans_avx2.inc: what the AVX2 paths of entropy.c (3.1) and bilevel.c (2.10, 2.14) share: the
- * target test, and renormalizing eight interleaved rANS lanes at once. Included as source, not a
- * header (imij_plugins/_build.py feeds every header in csrc to cffi's cdef). Which path runs is
- * chosen at run time (entropy_dispatch.h); both give identical output and errors. */
+/* internal/rans_avx2.h: what the AVX2 paths of entropy.c (3.1) and bilevel.c (2.10, 2.14) share:
+ * renormalizing eight interleaved rANS lanes at once. */
+#ifndef IMIJ_INTERNAL_RANS_AVX2_H
+#define IMIJ_INTERNAL_RANS_AVX2_H
 
-#include "internal/portable.h"
+#include "simd.h"
 
-/* The AVX2 and AVX-512 paths: built wherever the compiler can (IMIJ_X86_SIMD), else only the scalar
- * ones. */
-#define IMIJ_ENT_AVX2 IMIJ_X86_SIMD
-#define IMIJ_ENT_AVX512 IMIJ_X86_SIMD
 #if IMIJ_ENT_AVX2
-#include <immintrin.h>
-#define AVX512_FN IMIJ_TARGET("avx512f,avx512cd,avx512bw,avx512dq,avx512vl,avx2,popcnt")
-#define AVX2_FN IMIJ_TARGET("avx2,popcnt")
-
 /* 3.1 renormalize 8 lanes: those of `live` below 2^16 take the next words at *w, in lane order.
  * Reads 16 bytes at *w (the caller guarantees them); advances *w past the words taken. */
 static inline AVX2_FN __m256i simd_renorm(__m256i xs, __m256i live, const uint8_t **w)
@@ -34,3 +26,5 @@ static inline AVX2_FN __m256i simd_renorm(__m256i xs, __m256i live, const uint8_
     return _mm256_blendv_epi8(xs, taken, need);
 }
 #endif
+
+#endif /* IMIJ_INTERNAL_RANS_AVX2_H */

@@ -1,6 +1,9 @@
-/* predictors.inc: section 4's intra predictors 0-6, shared by the decoder (entropy.c) and the
- * encoder (encode.c) so both compute the same prediction. Included as source, not a header:
- * imij_plugins/_build.py feeds every header in csrc to cffi's cdef, which takes declarations only. */
+/* internal/predictors.h: section 4's intra predictors 0-6, shared by the decoder (entropy.c) and
+ * the encoder (encode.c) so both compute the same prediction. */
+#ifndef IMIJ_INTERNAL_PREDICTORS_H
+#define IMIJ_INTERNAL_PREDICTORS_H
+
+#include <stdint.h>
 
 /* 3: MED (LOCO-I): min(W, N) when NW >= max, max(W, N) when NW <= min, else W + N - NW. */
 static inline uint32_t med(uint32_t w, uint32_t n, uint32_t nw, uint32_t mask)
@@ -39,3 +42,5 @@ static inline uint32_t intra_predict(uint32_t id, uint32_t w, uint32_t n, uint32
         return (uint32_t)(((uint64_t)w + ne) >> 1);
     }
 }
+
+#endif /* IMIJ_INTERNAL_PREDICTORS_H */
