@@ -254,8 +254,8 @@ def _decor1(mode: int, g: int, r: int, b: int, n: int) -> tuple[int, int]:
     if mode == 2:
         return ro, (b - r) & mask
 
-    def sx(v):
-        half = 1 << (n - 1)
+    def sx(v):  # slots of depth 0 (constant maps) hold only 0
+        half = 1 << (n - 1) if n else 0
         return (v ^ half) - half
     return ro, (b - ((sx(r) + sx(g)) >> 1)) & mask
 

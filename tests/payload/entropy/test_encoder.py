@@ -415,6 +415,21 @@ def test_near_lossless_bound_holds_for_every_sample(seed, dtype, channels, bound
         assert rec is None and np.array_equal(out, img)
 
 
+@NEEDS_C
+def test_near_lossless_with_constant_colour_slots_on_both_backends():
+    # a symbolic icon: one colour, shapes only in alpha; its colour slots map to depth 0, where
+    # the reference's decorrelation mode 3 shifted by depth - 1 (negative) and raised
+    img = np.zeros((16, 16, 4), np.uint8)
+    img[1, 3:8] = img[3:5, 2:9] = img[7:10, 3:6] = img[6:12, 7:16] = 255
+    img[8:11, 9:14] = 0
+    img[3, 1], img[5, 6:9, 3], img[14, 9:14, 3] = 197, (250, 121, 27), (180, 240, 255, 240, 180)
+    img[..., :3] = 0
+    a, b = both(encode_tuned, img, max_error=2)
+    assert a.payload == b.payload
+    out, _ = _decode(img, a)
+    _check_bound(img, out, 2)
+
+
 def test_near_lossless_declares_only_nonzero_bounds():
     rng = np.random.default_rng(9)
     img = rng.integers(0, 256, (10, 12, 3)).astype(np.uint8)
