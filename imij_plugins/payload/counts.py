@@ -13,7 +13,7 @@ NARROW = (np.dtype(np.uint8), np.dtype(np.uint16))
 
 
 def histogram(words: np.ndarray, D: int) -> np.ndarray:
-    """encode.h imij_enc_histogram: counts (int64) of every value of words of at most 16 bits
+    """imij_kernels.h imij_enc_histogram: counts (int64) of every value of words of at most 16 bits
     (uint8 / uint16, values below 2^D)."""
     if _backend.active() == "c" and words.dtype in NARROW and D <= 8 * words.itemsize:
         ffi, lib = _backend.ffi, _backend.lib

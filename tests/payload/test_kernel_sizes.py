@@ -181,7 +181,7 @@ def _read_models(target: str) -> Run:
 
 
 def _least_index(width: int) -> int:
-    """bilevel.h: the least index scratch the level kernel takes (ring_bytes gives it more)."""
+    """imij_level_unit_decode: the least index scratch the level kernel takes (ring_bytes gives it more)."""
     return 3 * (width + 4) + 16
 
 

@@ -27,7 +27,7 @@ CONTEXTS = 1 << 10  # 2.10: contexts c = 0..=1023
 PROB_BITS = 11  # 2.10: p_c, 11 bits, <= M
 HALF = M // 2  # 2.10 / 2.14: an unused context has probability M / 2
 
-# csrc/bilevel.h IMIJ_LVL_E_* (the decoder of levels.py and the encoder here): E_ARGS, E_LAYOUT and
+# csrc/imij_kernels.h IMIJ_LVL_E_* (the decoder of levels.py and the encoder here): E_ARGS, E_LAYOUT and
 # E_SIZE are calls the kernel refused (a bug here, not the input); E_SPACE and E_FREQ are the
 # encoder's outcomes, which level_stream acts on
 LEVEL_CODES = KernelCodes("IMIJ_LVL_", {

@@ -1,5 +1,5 @@
 """The residuals' context statistics (3.2, 3.3; C: imij_enc_stats): per context class the value,
-zero-run and run histograms the model chooser reads, in encode.h's buckets."""
+zero-run and run histograms the model chooser reads, in imij_kernels.h's buckets."""
 
 from __future__ import annotations
 
@@ -14,14 +14,14 @@ from imij_plugins.payload.entropy.scratch import U32, pair, ptr, use_c
 from imij_plugins.payload.entropy.tokens import RUN_CAP
 from imij_plugins.payload.kernel_codes import ENCODER
 
-BUCKETS = 640  # encode.h IMIJ_ENC_BUCKETS: u below 256 exact, then (msb, 4 bits below it)
+BUCKETS = 640  # imij_kernels.h IMIJ_ENC_BUCKETS: u below 256 exact, then (msb, 4 bits below it)
 
 
 CLASSES = 16
 
 
 def bucket_of(u: np.ndarray) -> np.ndarray:
-    """encode.h's bucket: u below 256, else 256 + (msb - 8) * 16 + the 4 bits below the msb."""
+    """imij_kernels.h's bucket: u below 256, else 256 + (msb - 8) * 16 + the 4 bits below the msb."""
     u = np.asarray(u, dtype=np.int64)
     msb = bit_length(u) - 1
     sh = np.maximum(msb - 4, 0)
@@ -30,7 +30,7 @@ def bucket_of(u: np.ndarray) -> np.ndarray:
 
 
 def stats(u: np.ndarray, u0: np.ndarray | None, lanes: int, ctx_shift: int, run_min: int, buckets: int = BUCKETS):
-    """encode.h imij_enc_stats on one slot plane: (vh (16, buckets), zr (16,), rh (16, buckets))
+    """imij_kernels.h imij_enc_stats on one slot plane: (vh (16, buckets), zr (16,), rh (16, buckets))
     uint32 without the cross context, and with u0 given a second triple with it (else None)."""
     plain = new_counts(buckets=buckets)
     cross = new_counts(buckets=buckets) if u0 is not None else None
@@ -61,7 +61,7 @@ def stat_buckets(depth: int, run_positions: int) -> int:
 
 def add_stats(plain: Counts, cross: Counts | None, u: np.ndarray, u0: np.ndarray | None, lanes: int, ctx_shift: int,
               run_min: int) -> None:
-    """encode.h imij_enc_stats: add one slot plane's counts to ``plain`` and, with u0 given, the
+    """imij_kernels.h imij_enc_stats: add one slot plane's counts to ``plain`` and, with u0 given, the
     cross context's to ``cross``; the kernel adds in place to uint32 arrays. ValueError when a
     value or a run falls past the arrays' buckets."""
     h, w = u.shape

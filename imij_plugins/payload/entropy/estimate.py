@@ -20,7 +20,7 @@ LOG2_FIX = np.array([0] + [round(math.log2(f) * (1 << COST_FIX)) for f in range(
 
 
 def row_costs(h: np.ndarray) -> np.ndarray:
-    """encode.h imij_enc_row_costs: the estimated bits * 2^16 of coding each row of symbol counts
+    """imij_kernels.h imij_enc_row_costs: the estimated bits * 2^16 of coding each row of symbol counts
     h (rows, width <= 256) with a table normalized to M (3.3), plus a rough table size."""
     h = np.ascontiguousarray(h, dtype=np.int64)
     rows, width = h.shape
@@ -63,7 +63,7 @@ def _tokens_for(tokens: np.ndarray, vh: np.ndarray) -> np.ndarray:
 
 
 def token_cost(vh: np.ndarray, rh: np.ndarray, zr: np.ndarray, tokens: np.ndarray, runs: bool) -> int:
-    """encode.h imij_enc_token_cost: a slot's statistics (counts32 vh, rh (16, buckets), zr (16,))
+    """imij_kernels.h imij_enc_token_cost: a slot's statistics (counts32 vh, rh (16, buckets), zr (16,))
     under one scheme's per-bucket tokens (4, 640: value token, its extra bits, run token, its
     extra bits; the first buckets read): the 16 classes' row_costs plus the extra bits, * 2^16."""
     vh, rh, zr = counts32(vh), counts32(rh), counts32(zr)
@@ -84,7 +84,7 @@ def token_cost(vh: np.ndarray, rh: np.ndarray, zr: np.ndarray, tokens: np.ndarra
 
 
 def partition(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray], int] | None:
-    """encode.h imij_enc_partition: modeling.partition_classes' split of the 16 classes of token
+    """imij_kernels.h imij_enc_partition: modeling.partition_classes' split of the 16 classes of token
     counts th (16, 256) into at most 4 contexts (ctx_map, per-context counts, estimate); None
     without the C backend (the caller's reference then)."""
     if not use_c():
@@ -101,7 +101,7 @@ def partition(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray], int] |
 
 
 def best_precisions(H: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """encode.h imij_enc_best_tables: per row of counts H (ctxs, width <= 256; below 2^32, each
+    """imij_kernels.h imij_enc_best_tables: per row of counts H (ctxs, width <= 256; below 2^32, each
     row with a nonzero count) the precision lo ..= hi with the fewest table plus data bits, the
     last used symbol + 1, every symbol's (e, nb, mant) at that precision and the table the
     decoder normalizes from their weights (3.3; zero past the last used symbol)."""
@@ -151,7 +151,7 @@ def best_precisions(H: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.nda
 def token_counts(vh: np.ndarray, rh: np.ndarray, zr: np.ndarray, tokens: np.ndarray, runs: bool) -> np.ndarray:
     """(16, 256) token counts per class of a slot's statistics under per-bucket tokens (3.2), a
     class at a time (float sums of integers below 2^53: exact; no whole-array float copies);
-    encode.h imij_enc_token_counts on the C backend."""
+    imij_kernels.h imij_enc_token_counts on the C backend."""
     th = np.zeros((CLASSES, 256), dtype=np.int64)
     vh, rh, zr = counts32(vh), counts32(rh), counts32(zr)
     tokens = _tokens_for(tokens, vh)

@@ -106,7 +106,7 @@ def decode_level(plan: UnitPlan, cur: Cursor, lanes: Lanes, width: int, height: 
 
 
 class LevelStructs:
-    """A plan's records 25 / 35 as csrc/bilevel.h's structs, built once per payload."""
+    """A plan's records 25 / 35 as csrc/imij_kernels.h's structs, built once per payload."""
 
     def __init__(self, plan: UnitPlan):
         ffi = _backend.ffi
@@ -156,7 +156,7 @@ def _field(ffi, struct, name: str) -> np.ndarray:
 
 def ring_bytes(width: int) -> int:
     """The level kernel's index scratch: room for its lane-major ring (48 bytes a lane column, the
-    row and alignment), so units of any width take the SIMD path (bilevel.h)."""
+    row and alignment), so units of any width take the SIMD path (imij_kernels.h)."""
     return 51 * (width + 4) + 16
 
 

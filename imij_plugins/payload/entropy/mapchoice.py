@@ -346,7 +346,7 @@ KINDS = {"u": 0, "i": 1, "f": 2}
 
 
 def word_summary(words: np.ndarray, kind: str, D: int) -> list[tuple[int, int, int, int]]:
-    """encode.h imij_enc_word_summary: per channel (the last axis) of contiguous uint8 / 16 / 32
+    """imij_kernels.h imij_enc_word_summary: per channel (the last axis) of contiguous uint8 / 16 / 32
     words of D bits, the largest and smallest ordered value (2.1), the or of the ordered values
     and the or of the raw words; one pass over interleaved channels."""
     C = words.shape[-1]

@@ -27,7 +27,7 @@ MAX_GAMMA_ZEROS = 24  # 3.3
 MAX_EXPONENT = 32  # 3.3
 PALETTE_DEPTH = 8  # 2.5 / 3.3: the palette index model has depth 8
 
-# csrc/models.h IMIJ_TBL_E_* (the reference re-reads a rejected stream and names the rule first);
+# csrc/imij_kernels.h IMIJ_TBL_E_* (the reference re-reads a rejected stream and names the rule first);
 # E_ARGS and E_SIZE are calls the kernel refused
 TABLE_CODES = KernelCodes("IMIJ_TBL_", {
     "E_END": (Corrupt, "runs past the end of its bytes"),
@@ -190,7 +190,7 @@ def read_table(br: BitReader, scheme: Scheme) -> Table:
         ffi.from_buffer("uint32_t[]", weights, require_writable=True),
         ffi.from_buffer("uint32_t[]", freq, require_writable=True),
     )
-    if code:  # the reference names the exact rule (csrc/models.h lists the codes)
+    if code:  # the reference names the exact rule (csrc/imij_kernels.h lists the codes)
         read_table_py(BitReader(br.buf, br.what, br.bitpos), scheme)
         raise TABLE_CODES.error(code, "models")
     br.bitpos = pos[0]
@@ -301,7 +301,7 @@ def _read_models_c(data: bytes | memoryview, specs: list[tuple[int, bool]]) -> l
         ffi.from_buffer("uint32_t[]", tables[1], require_writable=True),
         min(lasts.size, tables[0].size // 256, tables[1].size // 256),
     )
-    if code:  # the reference names the exact rule (csrc/models.h lists the codes)
+    if code:  # the reference names the exact rule (csrc/imij_kernels.h lists the codes)
         br = BitReader(data, "models")
         for depth, cross_ok_i in specs:
             read_model(br, depth, bool(cross_ok_i))

@@ -42,7 +42,7 @@ def palette(planes: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray] | No
 
 def lookup8(lut: np.ndarray, plane: np.ndarray) -> np.ndarray:
     """``lut[plane]`` for a uint8 plane and a table of at most 256 uint8 entries covering its
-    values (encode.h imij_enc_lookup8: numpy's indexing widens the plane to intp first, eight
+    values (imij_kernels.h imij_enc_lookup8: numpy's indexing widens the plane to intp first, eight
     bytes a pixel of temporary)."""
     if not use_c():
         return lut[plane]

@@ -143,7 +143,7 @@ def plane_residuals(V: np.ndarray, R: np.ndarray | None, preds, edges: tuple[np.
 
 def residuals(planes: np.ndarray, depths: list[int], lanes: int, preds: list[int], mode: int,
               refs: np.ndarray | None = None, in_place: bool = False) -> np.ndarray:
-    """encode.h imij_enc_residuals: (S, h, w) zigzag residuals u in value_dtype(depths) (``refs``
+    """imij_kernels.h imij_enc_residuals: (S, h, w) zigzag residuals u in value_dtype(depths) (``refs``
     as in costs); ``in_place``: into ``planes`` itself (contiguous, of that dtype), returned."""
     S, h, w = planes.shape
     dtype = value_dtype(depths)
@@ -179,7 +179,7 @@ def residuals(planes: np.ndarray, depths: list[int], lanes: int, preds: list[int
 
 def near(planes: np.ndarray, depths: list[int], deltas: list[int], lanes: int, decor: bool, pred_mask: int,
          mode_mask: int, preds: list[int] | None = None, mode: int | None = None):
-    """encode.h imij_enc_near: (preds, mode, u, recon). With preds and mode given, only codes."""
+    """imij_kernels.h imij_enc_near: (preds, mode, u, recon). With preds and mode given, only codes."""
     S, h, w = planes.shape
     fixed = preds is not None
     if use_c():

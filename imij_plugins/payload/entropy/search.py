@@ -30,7 +30,7 @@ UNTRIED = 1 << 62  # costs of (mode, row, predictor) combinations not evaluated
 
 def costs(planes: np.ndarray, depths: list[int], lanes: int, decor: bool, pred_mask: int, mode_mask: int,
           row_step: int = 1, col_step: int = 1, refs: np.ndarray | None = None) -> np.ndarray:
-    """encode.h imij_enc_costs: (4, h, 10) int64 bit-length costs, UNTRIED where not evaluated.
+    """imij_kernels.h imij_enc_costs: (4, h, 10) int64 bit-length costs, UNTRIED where not evaluated.
     ``refs``: an inter frame's reference R per slot (S, h, w), which lets predictors 7-9 in."""
     S, h, w = planes.shape
     out = np.full((4, h, PREDICTORS), UNTRIED, dtype=np.int64)
@@ -125,7 +125,7 @@ def choose(cost: np.ndarray, mode_mask: int) -> tuple[int, list[int], int]:
 
 def model_preds(planes: np.ndarray, depths: list[int], lanes: int, mode: int, pred_mask: int,
                 bucket_costs: np.ndarray, ctx_maps: np.ndarray, cross: list[bool]) -> list[int]:
-    """encode.h imij_enc_model_preds: per-row predictors (0..6) chosen one row after the other by
+    """imij_kernels.h imij_enc_model_preds: per-row predictors (0..6) chosen one row after the other by
     the models' costs: ``bucket_costs`` (S, 4, 640) uint32 per context and residual bucket,
     ``ctx_maps`` (S, 16) uint8 (3.3), ``cross`` per slot; depths 1..16."""
     S, h, w = planes.shape

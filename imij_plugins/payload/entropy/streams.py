@@ -15,7 +15,7 @@ from imij_plugins.payload.kernel_codes import ENCODER
 
 @dataclass(frozen=True)
 class EncModel:
-    """One model as the stream writer codes with it (encode.h imij_enc_model)."""
+    """One model as the stream writer codes with it (imij_kernels.h imij_enc_model)."""
 
     depth: int
     k: int
@@ -39,7 +39,7 @@ class EncModel:
 
 
 def stream(u: np.ndarray, u0: np.ndarray | None, lanes: int, model: EncModel, cmodel=None) -> bytes:
-    """encode.h imij_enc_stream: one slot's rANS stream (3, 3.1) for zigzag residuals u (h, w)."""
+    """imij_kernels.h imij_enc_stream: one slot's rANS stream (3, 3.1) for zigzag residuals u (h, w)."""
     h, w = u.shape
     if use_c():
         ffi, lib = _backend.ffi, _backend.lib
@@ -67,5 +67,5 @@ def stream(u: np.ndarray, u0: np.ndarray | None, lanes: int, model: EncModel, cm
 
 def _stream_caps(positions: int, esize: int) -> tuple[int, int]:
     """Output buffers for a stream: the raw plane's size and an eighth (enough unless the data
-    does not compress), then encode.h's bound for any input."""
+    does not compress), then imij_kernels.h's bound for any input."""
     return 4096 + esize * positions + positions // 8, 128 + 6 * positions
