@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Literal, TypedDict
 import numpy as np
 
 from imij_plugins.container import metadata as md
+from imij_plugins.payload.effort import DEFAULT_EFFORT
 from imij_plugins.pixels.dtypes import find_layout
 from imij_plugins.registry.chunks import (
     ANIM,
@@ -46,8 +47,6 @@ Kind = Literal["animation", "pages", "mixed pages", "sequence"]
 Seconds = float | Fraction
 
 CODECS = ("entropy", "quick")
-# The default effort of every writer: EncodeOptions, the zarr and numcodecs codecs, `imij convert`
-DEFAULT_EFFORT = 5
 UNIT_TABLES = ("hint", "none", "filled", "empty", "tail")  # where the unit spans go (2.7)
 KINDS = ("animation", "pages", "sequence")
 # The reader's names the writer takes as well, so that a file's own values write back:

@@ -40,6 +40,7 @@ import numpy as np
 
 from imij_plugins.container.header import Header
 from imij_plugins.payload.counts import histogram
+from imij_plugins.payload.effort import DEFAULT_EFFORT
 from imij_plugins.payload.entropy.context_stats import CLASSES, Counts, add_stats, new_counts, stat_buckets
 from imij_plugins.payload.entropy.decode_cost import BOUND, LevelBudget, UnitCosts
 from imij_plugins.payload.entropy.mapchoice import (
@@ -97,7 +98,6 @@ from imij_plugins.registry.features import FeatureId
 from imij_plugins.wire.records import Record
 from imij_plugins.wire.varint import encode_varint
 
-DEFAULT_EFFORT = 5
 UNIT_PIXELS = 1 << 17  # about this many pixels per unit: parallel decode at a small size cost ...
 MIN_UNIT_PIXELS = 1 << 16  # ... down to this, so that images of a quarter megapixel get 4 units
 MAX_LANES = 16
