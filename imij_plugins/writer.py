@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, BinaryIO
@@ -42,6 +42,7 @@ class _Coded:
     head_len: int
     units: int
     trailing_index: bytes | None = None
+    recon: np.ndarray | None = None  # near-lossless, when asked: the samples a decoder outputs (2.6)
 
 
 def _code_image(
@@ -61,7 +62,7 @@ def _code_image(
     group_cols = opts.group_cols if opts.group_cols is None or opts.group_cols < width else 0  # 2: one group
     if opts.codec == "entropy":
         return _code_entropy(image, channels_code, opts.effort, opts.max_error, opts.stripe_rows, group_cols,
-                             opts.threads, unit_table, ordinals, reference, opts.slow_decode)
+                             opts.threads, unit_table, ordinals, reference, opts.slow_decode, opts.pixel_checksum)
     geometry = quick_geometry(width, height, opts.stripe_rows, group_cols)
     encoded = encode_quick_payload(
         image, geometry, bit_smart=opts.effort >= 4, threads=opts.threads, unit_table=unit_table, ordinals=ordinals
@@ -83,21 +84,22 @@ def _code_image(
 
 def _code_entropy(image: np.ndarray, channels_code: int, effort: int, max_error: float, stripe_rows, group_cols,
                   threads, unit_table: str, ordinals: bool, reference: np.ndarray | None = None,
-                  slow_decode: bool = False) -> _Coded:
+                  slow_decode: bool = False, recon: bool = False) -> _Coded:
     """An entropy-coded payload (2.1-2.7, 3) from the tuned encoder (section 5); ``reference``:
-    an inter frame's previous canvas under it (section 4's predictors 7-9)."""
+    an inter frame's previous canvas under it (section 4's predictors 7-9); ``recon``: with the
+    samples a decoder outputs when near-lossless (for pSUM, 1.4.1)."""
     from imij_plugins.payload.entropy.encoder import encode_tuned  # only when asked for
 
     height, width = image.shape[:2]
     encoded = encode_tuned(image, effort=effort, max_error=max_error, threads=threads, layout=channels_code,
                            stripe_rows=stripe_rows, group_cols=group_cols, unit_table=unit_table, ordinals=ordinals,
-                           reference=reference, slow_decode=slow_decode)
+                           reference=reference, slow_decode=slow_decode, recon=recon)
     header = Header(width=width, height=height, sample=sample_code(image.dtype), channels=channels_code,
                     mask=encoded.features_used)
     trailing = None
     if unit_table == "tail":  # the writer's check-tail head; the spans for uIDX come from a walk
         trailing = _spans_for_tail(header, encoded.payload)
-    return _Coded(header, encoded.payload, encoded.head_len, encoded.units, trailing)
+    return _Coded(header, encoded.payload, encoded.head_len, encoded.units, trailing, encoded.recon)
 
 
 def _spans_for_tail(header: Header, payload: bytes) -> bytes:
@@ -191,9 +193,9 @@ def _prepare(image: Image, opts: EncodeOptions) -> _Layout:
         before += md.science_chunks(first.header.channel_count, **opts.science)  # type: ignore[arg-type]
     before += [(tag, bytes(payload)) for tag, payload, place in opts.chunks if place == "before"]
     after = [(tag, bytes(payload)) for tag, payload, place in opts.chunks if place != "before"]
-    header = first.header
+    header, parts = first.header, []
     if not single:
-        header, anim, frame_chunks = _frames(first, frames, opts)
+        header, anim, frame_chunks, parts = _frames(first, frames, opts)
         before.insert(0, (b"aNIM", anim))
         after = frame_chunks + after
     trailer = []
@@ -204,7 +206,8 @@ def _prepare(image: Image, opts: EncodeOptions) -> _Layout:
     if not opts.pixel_checksum:
         return out
     if opts.max_error:  # 1.4.1: the digest is of the decoded raster, which near-lossless changes
-        digests = [_decoded_digest(d, i) for i, d in enumerate(_decoded(out.to_bytes()))]
+        rasters = _rasters(first, as_image_array(frames[0].array), parts, opts.kind == "animation")
+        digests = [_raster_digest(h, image, i) for i, (h, image) in enumerate(rasters)]
     else:  # lossless: the source is the output
         digests = [_digest(f, i, _layout(f, opts)) for i, f in enumerate(frames)]
     return replace(out, before=before + [(b"pSUM", encode_bitmap_digests(digests))])
@@ -229,7 +232,8 @@ def _previews(frame: Frame, header: Header, opts: EncodeOptions) -> list[bytes]:
         small = downscale(as_image_array(frame.array), factor)
         if small.shape[:2] == (header.height, header.width):
             continue  # an image no larger than the factor has no smaller preview
-        coded = _code_image(Frame(small, header.channels), replace(opts, group_cols=None, stripe_rows=None))
+        coded = _code_image(Frame(small, header.channels), replace(opts, group_cols=None, stripe_rows=None,
+                                                                      pixel_checksum=False))
         described = _with_fields(coded.header, None, 1, header.sig_bits, header.alpha_mode)  # 1.1: the image's pixels
         out.append(_nested_file(replace(coded, header=described)))
     return out
@@ -281,14 +285,20 @@ def _options(options: EncodeOptions | None, changes: Mapping[str, object]) -> En
 _DEFAULTS = EncodeOptions()
 
 
-def _frames(first: _Coded, frames: list[Frame], opts: EncodeOptions) -> tuple[Header, bytes, list[tuple[bytes, bytes]]]:
-    """aNIM and the fRAM chunks of an animation, pages or sequence items (1.3), and the outer header."""
+_Part = tuple[_Coded | None, int, int, np.ndarray]  # a frame's coded image (None: empty), origin, source
+
+
+def _frames(first: _Coded, frames: list[Frame], opts: EncodeOptions,
+            ) -> tuple[Header, bytes, list[tuple[bytes, bytes]], list[_Part]]:
+    """aNIM and the fRAM chunks of an animation, pages or sequence items (1.3), the outer header,
+    and each frame after the first as coded."""
     times = list(opts.durations) if isinstance(opts.durations, Sequence) else [opts.durations] * len(frames)
     if len(times) != len(frames):
         raise ValueError(f"durations: {len(times)} for {len(frames)} frames")
     arrays = [as_image_array(f.array) for f in frames]
     wire_kind = KINDS[opts.kind]
     fram: list[tuple[bytes, bytes]] = []
+    parts: list[_Part] = []
     mask = set(first.header.mask)
     animated = wire_kind == KIND_ANIMATION or (wire_kind == KIND_SEQUENCE and opts.presentation == "animation")
     if animated:  # 1.3: frames (and animation items) share one ImageInfo
@@ -301,11 +311,13 @@ def _frames(first: _Coded, frames: list[Frame], opts: EncodeOptions) -> tuple[He
             rect = _changed_rect(previous, current)
             if rect is None:
                 fram.append((b"fRAM", b"\x00\x00" + _duration(t) + encode_varint(USES_PREVIOUS | EMPTY)))
+                parts.append((None, 0, 0, current))
                 continue
             x, y, w, h = rect
             coded, present = _code_frame(Frame(current[y : y + h, x : x + w], frames[0].layout),
                                          previous[y : y + h, x : x + w], (w, h) == (current.shape[1], current.shape[0]), opts)
             mask |= coded.header.mask
+            parts.append((coded, x, y, current[y : y + h, x : x + w]))
             fram.append((b"fRAM", encode_varint(x) + encode_varint(y) + _duration(t) + encode_varint(present) + _nested_file(coded)))
     elif wire_kind == KIND_SEQUENCE:
         mask.add(FeatureId.SEQUENCE_ITEMS)
@@ -314,6 +326,7 @@ def _frames(first: _Coded, frames: list[Frame], opts: EncodeOptions) -> tuple[He
             raise ValueError("references: one per item, None for the first")
         for i, (item, t, ref) in enumerate(zip(frames[1:], times[1:], refs[1:]), start=1):
             coded = _described(item, opts)
+            parts.append((coded, 0, 0, arrays[i]))
             mask |= coded.header.features
             records = b""
             if ref is not None:  # 1.3: record 33, an earlier item and its raster digest
@@ -328,8 +341,9 @@ def _frames(first: _Coded, frames: list[Frame], opts: EncodeOptions) -> tuple[He
                 head += encode_varint(len(records)) + records
             fram.append((b"fRAM", head + _nested_file(coded)))
     else:
-        for page, t in zip(frames[1:], times[1:]):
+        for page, array, t in zip(frames[1:], arrays[1:], times[1:]):
             coded = _described(page, opts)
+            parts.append((coded, 0, 0, array))
             mask |= coded.header.features  # 0.1: the outer set covers each page's, implied features included
             if _image_info(coded.header) != _image_info(first.header):  # 1.3, 1.5: per-page layout, sample, bits
                 wire_kind = KIND_MIXED_PAGES
@@ -340,7 +354,7 @@ def _frames(first: _Coded, frames: list[Frame], opts: EncodeOptions) -> tuple[He
     anim = bytes([wire_kind]) + encode_varint(opts.loop) + encode_varint(len(frames)) + _duration(times[0])
     if wire_kind == KIND_SEQUENCE:
         anim += bytes([PRESENTATIONS.index(opts.presentation)])
-    return outer, anim, fram
+    return outer, anim, fram, parts
 
 
 def _is_index(value: object) -> bool:
@@ -406,17 +420,32 @@ def _digest(frame: Frame, ordinal: int, layout: str | int | None) -> int:
     return bitmap_digest(w, h, layout_code(c, layout), sample_code(image.dtype), ordinal, image.tobytes())
 
 
-def _decoded(data: bytes) -> list[tuple[Header, np.ndarray]]:
-    """Every image, frame canvas or page of ``data`` as a reader outputs it, with its header."""
-    from imij_plugins.reader import ImijFile  # the reader sits above the writer's layers
+def _rasters(first: _Coded, source: np.ndarray, parts: list[_Part], animation: bool) -> Iterator[tuple[Header, np.ndarray]]:
+    """Every image, frame canvas or page as a reader outputs it, with the header of its layout and
+    sample type: near-lossless images from the encoder's reconstruction, not decoded again (2.6);
+    an animation frame's canvas is the previous one with the frame's rectangle replaced (1.3)."""
+    canvas = _output(first, source)
+    yield first.header, canvas
+    if animation:
+        canvas = canvas.copy()  # the source or the reconstruction stay as they are
+    for coded, x, y, array in parts:
+        image = None if coded is None else _output(coded, array)
+        if not animation:
+            assert coded is not None and image is not None  # pages and sequence items are never empty
+            yield coded.header, image
+            continue
+        if image is not None:
+            canvas[y : y + image.shape[0], x : x + image.shape[1]] = image
+        yield first.header, canvas
 
-    with ImijFile(data) as f:
-        return [(f.header if f.kind == "animation" else f.page(i).header, f.read(i)) for i in range(f.n_frames)]
+
+def _output(coded: _Coded, source: np.ndarray) -> np.ndarray:
+    """What a reader outputs of one coded image: its reconstruction, or its source when exact."""
+    return coded.recon if coded.recon is not None else as_image_array(source)
 
 
-def _decoded_digest(decoded: tuple[Header, np.ndarray], ordinal: int) -> int:
-    """1.4.1: the digest of one decoded raster."""
-    header, image = decoded
+def _raster_digest(header: Header, image: np.ndarray, ordinal: int) -> int:
+    """1.4.1: the digest of one output raster."""
     return bitmap_digest(image.shape[1], image.shape[0], header.channels, header.sample, ordinal, image.tobytes())
 
 

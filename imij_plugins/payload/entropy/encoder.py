@@ -31,9 +31,10 @@ Everything is deterministic: the bytes do not depend on ``threads`` or on the ba
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -76,7 +77,7 @@ from imij_plugins.payload.entropy.modeling import (
 from imij_plugins.payload.entropy.models import PALETTE_DEPTH, TableCode, table_code
 from imij_plugins.payload.entropy.near import NEAR_SAMPLES, encode_bounds
 from imij_plugins.payload.entropy.palettes import palette
-from imij_plugins.payload.entropy.residuals import near, residuals
+from imij_plugins.payload.entropy.residuals import closed_loop, put_unit, residuals
 from imij_plugins.payload.entropy.scratch import release_scratch, value_dtype
 from imij_plugins.payload.entropy.search import INTER_PREDICTORS, choose, costs, model_preds
 from imij_plugins.payload.entropy.streams import stream
@@ -121,6 +122,7 @@ class EncodedEntropy(NamedTuple):
     features_used: frozenset[int]  # features the file must declare in its mask for this payload
     units: int = 0  # main unit records (2.7)
     decode_cost: float = 0.0  # decode_cost's model of what the payload costs to decode
+    recon: np.ndarray | None = None  # near-lossless, when asked: the (H, W, C) samples a decoder outputs
 
 
 @dataclass(frozen=True)
@@ -195,6 +197,7 @@ class _Plan:
     eff: Effort
     effort: int
     refs: np.ndarray | None = None  # inter frames: the reference R of every slot, (S, H, W) uint32 (4)
+    recon: np.ndarray | None = None  # near-lossless, when asked: the output samples, (H, W, C), filled per unit
 
     @property
     def near(self) -> bool:
@@ -303,11 +306,6 @@ def _count(plan: _Plan, u: np.ndarray, s: int, variants: dict[bool, SlotStats], 
                 u[s], u[0] if cross is not None else None, plan.lanes, shift, RUN_MIN)
 
 
-def _mode_mask(plan: _Plan) -> int:
-    """The decorrelation modes searched (4: 0 only without decorrelation)."""
-    return 0xF if plan.decor else 1
-
-
 def _analyze(plan: _Plan, index: int, totals: _Totals, buffers: UnitBuffers) -> _Analysis:
     """5: unit ``index``'s mode, predictors and layout; its statistics are added to ``totals``.
     With ``plan.keep`` the residuals it codes are kept (the unit's own planes, not a buffer)."""
@@ -315,8 +313,7 @@ def _analyze(plan: _Plan, index: int, totals: _Totals, buffers: UnitBuffers) -> 
     # one 1-bit slot: a palette stripe cannot be smaller, and the unit is a bilevel candidate anyway
     pal = palette(planes) if plan.palette_ok and plan.depths != [1] else None
     if plan.near:
-        preds, mode, u, _ = near(planes, plan.depths, plan.deltas, plan.lanes, plan.decor, plan.eff.preds,
-                                   _mode_mask(plan))
+        preds, mode, u, _ = closed_loop(plan, planes, index=index if plan.keep else None)
     else:
         refs = plan.ref_planes(index)
         mode, preds = _search(plan, planes, plan.depths, plan.decor, refs)
@@ -344,6 +341,7 @@ def _analyze(plan: _Plan, index: int, totals: _Totals, buffers: UnitBuffers) -> 
         entry_bits = 8 * len(entries) * sum(1 if d <= 8 else 2 for d in plan.depths) + 8
         if estimate_bits(pstats) + entry_bits < slot_bits:
             totals.take_palette(pstats)
+            put_unit(plan, index, None)  # a palette stripe is exact
             return _Analysis(entries, 0, ppreds, few, pu if plan.keep else None)
     totals.count(plan, u, index)
     return _Analysis(None, mode, preds, plan.depths == [1] or few, u if plan.keep else None)
@@ -364,8 +362,7 @@ def _unit_residuals(plan: _Plan, index: int, a: _Analysis, buffers: UnitBuffers)
         index_plane = palette(planes)[1]  # type: ignore[index]  # the analysis found at most 256 tuples
         return residuals(index_plane[None], [PALETTE_DEPTH], plan.lanes, a.preds, 0)
     if plan.near:
-        return near(planes, plan.depths, plan.deltas, plan.lanes, plan.decor, plan.eff.preds, _mode_mask(plan),
-                      a.preds, a.mode)[2]
+        return closed_loop(plan, planes, a.preds, a.mode, index)[2]
     return residuals(planes, plan.depths, plan.lanes, a.preds, a.mode, plan.ref_planes(index), in_place=True)
 
 
@@ -494,7 +491,7 @@ def _plan(img: np.ndarray, layout, effort: int, max_error: float, stripe_rows, g
 def encode_tuned(image: np.ndarray, *, effort: int = DEFAULT_EFFORT, max_error: float = 0, threads: int | None = None,
                  layout=None, stripe_rows: int | None = None, group_cols: int | None = None,
                  unit_table: str | None = "hint", ordinals: bool = False,
-                 reference: np.ndarray | None = None, slow_decode: bool = False) -> EncodedEntropy:
+                 reference: np.ndarray | None = None, slow_decode: bool = False, recon: bool = False) -> EncodedEntropy:
     """Code ``image`` ((H, W) or (H, W, C)) as a small entropy-coded DATA payload.
 
     ``effort`` 1 (fast) .. 9 (smallest), default 5. ``max_error`` B > 0: near-lossless, every
@@ -508,7 +505,8 @@ def encode_tuned(image: np.ndarray, *, effort: int = DEFAULT_EFFORT, max_error: 
     where the search finds them smaller. Never with 64-bit samples or near-lossless bounds, and
     never in palette stripes; it needs no feature. Efforts above the default keep the modeled
     decode cost (decode_cost) within BOUND times the default effort's file, which they never
-    exceed in size, unless ``slow_decode``.
+    exceed in size, unless ``slow_decode``. ``recon``: with the samples a decoder outputs of a
+    near-lossless payload (for pSUM, 1.4.1), kept as its units are coded; exact ones have none.
     """
     if effort not in EFFORTS:
         raise ValueError(f"effort must be 1 ..= 9, not {effort!r}")
@@ -519,13 +517,14 @@ def encode_tuned(image: np.ndarray, *, effort: int = DEFAULT_EFFORT, max_error: 
     workers = threads if threads is not None else default_threads()  # (os.cpu_count asked once)
     if img.size < PARALLEL_SAMPLES:  # a pool's hand-offs cost more than such units gain (the bytes are the same)
         workers = 1
+    code = functools.partial(_encode, workers=workers, unit_table=unit_table, ordinals=ordinals, recon=recon)
     base, limit = None, None
     if effort > DEFAULT_EFFORT and not slow_decode:  # decode no slower than the default's, within BOUND
-        base = _encode(_plan(img, layout, DEFAULT_EFFORT, max_error, stripe_rows, group_cols, reference), workers,
-                       unit_table, ordinals)
+        base = code(_plan(img, layout, DEFAULT_EFFORT, max_error, stripe_rows, group_cols, reference))
         limit = BOUND * base.decode_cost
     plan = _plan(img, layout, effort, max_error, stripe_rows, group_cols, reference)
-    best = _encode(plan, workers, unit_table, ordinals, limit)
+    best = code(plan, limit=limit)
+    base = base if base is not None and len(base.payload) <= len(best.payload) else None  # best only shrinks
     if stripe_rows is None:  # 5: the highest efforts try other geometries too (column groups unless given)
         tried = {plan.geo}
         for rows, cols in GEOMETRY_TRIES.get(effort, ()):
@@ -535,15 +534,17 @@ def encode_tuned(image: np.ndarray, *, effort: int = DEFAULT_EFFORT, max_error: 
             if geo in tried or (limit is not None and UnitCosts(geo, lanes, len(plan.depths)).all_regular() > limit):
                 continue
             tried.add(geo)
-            other = _encode(_plan(img, layout, effort, max_error, rows, cols, reference), workers, unit_table, ordinals,
-                            limit)
+            other = code(_plan(img, layout, effort, max_error, rows, cols, reference), limit=limit)
             best = other if len(other.payload) < len(best.payload) else best
     return base if base is not None and len(base.payload) <= len(best.payload) else best
 
 
-def _encode(plan: _Plan, workers: int, unit_table: str, ordinals: bool, limit: float | None = None) -> EncodedEntropy:
+def _encode(plan: _Plan, workers: int, unit_table: str, ordinals: bool, limit: float | None = None,
+            recon: bool = False) -> EncodedEntropy:
     """The payload of one plan: analysis, models, units, level stripes, head (2, 3, 5); ``limit``
-    bounds its modeled decode cost, which the level stripes may not push past it."""
+    bounds its modeled decode cost, which the level stripes may not push past it (``recon``: 2.6)."""
+    if recon and plan.near:  # one copy of the source's words; each near-lossless unit's put as it is coded
+        plan = replace(plan, recon=np.stack([c.word for c in plan.channels], axis=2).view(plan.header.sample_type.dtype))
     count = plan.geo.unit_count
     totals = _Totals(len(plan.depths), plan.geo.width * plan.geo.height)
     buffers = UnitBuffers()
@@ -580,7 +581,7 @@ def _encode(plan: _Plan, workers: int, unit_table: str, ordinals: bool, limit: f
     near_used = plan.bounds is not None and any(a.palette is None for a in analyses)
     encoded = _assemble(plan, model_stream, bodies, pmodel is not None, plan.bounds if near_used else None,
                         unit_table, ordinals, level_records, level_features)
-    return encoded._replace(decode_cost=costs.total(palettes, level_units))
+    return encoded._replace(decode_cost=costs.total(palettes, level_units), recon=plan.recon)
 
 
 def _choose_models(plan: _Plan, totals: _Totals) -> tuple[list[ModelPlan], ModelPlan | None]:

@@ -5,14 +5,20 @@ slot of a unit."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from imij_plugins import _backend
+from imij_plugins.payload.entropy.maps import LSB, expand, native_order, to_word
 from imij_plugins.payload.entropy.near import quantize
 from imij_plugins.payload.entropy.rans import Lanes
 from imij_plugins.payload.entropy.scratch import U32, narrow, planes32, ptr, refs_ptr, use_c, value_dtype
 from imij_plugins.payload.entropy.stripe import predict
 from imij_plugins.payload.kernel_codes import ENCODER
+
+if TYPE_CHECKING:
+    from imij_plugins.payload.entropy.encoder import _Plan
 
 PREDICTORS = 10  # 0..9 (section 4; 7-9 only in inter frames, against a reference)
 
@@ -200,6 +206,39 @@ def near(planes: np.ndarray, depths: list[int], deltas: list[int], lanes: int, d
             raise ENCODER.error(code, "imij_enc_near")
         return pr.tolist(), int(md[0]), u, recon
     return _near_ref(planes, depths, deltas, lanes, decor, pred_mask, mode_mask, preds, mode)
+
+
+def closed_loop(plan: _Plan, planes: np.ndarray, preds: list[int] | None = None, mode: int | None = None,
+                index: int | None = None) -> tuple[list[int], int, np.ndarray, np.ndarray]:
+    """2.6: ``near`` of a unit's coded values under ``plan`` (4: decorrelation modes searched only
+    where allowed; predictors and mode searched unless given): (preds, mode, u, recon); the
+    reconstruction of unit ``index`` also goes into the plan's output samples (put_unit)."""
+    out = near(planes, plan.depths, plan.deltas, plan.lanes, plan.decor, plan.eff.preds, 0xF if plan.decor else 1,
+               preds, mode)
+    if index is not None:
+        put_unit(plan, index, out[3])
+    return out
+
+
+def put_unit(plan: _Plan, index: int, recon: np.ndarray | None) -> None:
+    """Unit ``index`` of the plan's output samples (``plan.recon``, when asked for) as a decoder
+    outputs it: each bounded slot's reconstructed coded values (S, h, w) through its channel map
+    back to words (4 step 4), or with ``recon`` None (a palette stripe) the source's words."""
+    if plan.recon is None:
+        return
+    x, y, w, h = plan.geo.unit_rect(index)
+    out = plan.recon.view(plan.channels[0].word.dtype)  # the samples' words
+    for s, slot in enumerate(plan.slots):
+        cc = slot.coded  # samples of at most 32 bits: coded channel = container channel
+        if not plan.deltas[s]:
+            continue
+        if recon is None:
+            words = plan.channels[cc.channel].word[y : y + h, x : x + w]
+        elif cc.map.mode == LSB:  # 2.1: the words are the coded values' order map inverse, in their own type
+            words = native_order(recon[s].astype(out.dtype), cc.kind, cc.depth)
+        else:
+            words = to_word(expand(recon[s], cc), cc)
+        out[y : y + h, x : x + w, cc.channel] = words
 
 
 def near_row(src, recon, r, p, depths, deltas, ln: Lanes):
