@@ -18,7 +18,7 @@ entropy-coded lossless (or near-lossless) DATA payload:
    predictors are then chosen again by what these models make each row cost (search.model_preds)
    and the models again from the new statistics, where that lowers their estimate (_refine).
 5. Coding per unit, in parallel: the residuals kept from the analysis (or made again from the
-   unit's choices, _Plan.keep), then tokens and reverse rANS (C); then section 5's bilevel /
+   unit's choices, EncodePlan.keep), then tokens and reverse rANS (C); then section 5's bilevel /
    template palette chooser (level_writer) over units of at most 256 tuples, where their
    records could pay at all, and the head and unit records (2, 2.7).
 
@@ -179,7 +179,7 @@ def lanes_for(group_width: int) -> int:
 
 
 @dataclass
-class _Plan:
+class EncodePlan:
     header: Header
     slots: list  # maps.Slot, slot order (2.2)
     channels: list[Channel]
@@ -270,10 +270,10 @@ class _Analysis:
     mode: int
     preds: list[int]
     few: bool = False  # at most 256 slot tuples (or one 1-bit slot): a bilevel / template candidate
-    residuals: np.ndarray | None = None  # the coded residuals, held from analysis to coding (_Plan.keep)
+    residuals: np.ndarray | None = None  # the coded residuals, held from analysis to coding (EncodePlan.keep)
 
 
-def _search(plan: _Plan, planes: np.ndarray, depths: list[int], decor: bool,
+def _search(plan: EncodePlan, planes: np.ndarray, depths: list[int], decor: bool,
             refs: np.ndarray | None = None) -> tuple[int, list[int]]:
     """5: the stripe's decorrelation mode and per-row predictors minimizing the proxy; with an
     inter frame's reference ``refs`` also 7 (R), 8 and 9 (4; row 0: 0 or 7)."""
@@ -291,14 +291,14 @@ def _search(plan: _Plan, planes: np.ndarray, depths: list[int], decor: bool,
     return mode, preds
 
 
-def _slot_stats(plan: _Plan, u: np.ndarray, depth: int, shift: int) -> SlotStats:
+def _slot_stats(plan: EncodePlan, u: np.ndarray, depth: int, shift: int) -> SlotStats:
     """3.1 / 3.2: the counts (uint32, the kernel's) of the one depth-bit slot of u, plain."""
     stats = SlotStats(*new_counts(buckets=plan.buckets(depth)))
     _count(plan, u, 0, {False: stats}, shift)
     return stats
 
 
-def _count(plan: _Plan, u: np.ndarray, s: int, variants: dict[bool, SlotStats], shift: int) -> None:
+def _count(plan: EncodePlan, u: np.ndarray, s: int, variants: dict[bool, SlotStats], shift: int) -> None:
     """Add slot s's counts of residuals u to ``variants`` (the cross variant with slot 0's)."""
     cross = variants.get(True)
     add_stats((variants[False].vh, variants[False].zr, variants[False].rh),
@@ -306,7 +306,7 @@ def _count(plan: _Plan, u: np.ndarray, s: int, variants: dict[bool, SlotStats], 
                 u[s], u[0] if cross is not None else None, plan.lanes, shift, RUN_MIN)
 
 
-def _analyze(plan: _Plan, index: int, totals: _Totals, buffers: UnitBuffers) -> _Analysis:
+def _analyze(plan: EncodePlan, index: int, totals: _Totals, buffers: UnitBuffers) -> _Analysis:
     """5: unit ``index``'s mode, predictors and layout; its statistics are added to ``totals``.
     With ``plan.keep`` the residuals it codes are kept (the unit's own planes, not a buffer)."""
     planes = plan.planes(index, None if plan.keep else buffers)
@@ -354,7 +354,7 @@ def _dense(entries: list[tuple[int, ...]]) -> bool:
     return len(entries[0]) == 1 and 8 * len(entries) >= 7 * (entries[-1][0] - entries[0][0] + 1)
 
 
-def _unit_residuals(plan: _Plan, index: int, a: _Analysis, buffers: UnitBuffers) -> np.ndarray:
+def _unit_residuals(plan: EncodePlan, index: int, a: _Analysis, buffers: UnitBuffers) -> np.ndarray:
     """The zigzag residuals of unit ``index`` under its analysis' choices (the same kernels, so
     the same values the statistics counted)."""
     planes = plan.planes(index, buffers)
@@ -366,7 +366,7 @@ def _unit_residuals(plan: _Plan, index: int, a: _Analysis, buffers: UnitBuffers)
     return residuals(planes, plan.depths, plan.lanes, a.preds, a.mode, plan.ref_planes(index), in_place=True)
 
 
-def _code_unit(plan: _Plan, index: int, a: _Analysis, models: list[ModelPlan], pmodel: ModelPlan | None, cms,
+def _code_unit(plan: EncodePlan, index: int, a: _Analysis, models: list[ModelPlan], pmodel: ModelPlan | None, cms,
                buffers: UnitBuffers) -> bytes:
     u = a.residuals if a.residuals is not None else _unit_residuals(plan, index, a, buffers)
     a.residuals = None  # each unit's memory goes as it is coded
@@ -452,7 +452,7 @@ def _reference_planes(reference: np.ndarray, img: np.ndarray, header: Header, sl
 
 
 def _plan(img: np.ndarray, layout, effort: int, max_error: float, stripe_rows, group_cols,
-          reference: np.ndarray | None = None) -> _Plan:
+          reference: np.ndarray | None = None) -> EncodePlan:
     H, W, C = img.shape
     sample = sample_code(img.dtype)
     channels_code = layout_code(C, layout)
@@ -484,7 +484,7 @@ def _plan(img: np.ndarray, layout, effort: int, max_error: float, stripe_rows, g
     # 4: 7-9 never in images of 64-bit samples; 2.6: never in payloads with near-lossless bounds
     if reference is not None and st.bits <= 32 and not any(deltas):
         refs = _reference_planes(reference, img, header, slots)
-    return _Plan(header, slots, channels, maps, [s.coded.index for s in slots], depths, deltas, bounds, decor, cross_slots,
+    return EncodePlan(header, slots, channels, maps, [s.coded.index for s in slots], depths, deltas, bounds, decor, cross_slots,
                  shifts, palette_ok, lanes, geo, eff, effort, refs)
 
 
@@ -539,7 +539,7 @@ def encode_tuned(image: np.ndarray, *, effort: int = DEFAULT_EFFORT, max_error: 
     return base if base is not None and len(base.payload) <= len(best.payload) else best
 
 
-def _encode(plan: _Plan, workers: int, unit_table: str, ordinals: bool, limit: float | None = None,
+def _encode(plan: EncodePlan, workers: int, unit_table: str, ordinals: bool, limit: float | None = None,
             recon: bool = False) -> EncodedEntropy:
     """The payload of one plan: analysis, models, units, level stripes, head (2, 3, 5); ``limit``
     bounds its modeled decode cost, which the level stripes may not push past it (``recon``: 2.6)."""
@@ -584,7 +584,7 @@ def _encode(plan: _Plan, workers: int, unit_table: str, ordinals: bool, limit: f
     return encoded._replace(decode_cost=costs.total(palettes, level_units), recon=plan.recon)
 
 
-def _choose_models(plan: _Plan, totals: _Totals) -> tuple[list[ModelPlan], ModelPlan | None]:
+def _choose_models(plan: EncodePlan, totals: _Totals) -> tuple[list[ModelPlan], ModelPlan | None]:
     """3.3: every slot's model and the palette index plane's (None without palette stripes) from
     the units' summed statistics, one sum widened at a time."""
     eff = effort_of(plan.effort)
@@ -599,12 +599,12 @@ def _choose_models(plan: _Plan, totals: _Totals) -> tuple[list[ModelPlan], Model
     return models, choose_model(_Totals.stats(pal), PALETTE_DEPTH, 0, eff, RUN_MIN) if pal else None
 
 
-def _refinable(plan: _Plan) -> bool:
+def _refinable(plan: EncodePlan) -> bool:
     """_refine's reach: exact slots of depths 1 to 16 (ctx_shift 0), no inter-frame reference."""
     return plan.eff.refine and not plan.near and plan.refs is None and all(1 <= n <= 16 for n in plan.depths)
 
 
-def _refine(plan: _Plan, analyses: list[_Analysis], models: list[ModelPlan], pmodel: ModelPlan | None,
+def _refine(plan: EncodePlan, analyses: list[_Analysis], models: list[ModelPlan], pmodel: ModelPlan | None,
             workers: int) -> tuple[list[ModelPlan], ModelPlan | None]:
     """5: every unit's row predictors chosen again, one row after the other, by what the first
     models make each row cost in its contexts (search.model_preds, not the bit-length proxy), and
@@ -661,7 +661,7 @@ class _MinimalModel:
     codes: tuple[TableCode, ...] = (table_code([1], 1),)
 
 
-def _levels(plan: _Plan, analyses: list[_Analysis], bodies: list[bytes], threads: int,
+def _levels(plan: EncodePlan, analyses: list[_Analysis], bodies: list[bytes], threads: int,
             budget: LevelBudget | None) -> tuple[list[bytes], list[Record], set[int], set[int]]:
     """Section 5's bilevel / template palette chooser (level_writer.LevelCoder) over the units
     with at most 256 slot tuples (or a single 1-bit slot): each such unit is coded every allowed
@@ -706,7 +706,7 @@ class _Totals:
         self._mine = threading.local()  # each thread's own sums of counted units, added in by merge
         self._threads: list[list[dict[bool, Counts]]] = []
 
-    def count(self, plan: _Plan, u: np.ndarray, index: int) -> None:
+    def count(self, plan: EncodePlan, u: np.ndarray, index: int) -> None:
         """Add every slot's counts of unit ``index``'s residuals u to this thread's sums in place
         (the kernel adds to uint32 arrays no other thread touches: no lock around it), or, on
         small images, to the shared sums, a slot at a time under its lock."""
@@ -724,7 +724,7 @@ class _Totals:
         for s, total in enumerate(own):
             self._count(plan, u, s, total)
 
-    def _count(self, plan: _Plan, u: np.ndarray, s: int, total: dict[bool, Counts]) -> None:
+    def _count(self, plan: EncodePlan, u: np.ndarray, s: int, total: dict[bool, Counts]) -> None:
         for cross in (False, True) if s in plan.cross_slots else (False,):
             if cross not in total:
                 total[cross] = new_counts(self.dtype, plan.buckets(plan.depths[s]))
@@ -776,7 +776,7 @@ def _empty_stats() -> SlotStats:
     return SlotStats(vh, zr, rh)
 
 
-def _assemble(plan: _Plan, models: bytes, bodies: list[bytes], palette: bool, bounds: list[int] | None,
+def _assemble(plan: EncodePlan, models: bytes, bodies: list[bytes], palette: bool, bounds: list[int] | None,
               unit_table: str, ordinals: bool, level_records=(), level_features=frozenset()) -> EncodedEntropy:
     """2 / 2.7: the head, the unit records and the unit table; the features used (0.1). The
     payload is built in one buffer, each body dropped from ``bodies`` once copied."""

@@ -18,7 +18,7 @@ from imij_plugins.payload.entropy.stripe import predict
 from imij_plugins.payload.kernel_codes import ENCODER
 
 if TYPE_CHECKING:
-    from imij_plugins.payload.entropy.encoder import _Plan
+    from imij_plugins.payload.entropy.encoder import EncodePlan
 
 PREDICTORS = 10  # 0..9 (section 4; 7-9 only in inter frames, against a reference)
 
@@ -208,7 +208,7 @@ def near(planes: np.ndarray, depths: list[int], deltas: list[int], lanes: int, d
     return _near_ref(planes, depths, deltas, lanes, decor, pred_mask, mode_mask, preds, mode)
 
 
-def closed_loop(plan: _Plan, planes: np.ndarray, preds: list[int] | None = None, mode: int | None = None,
+def closed_loop(plan: EncodePlan, planes: np.ndarray, preds: list[int] | None = None, mode: int | None = None,
                 index: int | None = None) -> tuple[list[int], int, np.ndarray, np.ndarray]:
     """2.6: ``near`` of a unit's coded values under ``plan`` (4: decorrelation modes searched only
     where allowed; predictors and mode searched unless given): (preds, mode, u, recon); the
@@ -220,7 +220,7 @@ def closed_loop(plan: _Plan, planes: np.ndarray, preds: list[int] | None = None,
     return out
 
 
-def put_unit(plan: _Plan, index: int, recon: np.ndarray | None) -> None:
+def put_unit(plan: EncodePlan, index: int, recon: np.ndarray | None) -> None:
     """Unit ``index`` of the plan's output samples (``plan.recon``, when asked for) as a decoder
     outputs it: each bounded slot's reconstructed coded values (S, h, w) through its channel map
     back to words (4 step 4), or with ``recon`` None (a palette stripe) the source's words."""

@@ -36,13 +36,13 @@ def _decodes(image: np.ndarray, enc) -> None:
 @pytest.mark.parametrize("effort", [1, 5, 9])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_kept_residuals_write_the_bytes_computed_again(monkeypatch, effort, threads):
-    """Units coded from their analysis' residuals (_Plan.keep) give the bytes of units whose
+    """Units coded from their analysis' residuals (EncodePlan.keep) give the bytes of units whose
     residuals are computed again, on one thread and on a pool; effort 9 never keeps them."""
     monkeypatch.setattr(encoder, "PARALLEL_SAMPLES", 0)
     for image in _images():
         kept = encode_tuned(image, effort=effort, threads=threads, stripe_rows=16)
         with monkeypatch.context() as m:
-            m.setattr(encoder._Plan, "keep", property(lambda self: False))
+            m.setattr(encoder.EncodePlan, "keep", property(lambda self: False))
             again = encode_tuned(image, effort=effort, threads=threads, stripe_rows=16)
         assert kept.payload == again.payload
         _decodes(image, kept)
