@@ -339,7 +339,7 @@ def window_cost(ch: Channel, cmap: ChannelMap, lanes: int) -> int:
 
 
 __all__ = ["Channel", "candidate_maps", "coded", "coded_delta", "near_map", "table_candidate", "table_bytes",
-           "window_cost"]
+           "window_cost", "window_fraction"]
 
 
 KINDS = {"u": 0, "i": 1, "f": 2}
@@ -363,3 +363,11 @@ def word_summary(words: np.ndarray, kind: str, D: int) -> list[tuple[int, int, i
         o = native_order(w, kind, D)
         res.append((int(o.max()), int(o.min()), int(np.bitwise_or.reduce(o)), int(np.bitwise_or.reduce(w))))
     return res
+
+
+def window_fraction(word: np.ndarray) -> float:
+    """The share of the image the value-table windows cover (the table's bytes are scaled by it)."""
+    h, w = word.shape
+    wh, ww = min(16, h), min(256, w)
+    n = max(1, min(4, h // wh)) * max(1, min(4, w // ww))
+    return min(1.0, n * wh * ww / (h * w))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache, cached_property
+from itertools import accumulate
 
 import numpy as np
 
@@ -21,11 +22,11 @@ from imij_plugins.payload.entropy.context_stats import BUCKETS, CLASSES
 from imij_plugins.payload.entropy.estimate import (
     COST_FIX,
     LOG2_FIX,
+    Prepared,
+    TokenTable,
     best_precisions,
     partition,
     row_costs,
-    token_cost,
-    token_counts,
 )
 from imij_plugins.payload.entropy.models import M, TableCode
 from imij_plugins.payload.entropy.streams import EncModel
@@ -50,6 +51,11 @@ class SlotStats:
     @cached_property
     def rcol(self) -> np.ndarray:
         return self.rh.sum(axis=0, dtype=np.int64)
+
+    @cached_property
+    def prepared(self) -> Prepared:
+        """The counts as the estimate kernels read them (converted and pointed at once)."""
+        return Prepared(self.vh, self.rh, self.zr)
 
 
 @dataclass(frozen=True)
@@ -117,13 +123,19 @@ def bucket_costs(model: ModelPlan) -> np.ndarray:
     return out
 
 
+@cache
+def _token_table(n: int, k: int, m: int, buckets: int) -> TokenTable:
+    """bucket_tokens(n, k, m) cut to statistics of ``buckets`` buckets, with its C pointer."""
+    return TokenTable(bucket_tokens(n, k, m), buckets)
+
+
 def _multi_cost(items: list[tuple[SlotStats, int, int, bool]], n: int) -> list[int]:
     """Estimated bits * 2^16 (estimate.token_cost: 16 classes' coded size, rough tables and extra
     bits) of each (stats, k, m, runs) item."""
-    return [token_cost(st.vh, st.rh, st.zr, bucket_tokens(n, k, m), runs) for st, k, m, runs in items]
+    return [st.prepared.cost(_token_table(n, k, m, st.vh.shape[1]), runs) for st, k, m, runs in items]
 
 
-def partition_classes(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray], int]:
+def partition_classes(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray] | np.ndarray, int]:
     """Up to 4 contexts from the 16 classes (5): the split of the used classes, in class order,
     into at most 4 runs of neighbouring classes with the lowest estimated bits (ideal entropy
     plus a rough table size), found exactly over every split. Returns (ctx_map, per-context
@@ -221,25 +233,36 @@ def best_tables(hists: list[np.ndarray], precs: range) -> list[TableCode]:
     return [code for code, _, _ in coded_tables(hists, precs)]
 
 
-def coded_tables(hists: list[np.ndarray], precs: range) -> list[tuple[TableCode, tuple[int, ...], tuple[int, ...]]]:
+def coded_tables(hists: list[np.ndarray] | np.ndarray, precs: range,
+                 ) -> list[tuple[TableCode, tuple[int, ...], tuple[int, ...]]]:
     """Per context the precision (3.3) with the fewest table plus data bits, all contexts and
     precisions at once, as (code, freq, cum): freq the decoder's normalization of the code's
     weights (3.3). Data bits use 3.3's normalization approximately (floor, at least 1, the
-    excess taken from the commonest symbol); the table bits are exact."""
-    H = np.zeros((len(hists), max(1, max(len(h) for h in hists))), dtype=np.int64)
-    for i, h in enumerate(hists):
-        H[i, : len(h)] = h
-    used = np.flatnonzero(H.any(axis=0))
-    H = H[:, : int(used[-1]) + 1 if used.size else 1]  # up to the last symbol any context uses
-    H[~H.any(axis=1), 0] = 1
-    big = int(H.max())
+    excess taken from the commonest symbol); the table bits are exact. ``hists``: rows of
+    counts (a list, or partition's 2-D array)."""
+    if isinstance(hists, np.ndarray) and hists.ndim == 2:
+        H = np.array(hists, dtype=np.int64)  # a copy: the rows are changed below
+    else:
+        H = np.zeros((len(hists), max(1, max(len(h) for h in hists))), dtype=np.int64)
+        for i, h in enumerate(hists):
+            H[i, : len(h)] = h
+    if not H[:, -1].any():  # up to the last symbol any context uses (partition's end there)
+        used = np.flatnonzero(H.any(axis=0))
+        H = H[:, : int(used[-1]) + 1 if used.size else 1]
+    tops = H.max(axis=1).tolist()  # counts are >= 0: a row's top is 0 only when it is unused
+    if 0 in tops:
+        H[[i for i, t in enumerate(tops) if t == 0], 0] = 1
+    big = max(tops)
     if big >= 1 << 32:  # 3.3: exponents up to 32
         shift = big.bit_length() - 32
         H = np.where(H > 0, np.maximum(1, H >> shift), 0)
     prec, last1, codes, freq = best_precisions(H, precs.start, precs.stop - 1)
-    cum = np.cumsum(freq, axis=1) - freq
-    return [(TableCode(p, tuple(map(tuple, c[:n]))), tuple(f[:n]), tuple(cu[:n]))
-            for p, n, c, f, cu in zip(prec.tolist(), last1.tolist(), codes.tolist(), freq.tolist(), cum.tolist())]
+    out = []
+    for c, (p, n) in enumerate(zip(prec.tolist(), last1.tolist())):
+        f = freq[c, :n].tolist()
+        cum = list(accumulate(f[:-1], initial=0))  # exclusive prefix sums (3.3's cumulative frequencies)
+        out.append((TableCode(p, tuple(map(tuple, codes[c, :n].tolist()))), tuple(f), tuple(cum)))
+    return out
 
 
 def model_bits(plans: list[ModelPlan]) -> bytes:
@@ -335,8 +358,11 @@ def choose_model(variants: dict[bool, SlotStats], n: int, ctx_shift: int, eff: M
     cands = _km_candidates(base, n, eff.km_all)
     if small:
         cands = [km for km in cands if km[1] == 1] or cands[:1]
-    kc = _multi_cost([(base, k, m, True) for k, m in cands], n)
-    k, m = cands[int(np.argmin(kc))]
+    if len(cands) > 1:  # (one candidate: no cost to weigh)
+        kc = _multi_cost([(base, k, m, True) for k, m in cands], n)
+        k, m = cands[kc.index(min(kc))]  # the first of the smallest, as argmin
+    else:
+        k, m = cands[0]
     items = []
     crosses = sorted(variants) if eff.variants and not small else [False]
     for cross in crosses:
@@ -345,8 +371,8 @@ def choose_model(variants: dict[bool, SlotStats], n: int, ctx_shift: int, eff: M
                 continue  # no run would be coded: the same tokens as without runs
             items.append((variants[cross], k, m, runs, cross))
     vc = _multi_cost([it[:4] for it in items], n) if len(items) > 1 else [0]
-    st, _, _, runs, cross = items[int(np.argmin(vc))]
-    th = token_counts(st.vh, st.rh, st.zr, bucket_tokens(n, k, m), runs)
+    st, _, _, runs, cross = items[vc.index(min(vc))]
+    th = st.prepared.counts(_token_table(n, k, m, st.vh.shape[1]), runs)
     ctx_map, hists, est = partition_classes(th)
     if eff.greedy_any:
         alt = merge_classes(th)
@@ -365,12 +391,17 @@ def choose_model(variants: dict[bool, SlotStats], n: int, ctx_shift: int, eff: M
 def estimate_bits(st: SlotStats) -> float:
     """A unit's bits under its own 16-class statistics (bucket entropy plus extra bits), used to
     compare a palette stripe with the slots it replaces (5); on the nonzero counts only (no
-    float copies of the 16 x 640 arrays)."""
-    tot = (st.vh.sum(axis=1) + st.rh.sum(axis=1)).astype(np.float64)
-    used = np.concatenate([st.vh[st.vh != 0], st.rh[st.rh != 0]]).astype(np.float64)  # in C order
+    float copies of the 16 x 640 arrays), in few numpy calls (a small image asks it per slot)."""
+    buckets = st.vh.shape[1]
+    both = np.concatenate((st.vh, st.rh), axis=None)  # vh then rh, in C order
+    used = both[both != 0].astype(np.float64)
+    rows = both.reshape(2 * CLASSES, buckets).sum(axis=1)
+    tot = (rows[:CLASSES] + rows[CLASSES:]).astype(np.float64)
     ent = float((tot * np.log2(np.maximum(tot, 1))).sum() - (used * np.log2(used)).sum())
-    extra = _EXTRA_BITS[: st.vcol.size]
-    return ent + float(int(st.vcol @ extra) + int(st.rcol @ extra))
+    if buckets <= 256:  # values below 256 carry no extra bits
+        return ent
+    cols = both.reshape(2 * CLASSES, buckets).sum(axis=0, dtype=np.int64)
+    return ent + float(int(cols @ _EXTRA_BITS[:buckets]))
 
 
 # extra bits of a value in each bucket beyond the bucket's 4 leading bits (0 below 256)
