@@ -576,7 +576,7 @@ class ImijFile:
                     return canvas.copy()
                 x, y, w, h = self._check_region(region, self.width, self.height)
                 return canvas[y : y + h, x : x + w].copy()
-        page = self.page(index)
+        page = self.page(index) if index else self
         reference = self._sequence_reference(index, threads) if index else None
         image = page._read_data(region, threads, reference)
         if region is None:
@@ -607,8 +607,11 @@ class ImijFile:
             self._check_size(w, h)
             return np.zeros((h, w, self.channels), dtype=self.dtype)
         if region is None or reference is not None:
-            self._check_size(self.width, self.height)
-            out = (np.zeros if self.partial else np.empty)(self.shape, dtype=self.dtype)
+            header = self.container.header
+            width, height, channels = header.width, header.height, header.channel_count
+            dtype = dtype_of(header.sample)
+            self._check_size(width, height, channels, dtype)
+            out = (np.zeros if self.partial else np.empty)((height, width, channels), dtype=dtype)
             if self._remote is not None:
                 self._remote.fetch_units(payload, None)
             payload.decode_into(out, threads=threads, reference=reference, failures=failures)
@@ -674,8 +677,9 @@ class ImijFile:
         if not 0 <= index < self.n_frames:
             raise IndexError(f"frame {index} out of range (file has {self.n_frames})")
 
-    def _check_size(self, w: int, h: int) -> None:
-        need = w * h * self.channels * self.dtype.itemsize
+    def _check_size(self, w: int, h: int, channels: int | None = None, dtype: np.dtype | None = None) -> None:
+        """TooLarge when ``w`` x ``h`` pixels (of ``channels`` and ``dtype``, default the header's) exceed the limit."""
+        need = w * h * (channels or self.channels) * (dtype or self.dtype).itemsize
         if need > self.limits.max_image_bytes:
             raise TooLarge(f"decoding {w}x{h} needs {need} bytes, over the limit of {self.limits.max_image_bytes}")
 

@@ -12,6 +12,7 @@ for bit (tests/payload/entropy run every test on both).
 from __future__ import annotations
 
 from functools import cached_property, lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -40,6 +41,7 @@ SCRATCH_BYTES = 1 << 16
 MIN_BLOCK_ROWS = 8  # wide units: rows per block that keep the per-block Python work small ...
 MIN_STORED_ROWS = 4  # ... where the kernel loops over the blocks itself (imij_entropy_store), fewer
 CARRIED_ROWS = 2  # scratch rows 0 and 1: the residuals and coded values of the row above the block
+UNIT_SIZES = 64  # imij_unit structs kept per plan, one per unit size (a plan serves many files)
 
 # csrc/imij_kernels.h IMIJ_ENT_E_*: E_ARGS and E_SIZE are calls the kernel refused (a bug here,
 # not the input)
@@ -114,12 +116,19 @@ class SlotModels:
         self.unit.inter_allowed = plan.sample_bits <= 32 and not plan.near  # section 4, 2.6
         self.unit.slots = self.structs
         self.unit.palette = self.palette
+        self._units: dict[tuple[int, int], Any] = {}
 
     def unit_of(self, width: int, height: int):
-        """The kernel's ``imij_unit`` for one unit of ``width`` x ``height`` (per call: units decode on
-        many threads); it points into this object, which the caller keeps alive while it is used."""
-        unit = _backend.ffi.new("imij_unit *", self.unit[0])
-        unit.width, unit.height = width, height
+        """The kernel's ``imij_unit`` for units of ``width`` x ``height``, made once per size: the
+        kernel copies it into each unit's state (imij_entropy_begin), so threads share it read
+        only. It points into this object, which the caller keeps alive while it is used."""
+        unit = self._units.get((width, height))
+        if unit is None:
+            unit = _backend.ffi.new("imij_unit *", self.unit[0])
+            unit.width, unit.height = width, height
+            if len(self._units) >= UNIT_SIZES:
+                self._units.clear()  # a caller holds the struct it was given
+            self._units[width, height] = unit
         return unit
 
 
@@ -175,14 +184,15 @@ def decode_unit_c(plan: UnitPlan, models: CModels, body: bytes | memoryview, wid
     regular = models.regular  # held here: the state's unit points into it until the decode ends
     state = _begin(plan, regular, body, width, height, reference, pred_ids)
     nplanes = max(len(plan.slots), 1)  # a palette stripe's index plane needs one
-    lanes = interleaved(width, plan.lanes)
-    rows = block_rows(nplanes, lanes.row, height, MIN_STORED_ROWS if stored else MIN_BLOCK_ROWS)
-    size = nplanes * (rows + CARRIED_ROWS) * lanes.row
     if stored:  # the scratch is the kernel's alone: zeroed cffi memory, no array
+        rows, size = _stored_blocks(nplanes, width, plan.lanes, height)
         code = lib.imij_entropy_store(state, rows, ffi.new("uint32_t[]", size), size, _store_into(models, out))  # no GIL per block
         if code:
             _fail(code, plan, body, width, height, reference)
         return out
+    lanes = interleaved(width, plan.lanes)
+    rows = block_rows(nplanes, lanes.row, height)
+    size = nplanes * (rows + CARRIED_ROWS) * lanes.row
     planes = np.zeros((nplanes, rows + CARRIED_ROWS, lanes.row), dtype=np.uint32)
     planes_c = ffi.from_buffer("uint32_t[]", planes, require_writable=True)
     refs = None if reference is None else np.zeros((len(plan.slots), rows + CARRIED_ROWS, lanes.row), np.uint32)
@@ -200,6 +210,14 @@ def decode_unit_c(plan: UnitPlan, models: CModels, body: bytes | memoryview, wid
             coded[at] = lanes.unlace(planes[i, CARRIED_ROWS : CARRIED_ROWS + n])  # uint32: assemble widens only what a map needs
         assemble(plan, coded, n, width, out[r0 : r0 + n])
     return out
+
+
+@lru_cache(maxsize=256)
+def _stored_blocks(nplanes: int, width: int, lanes: int, height: int) -> tuple[int, int]:
+    """A stored decode's rows per block and scratch size in words, once per unit geometry."""
+    row = interleaved(width, lanes).row
+    rows = block_rows(nplanes, row, height, MIN_STORED_ROWS)
+    return rows, nplanes * (rows + CARRIED_ROWS) * row
 
 
 def _store_into(models: CModels, out: np.ndarray):
