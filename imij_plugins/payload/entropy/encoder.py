@@ -334,12 +334,14 @@ def _analyze(plan: EncodePlan, index: int, totals: _Totals, buffers: UnitBuffers
     counts = counts[counts > 0]
     order0 = float((counts * np.log2(counts.sum() / counts)).sum())
     few = len(entries) <= LEVEL_TUPLES or slot_bits >= LEVEL_RATIO * order0 or plan.eff.every_level
-    if not dense(entries):
+    entry_bits = 8 * len(entries) * sum(1 if d <= 8 else 2 for d in plan.depths) + 8
+    # the index plane's estimate is >= 0 (less float error far below 1 bit): where the entries
+    # alone are not smaller than the slots (tiny images), the stripe cannot win
+    if not dense(entries) and entry_bits < slot_bits + 1:
         ip = index_plane[None]
         _, ppreds = _search(plan, ip, [PALETTE_DEPTH], False)
         pu = residuals(ip, [PALETTE_DEPTH], plan.lanes, ppreds, 0)
         pstats = _slot_stats(plan, pu, PALETTE_DEPTH, 0)
-        entry_bits = 8 * len(entries) * sum(1 if d <= 8 else 2 for d in plan.depths) + 8
         if estimate_bits(pstats) + entry_bits < slot_bits:
             totals.take_palette(pstats)
             put_unit(plan, index, None)  # a palette stripe is exact

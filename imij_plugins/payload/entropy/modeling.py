@@ -261,7 +261,7 @@ def coded_tables(hists: list[np.ndarray] | np.ndarray, precs: range,
     for c, (p, n) in enumerate(zip(prec.tolist(), last1.tolist())):
         f = freq[c, :n].tolist()
         cum = list(accumulate(f[:-1], initial=0))  # exclusive prefix sums (3.3's cumulative frequencies)
-        out.append((TableCode(p, tuple(map(tuple, codes[c, :n].tolist()))), tuple(f), tuple(cum)))
+        out.append((TableCode(p, tuple(zip(*codes[c, :n].T.tolist()))), tuple(f), tuple(cum)))  # (e, nb, mant) rows
     return out
 
 
@@ -281,26 +281,34 @@ def model_bits(plans: list[ModelPlan]) -> bytes:
             acc |= v << pos
             pos += wdt
         for code in mp.codes:
-            acc |= (len(code.codes) - 1) << pos
-            acc |= (code.prec - 1) << (pos + 8)
+            acc |= ((len(code.codes) - 1) | (code.prec - 1) << 8) << pos
             pos += 11
             e_prev = 0
             for e, nb, mant in code.codes:
-                d = e - e_prev
-                g = (2 * d if d >= 0 else -2 * d - 1) + 1
-                z = g.bit_length() - 1
-                # gamma(g): z zero bits, a one, then the low z bits of g
-                acc |= (1 | ((g & ((1 << z) - 1)) << 1)) << (pos + z)
-                pos += 2 * z + 1
+                gv, gw = _GAMMA[e - e_prev]
                 e_prev = e
-                if e > 1:
-                    acc |= mant << pos
-                    pos += nb
+                if e > 1:  # the mantissa's nb bits follow the gamma code
+                    acc |= (gv | mant << gw) << pos
+                    pos += gw + nb
+                else:
+                    acc |= gv << pos
+                    pos += gw
                 if pos >= 64:
                     out += (acc & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little")
                     acc >>= 64
                     pos -= 64
     return bytes(out + acc.to_bytes((pos + 7) // 8, "little"))
+
+
+def _gamma(d: int) -> tuple[int, int]:
+    """3.3: an exponent step d as gamma(zigzag(d) + 1), (bits, width): z zero bits, a one, then
+    the low z bits of g."""
+    g = (2 * d if d >= 0 else -2 * d - 1) + 1
+    z = g.bit_length() - 1
+    return (1 | ((g & ((1 << z) - 1)) << 1)) << z, 2 * z + 1
+
+
+_GAMMA = {d: _gamma(d) for d in range(-64, 65)}  # exponents are 0 ..= 32 (3.3)
 
 
 # --- the model ---------------------------------------------------------------------------------
@@ -358,9 +366,12 @@ def choose_model(variants: dict[bool, SlotStats], n: int, ctx_shift: int, eff: M
     cands = _km_candidates(base, n, eff.km_all)
     if small:
         cands = [km for km in cands if km[1] == 1] or cands[:1]
+    known = {}  # costs weighed already, by (cross, runs): the chosen (k, m)'s, plain with runs
     if len(cands) > 1:  # (one candidate: no cost to weigh)
         kc = _multi_cost([(base, k, m, True) for k, m in cands], n)
-        k, m = cands[kc.index(min(kc))]  # the first of the smallest, as argmin
+        best = kc.index(min(kc))  # the first of the smallest, as argmin
+        k, m = cands[best]
+        known[False, True] = kc[best]
     else:
         k, m = cands[0]
     items = []
@@ -370,7 +381,9 @@ def choose_model(variants: dict[bool, SlotStats], n: int, ctx_shift: int, eff: M
             if runs and not variants[cross].rh.any() and eff.variants:
                 continue  # no run would be coded: the same tokens as without runs
             items.append((variants[cross], k, m, runs, cross))
-    vc = _multi_cost([it[:4] for it in items], n) if len(items) > 1 else [0]
+    vc = [0]
+    if len(items) > 1:
+        vc = [known[it[4], it[3]] if (it[4], it[3]) in known else _multi_cost([it[:4]], n)[0] for it in items]
     st, _, _, runs, cross = items[vc.index(min(vc))]
     th = st.prepared.counts(_token_table(n, k, m, st.vh.shape[1]), runs)
     ctx_map, hists, est = partition_classes(th)

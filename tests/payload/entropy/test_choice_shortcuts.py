@@ -8,7 +8,10 @@ import numpy as np
 import pytest
 
 from imij_plugins.payload.entropy.context_stats import CLASSES
+from imij_plugins.payload.entropy.mapchoice import Channel, _distinct, _exact_distinct, _first_exact, candidate_maps
+from imij_plugins.payload.entropy.maps import REPLICATE, SCALE
 from imij_plugins.payload.entropy.modeling import _EXTRA_BITS, SlotStats, coded_tables, estimate_bits
+from imij_plugins.payload.head import ChannelMap
 
 
 def _plain_estimate(st: SlotStats) -> float:
@@ -53,3 +56,22 @@ def test_coded_tables_of_rows_as_array_or_list(seed):
     for code, freq, cum in as_array:
         assert len(code.codes) == len(freq) == len(cum)
         assert list(cum) == [sum(freq[:i]) for i in range(len(freq))]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_map_exactness_of_8_bit_words_by_bits(seed):
+    """_first_exact's 8-bit path (the words present as bits against each map's exact words)
+    picks what testing the channel's distinct words one map at a time picks."""
+    rng = np.random.default_rng(seed)
+    bits = int(rng.integers(1, 8))
+    levels = rng.integers(0, 1 << bits, (24, 20))
+    word = ((levels * 255) // ((1 << bits) - 1)).astype(np.uint8)  # Scale content: exact at ``bits``
+    if seed % 2:
+        word[rng.integers(0, 24), rng.integers(0, 20)] ^= 1  # one stray value: no scaled map is exact
+    ch = Channel(0, word, "u", 8, 0, "u8", False, False)
+    tests = sorted([(b, r, ChannelMap(mode, b, 0)) for b in range(1, 8) for r, mode in ((2, REPLICATE), (3, SCALE))],
+                   key=lambda t: (t[0], t[1]))
+    distinct = _distinct(ch)
+    want = next((t for t in tests if len(distinct) <= (1 << t[0]) and _exact_distinct(distinct, ch, t[2])), None)
+    assert _first_exact(ch, tests) == want
+    assert candidate_maps(ch)  # the choice runs through it
