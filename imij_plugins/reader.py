@@ -209,6 +209,7 @@ class ImijFile:
         self._payload_error: Corrupt | None = None  # partial reads: why DATA's head could not be read
         self._unit_failures: dict[int, ImijError] = {}  # partial reads: units of this file's DATA left zero
         self._checks: dict[int, list[ImijError]] = {}  # partial reads: digests that failed, per image
+        self._infos: dict[int, ImageInfo] = {}  # image_info per index, made once (headers are fixed at open)
         if bad_ranges is not None and self.container.animation is not None:
             raise Corrupt("a nested frame or page carries frames of its own")  # 1.3
         self._frames = self._read_frames()
@@ -303,11 +304,16 @@ class ImijFile:
     def image_info(self, index: int = 0) -> ImageInfo:
         """What ``read(index)`` returns and how the file describes it, from headers alone."""
         self._check_index(index)
-        anim = self.container.animation
-        if index == 0 or anim is None or anim.kind == KIND_ANIMATION:
-            return ImageInfo.of(self.header, self.header)
-        page = self.page(index).header
-        return ImageInfo.of(page, page if anim.kind in (KIND_MIXED_PAGES, KIND_SEQUENCE) else self.header)
+        info = self._infos.get(index)
+        if info is None:
+            anim = self.container.animation
+            if index == 0 or anim is None or anim.kind == KIND_ANIMATION:
+                info = ImageInfo.of(self.header, self.header)
+            else:
+                page = self.page(index).header
+                info = ImageInfo.of(page, page if anim.kind in (KIND_MIXED_PAGES, KIND_SEQUENCE) else self.header)
+            self._infos[index] = info
+        return info
 
     def page(self, index: int) -> ImijFile:
         """Page or frame ``index`` as its own file object (its own header; 0 is this file)."""

@@ -40,7 +40,10 @@ class Container:
     @property
     def data(self) -> Chunk | None:
         """The DATA chunk; None only in a partial read of a file cut before it."""
-        return next((c for c in self.chunks if c.tag == DATA), None)
+        for chunk in self.chunks:
+            if chunk.tag == DATA:
+                return chunk
+        return None
 
     def find(self, tag: bytes) -> list[Chunk]:
         return [c for c in self.chunks if c.tag == tag]

@@ -258,12 +258,18 @@ def _store_struct(store: SampleStore):
     return st
 
 
+@lru_cache(maxsize=2)
+def _uncleared(ffi):
+    """``ffi.new`` without zeroing, for structs the kernel fills whole (the 5 KiB entropy state)."""
+    return ffi.new_allocator(should_clear_after_alloc=False)
+
+
 def _begin(plan: UnitPlan, models: SlotModels, body: bytes | memoryview, width: int, height: int,
            reference: np.ndarray | None, pred_ids):
     """The kernel's ``imij_entropy_state`` after the unit's layout (2.4, 2.5) and stream openings (3);
     ``pred_ids`` (cffi ``uint8_t[height]``) receives the rows' predictors, which the state points at."""
     ffi = _backend.ffi
-    state = ffi.new("imij_entropy_state *")
+    state = _uncleared(ffi)("imij_entropy_state *")  # imij_entropy_begin zeroes it first
     code = _backend.lib.imij_entropy_begin(
         ffi.from_buffer("uint8_t[]", body),  # the record in place, not a copy; `body` outlives the decode
         len(body),
