@@ -72,7 +72,8 @@ def add_stats(plain: Counts, cross: Counts | None, u: np.ndarray, u0: np.ndarray
         ffi, lib = _backend.ffi, _backend.lib
         uu, u00 = pair(u, u0)
         rows = np.empty(3 * w, dtype=U32)
-        ptrs = [ptr(ffi, "uint32_t[]", a, True) for a in plain + (cross if cross is not None else plain)]
+        ptrs = [ptr(ffi, "uint32_t[]", a, True) for a in plain]
+        ptrs += [ptr(ffi, "uint32_t[]", a, True) for a in cross] if cross is not None else ptrs  # (unread without u0)
         p0 = ffi.from_buffer(u00) if u00 is not None else ffi.NULL
         code = lib.imij_enc_stats(ffi.from_buffer(uu), p0, uu.itemsize, w, h, lanes, ctx_shift, run_min, buckets,
                                   ptr(ffi, "uint32_t[]", rows, True), rows.size, *ptrs)

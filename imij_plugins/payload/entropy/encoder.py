@@ -72,6 +72,7 @@ from imij_plugins.payload.entropy.modeling import (
     choose_model,
     effort_of,
     estimate_bits,
+    estimate_bits_each,
     model_bits,
     small_slot,
 )
@@ -113,6 +114,7 @@ ALL_PREDICTORS = 0x7F
 # groups (each region its own predictors and palettes; benchmarks/RESULTS.md, effort 9 sizes)
 GEOMETRY_TRIES = {8: ((16, None),), 9: ((32, None), (16, None), (8, None), (256, None), (256, 64), (64, 64))}
 PARALLEL_SAMPLES = 100_000  # images of fewer samples are coded on one thread
+_EVERY_FEATURE = frozenset(FeatureId)  # the plan's header allows every feature (the file declares those used)
 
 
 class EncodedEntropy(NamedTuple):
@@ -327,7 +329,7 @@ def _analyze(plan: EncodePlan, index: int, totals: _Totals, buffers: UnitBuffers
     # one slot's plain counts at a time: u stays in this thread's buffer, and the sums take its
     # counts below only if the palette stripe loses (no unit-sized set of 16 x 640 arrays held)
     plain = [_slot_stats(plan, u[s:s + 1], plan.depths[s], plan.shifts[s]) for s in range(u.shape[0])]
-    slot_bits = sum(estimate_bits(st) for st in plain)
+    slot_bits = sum(estimate_bits_each(plain))
     # bilevel / template candidates (their chooser is costly): few tuples, or content
     # the predictors barely help (text, drawings), not photos of few levels
     counts = histogram(index_plane, 8).astype(np.float64)  # (bincount would widen the plane first)
@@ -444,8 +446,7 @@ def _plan(img: np.ndarray, layout, effort: int, max_error: float, stripe_rows, g
     H, W, C = img.shape
     sample = sample_code(img.dtype)
     channels_code = layout_code(C, layout)
-    every = frozenset(FeatureId)
-    header = Header(W, H, sample=sample, channels=channels_code, mask=every)
+    header = Header(W, H, sample=sample, channels=channels_code, mask=_EVERY_FEATURE)
     st = header.sample_type
     eff = EFFORTS[effort]
     geo = entropy_geometry(W, H, stripe_rows, group_cols)

@@ -339,16 +339,19 @@ def _valid(n: int) -> tuple[tuple[int, int], ...]:
 
 
 def _km_candidates(st: SlotStats, n: int, full: bool) -> list[tuple[int, int]]:
-    cands = list(_valid(n))
     if full:
-        return cands
+        return list(_valid(n))
     # around the bit length of the mean value
     counts = st.vcol
     tot = counts.sum()
     mean = float((counts * _REPR_A[: counts.size]).sum() / tot) if tot else 0.0
-    k0 = max(0, min(n, int(mean).bit_length() + 1))
-    near = [(k, m) for k, m in cands if abs(k - k0) <= 1 and m <= 2]
-    return near or cands
+    return list(_near(n, max(0, min(n, int(mean).bit_length() + 1))))
+
+
+@cache
+def _near(n: int, k0: int) -> tuple[tuple[int, int], ...]:
+    """The valid (k, m) of depth n with k within 1 of k0 and m <= 2 (all of them when none is)."""
+    return tuple((k, m) for k, m in _valid(n) if abs(k - k0) <= 1 and m <= 2) or _valid(n)
 
 
 def small_slot(positions: int, eff: ModelEffort) -> bool:
@@ -417,9 +420,35 @@ def estimate_bits(st: SlotStats) -> float:
     return ent + float(int(cols @ _EXTRA_BITS[:buckets]))
 
 
+def estimate_bits_each(stats: list[SlotStats]) -> list[float]:
+    """estimate_bits of each slot of a unit, the same floats, in numpy calls the slots share when
+    their statistics have one width and type (each sum still runs over that slot's values alone,
+    contiguous, as estimate_bits' does)."""
+    buckets, dtype = stats[0].vh.shape[1], stats[0].vh.dtype
+    if len(stats) == 1 or any(a.shape[1] != buckets or a.dtype != dtype for st in stats for a in (st.vh, st.rh)):
+        return [estimate_bits(st) for st in stats]
+    S = len(stats)
+    both = np.concatenate([a for st in stats for a in (st.vh, st.rh)], axis=None)  # per slot: vh then rh
+    counts = np.count_nonzero(both.reshape(S, -1), axis=1).tolist()
+    used = both[both != 0].astype(np.float64)
+    ulog = used * np.log2(used)
+    rows = both.reshape(S, 2, CLASSES, buckets).sum(axis=3)
+    tot = (rows[:, 0] + rows[:, 1]).astype(np.float64)
+    tlog = tot * np.log2(np.maximum(tot, 1))
+    extra = [0] * S
+    if buckets > 256:  # values below 256 carry no extra bits
+        extra = (both.reshape(S, 2 * CLASSES, buckets).sum(axis=1, dtype=np.int64) @ _EXTRA_BITS[:buckets]).tolist()
+    out, start = [], 0
+    for s, count in enumerate(counts):
+        ent = float(tlog[s].sum() - ulog[start : start + count].sum())
+        out.append(ent + float(extra[s]) if buckets > 256 else ent)
+        start += count
+    return out
+
+
 # extra bits of a value in each bucket beyond the bucket's 4 leading bits (0 below 256)
 _EXTRA_BITS = np.where(np.arange(BUCKETS) < 256, 0, np.maximum(np.frexp(_REPR_A)[1] - 1, 0) - 4).astype(np.int64)
 
 
 __all__ = ["ModelEffort", "ModelPlan", "SlotStats", "best_tables", "choose_model", "coded_tables", "effort_of", "estimate_bits",
-           "merge_classes", "model_bits", "partition_classes", "small_slot"]
+           "estimate_bits_each", "merge_classes", "model_bits", "partition_classes", "small_slot"]

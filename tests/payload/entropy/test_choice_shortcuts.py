@@ -10,7 +10,13 @@ import pytest
 from imij_plugins.payload.entropy.context_stats import CLASSES
 from imij_plugins.payload.entropy.mapchoice import Channel, _distinct, _exact_distinct, _first_exact, candidate_maps
 from imij_plugins.payload.entropy.maps import REPLICATE, SCALE
-from imij_plugins.payload.entropy.modeling import _EXTRA_BITS, SlotStats, coded_tables, estimate_bits
+from imij_plugins.payload.entropy.modeling import (
+    _EXTRA_BITS,
+    SlotStats,
+    coded_tables,
+    estimate_bits,
+    estimate_bits_each,
+)
 from imij_plugins.payload.head import ChannelMap
 
 
@@ -35,6 +41,25 @@ def test_estimate_bits_is_the_plain_formula(buckets, seed):
     zr = rng.integers(0, 1000, CLASSES).astype(np.uint32)
     st = SlotStats(vh, zr, rh)
     assert estimate_bits(st) == _plain_estimate(st)  # exactly: the palette comparison reads it
+
+
+def _stats(rng, buckets: int, sparse: float = 0.7) -> SlotStats:
+    vh = (rng.integers(0, 1 << 20, (CLASSES, buckets)) >> rng.integers(0, 21, (CLASSES, buckets))).astype(np.uint32)
+    vh[rng.random((CLASSES, buckets)) < sparse] = 0
+    rh = np.zeros((CLASSES, buckets), dtype=np.uint32)
+    rh[rng.integers(0, CLASSES, 5), rng.integers(0, buckets, 5)] = rng.integers(1, 100, 5)
+    return SlotStats(vh, rng.integers(0, 1000, CLASSES).astype(np.uint32), rh)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_estimate_bits_each_is_estimate_bits(seed):
+    """The slots' estimates made together are each slot's own, bit for bit (one width or not)."""
+    rng = np.random.default_rng(seed)
+    buckets = [256, 256, 256, 256] if seed < 3 else [352] * 3 if seed < 6 else [256, 352]
+    stats = [_stats(rng, b, float(rng.random())) for b in buckets]
+    if seed == 2:
+        stats[1] = SlotStats(*(np.zeros_like(a) for a in (stats[1].vh, stats[1].zr, stats[1].rh)))  # an empty slot
+    assert estimate_bits_each(stats) == [estimate_bits(st) for st in stats]
 
 
 @pytest.mark.parametrize("seed", range(6))
