@@ -11,7 +11,7 @@ from imij_plugins import _backend
 from imij_plugins.payload.entropy.context_stats import CLASSES
 from imij_plugins.payload.entropy.models import M, normalize
 from imij_plugins.payload.entropy.scratch import U32, ptr, use_c
-from imij_plugins.payload.kernel_codes import ENCODER
+from imij_plugins.payload.kernel_codes import KERNEL_CODES
 
 COST_FIX = 16  # estimates are bits * 2^16, exact integers: every backend chooses the same models
 
@@ -30,7 +30,7 @@ def row_costs(h: np.ndarray) -> np.ndarray:
         code = lib.imij_enc_row_costs(ptr(ffi, "int64_t[]", h), rows, width, ptr(ffi, "int64_t[]", LOG2_FIX),
                                       ptr(ffi, "int64_t[]", out, True))
         if code:
-            raise ENCODER.error(code, "imij_enc_row_costs")
+            raise KERNEL_CODES.error(code, kernel="imij_enc_row_costs", refused=ValueError)
         return out
     if rows == 0:
         return np.zeros(0, dtype=np.int64)
@@ -74,7 +74,7 @@ def token_cost(vh: np.ndarray, rh: np.ndarray, zr: np.ndarray, tokens: np.ndarra
                                        ptr(ffi, "uint32_t[]", zr), ptr(ffi, "int64_t[]", tokens), vh.shape[1],
                                        int(runs), ptr(ffi, "int64_t[]", LOG2_FIX))
         if cost < 0:
-            raise ENCODER.error(cost, "imij_enc_token_cost")
+            raise KERNEL_CODES.error(cost, kernel="imij_enc_token_cost", refused=ValueError)
         return int(cost)
     th = token_counts(vh, rh, zr, tokens, runs)
     extra = int((tokens[1] * vh.sum(axis=0, dtype=np.int64)).sum())
@@ -96,7 +96,7 @@ def partition(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray], int] |
     est = lib.imij_enc_partition(ptr(ffi, "int64_t[]", th), ptr(ffi, "int64_t[]", LOG2_FIX),
                                  ptr(ffi, "uint8_t[]", ctx_map, True), ptr(ffi, "int64_t[]", hists, True), nctx, width)
     if est < 0:
-        raise ENCODER.error(est, "imij_enc_partition")
+        raise KERNEL_CODES.error(est, kernel="imij_enc_partition", refused=ValueError)
     return tuple(ctx_map.tolist()), list(hists[: nctx[0], : width[0]]), int(est)
 
 
@@ -115,7 +115,7 @@ def best_precisions(H: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.nda
                                         ptr(ffi, "uint32_t[]", prec, True), ptr(ffi, "uint32_t[]", last1, True),
                                         ptr(ffi, "uint32_t[]", codes, True), ptr(ffi, "uint32_t[]", freq, True))
         if code:
-            raise ENCODER.error(code, "imij_enc_best_tables")
+            raise KERNEL_CODES.error(code, kernel="imij_enc_best_tables", refused=ValueError)
         return prec, last1, codes, freq
     nz = H > 0
     last1 = (nz * np.arange(1, width + 1)).max(axis=1)  # per row: last used symbol + 1
@@ -161,7 +161,7 @@ def token_counts(vh: np.ndarray, rh: np.ndarray, zr: np.ndarray, tokens: np.ndar
                                          ptr(ffi, "uint32_t[]", zr), ptr(ffi, "int64_t[]", tokens), vh.shape[1],
                                          int(runs), ptr(ffi, "int64_t[]", th, True))
         if code:
-            raise ENCODER.error(code, "imij_enc_token_counts")
+            raise KERNEL_CODES.error(code, kernel="imij_enc_token_counts", refused=ValueError)
         return th
     for c in range(CLASSES):
         row = np.bincount(tokens[0], weights=vh[c], minlength=256)
