@@ -75,7 +75,7 @@ def read(
 ) -> np.ndarray:
     """Frame or page ``index`` of an IMI file as an (H, W, C) array of its sample type
     (``region=(x, y, w, h)`` decodes only the units it overlaps)."""
-    with open(src, verify=verify, limits=limits, partial=partial, storage_options=storage_options) as f:
+    with ImijFile(src, verify=verify, limits=limits, partial=partial, storage_options=storage_options) as f:
         return f.read(index, region=region, threads=threads)
 
 

@@ -209,6 +209,7 @@ class ImijFile:
         self._payload_error: Corrupt | None = None  # partial reads: why DATA's head could not be read
         self._unit_failures: dict[int, ImijError] = {}  # partial reads: units of this file's DATA left zero
         self._checks: dict[int, list[ImijError]] = {}  # partial reads: digests that failed, per image
+        self._infos: dict[int, ImageInfo] = {}  # image_info per index, made once (headers are fixed at open)
         if bad_ranges is not None and self.container.animation is not None:
             raise Corrupt("a nested frame or page carries frames of its own")  # 1.3
         self._frames = self._read_frames()
@@ -303,11 +304,16 @@ class ImijFile:
     def image_info(self, index: int = 0) -> ImageInfo:
         """What ``read(index)`` returns and how the file describes it, from headers alone."""
         self._check_index(index)
-        anim = self.container.animation
-        if index == 0 or anim is None or anim.kind == KIND_ANIMATION:
-            return ImageInfo.of(self.header, self.header)
-        page = self.page(index).header
-        return ImageInfo.of(page, page if anim.kind in (KIND_MIXED_PAGES, KIND_SEQUENCE) else self.header)
+        info = self._infos.get(index)
+        if info is None:
+            anim = self.container.animation
+            if index == 0 or anim is None or anim.kind == KIND_ANIMATION:
+                info = ImageInfo.of(self.header, self.header)
+            else:
+                page = self.page(index).header
+                info = ImageInfo.of(page, page if anim.kind in (KIND_MIXED_PAGES, KIND_SEQUENCE) else self.header)
+            self._infos[index] = info
+        return info
 
     def page(self, index: int) -> ImijFile:
         """Page or frame ``index`` as its own file object (its own header; 0 is this file)."""
@@ -576,7 +582,7 @@ class ImijFile:
                     return canvas.copy()
                 x, y, w, h = self._check_region(region, self.width, self.height)
                 return canvas[y : y + h, x : x + w].copy()
-        page = self.page(index)
+        page = self.page(index) if index else self
         reference = self._sequence_reference(index, threads) if index else None
         image = page._read_data(region, threads, reference)
         if region is None:
@@ -607,8 +613,11 @@ class ImijFile:
             self._check_size(w, h)
             return np.zeros((h, w, self.channels), dtype=self.dtype)
         if region is None or reference is not None:
-            self._check_size(self.width, self.height)
-            out = (np.zeros if self.partial else np.empty)(self.shape, dtype=self.dtype)
+            header = self.container.header
+            width, height, channels = header.width, header.height, header.channel_count
+            dtype = dtype_of(header.sample)
+            self._check_size(width, height, channels, dtype)
+            out = (np.zeros if self.partial else np.empty)((height, width, channels), dtype=dtype)
             if self._remote is not None:
                 self._remote.fetch_units(payload, None)
             payload.decode_into(out, threads=threads, reference=reference, failures=failures)
@@ -674,8 +683,9 @@ class ImijFile:
         if not 0 <= index < self.n_frames:
             raise IndexError(f"frame {index} out of range (file has {self.n_frames})")
 
-    def _check_size(self, w: int, h: int) -> None:
-        need = w * h * self.channels * self.dtype.itemsize
+    def _check_size(self, w: int, h: int, channels: int | None = None, dtype: np.dtype | None = None) -> None:
+        """TooLarge when ``w`` x ``h`` pixels (of ``channels`` and ``dtype``, default the header's) exceed the limit."""
+        need = w * h * (channels or self.channels) * (dtype or self.dtype).itemsize
         if need > self.limits.max_image_bytes:
             raise TooLarge(f"decoding {w}x{h} needs {need} bytes, over the limit of {self.limits.max_image_bytes}")
 

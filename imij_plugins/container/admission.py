@@ -30,6 +30,8 @@ IMPLEMENTED: frozenset[int] = frozenset(
 
 def admit(features: frozenset[int]) -> None:
     """Raise Unsupported naming every feature of ``features`` this reader does not implement."""
+    if features <= IMPLEMENTED:  # the common case, without building the difference
+        return
     missing = sorted(features - IMPLEMENTED)
     if missing:
         names = ", ".join(f"{feature_name(f)} ({f})" for f in missing)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from imij_plugins.errors import Corrupt, Unsupported
 from imij_plugins.registry.chunks import (
@@ -39,9 +39,10 @@ CUTTABLE = frozenset({DATA, FRAM})
 MeasureOpen = Callable[[bytes, "bytes | bytearray | memoryview", int, int], int]
 
 
-@dataclass(frozen=True)
-class Chunk:
-    """A chunk's place in the file: ``start`` is its tag, the payload is ``[payload_start, end)``."""
+class Chunk(NamedTuple):
+    """A chunk's place in the file: ``start`` is its tag, the payload is ``[payload_start, end)``
+    (a named tuple: made for every chunk of every file opened, at a fraction of a frozen
+    dataclass's cost)."""
 
     tag: bytes
     start: int

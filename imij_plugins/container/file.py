@@ -40,7 +40,10 @@ class Container:
     @property
     def data(self) -> Chunk | None:
         """The DATA chunk; None only in a partial read of a file cut before it."""
-        return next((c for c in self.chunks if c.tag == DATA), None)
+        for chunk in self.chunks:
+            if chunk.tag == DATA:
+                return chunk
+        return None
 
     def find(self, tag: bytes) -> list[Chunk]:
         return [c for c in self.chunks if c.tag == tag]
@@ -160,8 +163,11 @@ def _read_animation(
 ) -> Animation | None:
     """aNIM, checked against the fRAM chunks that follow DATA (1.3); a partial read (``damage``
     given) records a count that does not match instead of raising."""
+    tags = [c.tag for c in chunks]
+    if ANIM not in tags and FRAM not in tags:  # a still image: the common case, one pass
+        return None
     anim_chunks = [c for c in chunks if c.tag == ANIM]
-    frames = sum(1 for c in chunks if c.tag == FRAM)
+    frames = tags.count(FRAM)
     if not anim_chunks:
         if frames:
             raise Corrupt("fRAM chunks without aNIM")

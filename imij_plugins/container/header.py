@@ -115,42 +115,47 @@ def read_header(cur: Cursor) -> Header:
     mask: frozenset[int] = frozenset()
     if present >> BIT_FEATURES & 1:
         mask, cur.pos = decode_mask(cur.buf, cur.pos, cur.end)
-    h = Header(width=0, height=0, mask=mask)
+    # fields into locals, the Header made once at the end (a read's fixed cost)
+    coding = sample = alpha_mode = 0
+    channels, orientation, decode_speed = 3, 1, 1
+    cicp: tuple[int, int, int, int] | None = None
+    sig_bits: tuple[int, ...] | None = None
     if present >> BIT_CODING & 1:
-        h.coding = cur.u8("coding")
-        if h.coding not in (0, 1, 2):  # 0.3: open field
-            raise Unsupported(f"header coding {h.coding}")
+        coding = cur.u8("coding")
+        if coding not in (0, 1, 2):  # 0.3: open field
+            raise Unsupported(f"header coding {coding}")
     if present >> BIT_SAMPLE & 1:
-        h.sample = cur.u8("sample")
-        if h.sample not in SAMPLE_TYPES:  # 0.3: open field
-            raise Unsupported(f"header sample type {h.sample}")
+        sample = cur.u8("sample")
+        if sample not in SAMPLE_TYPES:  # 0.3: open field
+            raise Unsupported(f"header sample type {sample}")
     if present >> BIT_CHANNELS & 1:
-        h.channels = cur.u8("channels")
-        if h.channels not in LAYOUTS:  # 0.3: closed field
-            raise Corrupt(f"header channels {h.channels}")
+        channels = cur.u8("channels")
+        if channels not in LAYOUTS:  # 0.3: closed field
+            raise Corrupt(f"header channels {channels}")
     if present >> BIT_ORIENTATION & 1:
-        h.orientation = cur.u8("orientation")
-        if not 1 <= h.orientation <= 8:  # 0.3: closed field
-            raise Corrupt(f"header orientation {h.orientation}")
+        orientation = cur.u8("orientation")
+        if not 1 <= orientation <= 8:  # 0.3: closed field
+            raise Corrupt(f"header orientation {orientation}")
     if present >> BIT_DECODE_SPEED & 1:
-        h.decode_speed = cur.u8("decode_speed")
-        if h.decode_speed > DECODE_SPEED_FASTEST:  # 0.3: informational, unknown reads as fastest
-            h.decode_speed = DECODE_SPEED_FASTEST
+        decode_speed = cur.u8("decode_speed")
+        if decode_speed > DECODE_SPEED_FASTEST:  # 0.3: informational, unknown reads as fastest
+            decode_speed = DECODE_SPEED_FASTEST
     if present >> BIT_CICP & 1:
-        h.cicp = tuple(cur.u8("cicp") for _ in range(4))  # type: ignore[assignment]
-        if h.cicp[3] not in (0, 1):  # 0.3: full_range is closed
-            raise Corrupt(f"header CICP full_range {h.cicp[3]}")
+        cicp = tuple(cur.u8("cicp") for _ in range(4))  # type: ignore[assignment]
+        if cicp[3] not in (0, 1):  # type: ignore[index]  # 0.3: full_range is closed
+            raise Corrupt(f"header CICP full_range {cicp[3]}")  # type: ignore[index]
     if present >> BIT_SIG_BITS & 1:
-        h.sig_bits = tuple(cur.u8("sig_bits") for _ in range(h.channel_count))
+        sig_bits = tuple(cur.u8("sig_bits") for _ in range(LAYOUTS[channels].channels))
     if present >> BIT_ALPHA_MODE & 1:
-        h.alpha_mode = cur.u8("alpha_mode")
-        if h.alpha_mode > 3:  # 0.3: closed field
-            raise Corrupt(f"header alpha_mode {h.alpha_mode}")
-    h.width = cur.varint("width")
-    h.height = cur.varint("height")
-    if not 1 <= h.width <= MAX_DIMENSION or not 1 <= h.height <= MAX_DIMENSION:  # 1.0
-        raise Corrupt(f"header size {h.width}x{h.height} outside 1 ..= 2^32 - 1")
-    h.records = read_records(cur)
+        alpha_mode = cur.u8("alpha_mode")
+        if alpha_mode > 3:  # 0.3: closed field
+            raise Corrupt(f"header alpha_mode {alpha_mode}")
+    width = cur.varint("width")
+    height = cur.varint("height")
+    if not 1 <= width <= MAX_DIMENSION or not 1 <= height <= MAX_DIMENSION:  # 1.0
+        raise Corrupt(f"header size {width}x{height} outside 1 ..= 2^32 - 1")
+    h = Header(width, height, coding, sample, channels, orientation, decode_speed, cicp, sig_bits, alpha_mode, mask,
+               read_records(cur) if cur.pos < cur.end else [])
     check_fields(h)
     _check_records(h)
     return h
@@ -158,15 +163,15 @@ def read_header(cur: Cursor) -> Header:
 
 def check_fields(h: Header) -> None:
     """The rules that tie fields together and gate them on the feature mask (0.1, 1.0)."""
-    st = h.sample_type
-    if h.sample in SIGNED_SAMPLE_CODES and FeatureId.SIGNED_SAMPLES not in h.mask:
+    st, mask = SAMPLE_TYPES[h.sample], h.mask
+    if h.sample in SIGNED_SAMPLE_CODES and FeatureId.SIGNED_SAMPLES not in mask:
         raise Corrupt(f"sample {st.name} without feature signed_samples")  # 1.0
-    if h.sample in WIDE_SAMPLE_CODES and FeatureId.WIDE_SAMPLES not in h.mask:
+    if h.sample in WIDE_SAMPLE_CODES and FeatureId.WIDE_SAMPLES not in mask:
         raise Corrupt(f"sample {st.name} without feature wide_samples")  # 1.0
     if h.coding and (st.kind == "i" or st.bits == 64):  # 1.0: signed and 64-bit are lossless only
         raise Corrupt(f"lossy coding of {st.name} samples")
     if h.channels in PIXEL_MODEL_LAYOUTS:  # 1.0: layouts 5-7 need pixel_models and lossless coding
-        if FeatureId.PIXEL_MODELS not in h.mask:
+        if FeatureId.PIXEL_MODELS not in mask:
             raise Corrupt(f"channel layout {h.layout.name} without feature pixel_models")
         if h.coding:
             raise Corrupt(f"channel layout {h.layout.name} with lossy coding")
@@ -181,7 +186,7 @@ def check_fields(h: Header) -> None:
     if h.sig_bits is not None and len(h.sig_bits) != h.channel_count:
         raise Corrupt(f"{len(h.sig_bits)} sig_bits for {h.channel_count} channels")
     if h.alpha_mode in (2, 3):  # 1.0: need alpha_interpretation and a stored alpha slot
-        if FeatureId.ALPHA_INTERPRETATION not in h.mask:
+        if FeatureId.ALPHA_INTERPRETATION not in mask:
             raise Corrupt(f"alpha_mode {h.alpha_mode} without feature alpha_interpretation")
         if not h.layout.has_alpha:
             raise Corrupt(f"alpha_mode {h.alpha_mode} on layout {h.layout.name} without alpha")
@@ -196,7 +201,7 @@ def _check_records(h: Header) -> None:
 
 def checksum_piece_log2(h: Header) -> int | None:
     """Header record 2's k (1.4), or None without the record; a malformed record is Corrupt."""
-    rec = h.record(RECORD_CHECKSUM)
+    rec = h.record(RECORD_CHECKSUM) if h.records else None  # most headers carry no record
     if rec is None:
         return None
     if len(rec.payload) != 1 or not 10 <= rec.payload[0] <= 40:

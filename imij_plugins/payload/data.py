@@ -112,6 +112,9 @@ class DataPayload:
         there by index instead of raising.
         """
         reached = len(self.units)
+        if reached == 1 and indices is None:  # one unit (most small images): inline, no pool or closure
+            self._decode_unit(0, out, origin, reference, failures)
+            return
         todo = list(range(reached)) if indices is None else [i for i in indices if i < reached]
         workers = threads if threads is not None else default_threads()
         if workers > 1 and len(todo) > 1:  # one unit runs inline (parallel_map): no estimate needed
@@ -130,9 +133,12 @@ class DataPayload:
     ) -> None:
         """Decode unit ``index`` into its rectangle of ``out`` (zeros and a record when it fails, partial)."""
         x, y, w, h = self.head.geometry.unit_rect(index)
-        target = out[y - origin[1] : y - origin[1] + h, x - origin[0] : x - origin[0] + w]
+        if out.shape[0] == h and out.shape[1] == w:  # the unit is the whole of out: no view
+            target = out
+        else:
+            target = out[y - origin[1] : y - origin[1] + h, x - origin[0] : x - origin[0] + w]
         try:
-            if index in self.missing:
+            if self.missing and index in self.missing:
                 raise self.missing[index]
             unit = self.units[index]
             ref = None if reference is None else reference[y : y + h, x : x + w]
@@ -202,6 +208,8 @@ def _check_records(
     head, units = payload.head, payload.units
     if bounded:
         check_payload_end(units, head, end)
+    if not head.records:  # no unit table in the head, none to check
+        return
     spans, state = head_spans(head)
     if spans is not None:
         check_spans(spans, units, head, payload.end)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 WIDE_IMAGE = 8192  # 5: writers give images at least 8192 pixels wide column groups of 2048
 WIDE_GROUP = 2048
@@ -19,9 +19,10 @@ def even_stripe_rows(width: int, height: int, unit_width: int, pixels: tuple[int
     stripes = -(-height // rows)
     return -(-height // stripes)  # as many stripes, of even heights: units of one size
 
-@dataclass(frozen=True)
-class Geometry:
-    """The unit grid a payload head fixes for an image of ``width`` x ``height``."""
+
+class Geometry(NamedTuple):
+    """The unit grid a payload head fixes for an image of ``width`` x ``height`` (a named tuple:
+    every read makes one)."""
 
     width: int
     height: int

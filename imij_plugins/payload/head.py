@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
+from typing import NamedTuple
 
 from imij_plugins.container.header import Header
 from imij_plugins.errors import Corrupt, Unsupported
@@ -31,9 +32,9 @@ REC_ORDINALS = 37
 _GATES = {REC_NEAR: FeatureId.NEAR_LOSSLESS, REC_BILEVEL: FeatureId.BILEVEL, REC_TEMPLATE: FeatureId.TEMPLATE_PALETTES}
 
 
-@dataclass(frozen=True)
-class ChannelMap:
-    """One coded channel's map (2.1): mode, coded bits, value and, for mode 9, its value table."""
+class ChannelMap(NamedTuple):
+    """One coded channel's map (2.1): mode, coded bits, value and, for mode 9, its value table
+    (a named tuple: cheap to make and to hash, which every read does)."""
 
     mode: int
     bits: int
@@ -134,14 +135,40 @@ def read_lossless_head(cur: Cursor, header: Header) -> LosslessHead:
         raise Corrupt(f"group_cols {group_cols} outside 1 ..= width - 1")
     head = LosslessHead(present, lanes, Geometry(header.width, header.height, stripe_rows, group_cols))
     if not quick:  # 2.13: maps, models_len and models are absent in quick payloads
-        value_bytes = map_value_bytes(header)
-        head.maps = [_read_map(cur, header, value_bytes) for _ in range(coded_channels(header))]
+        head.maps = _read_maps(cur, header)
         head.models = bytes(cur.take(cur.varint("models_len"), "models"))
     if present & PRESENT_RECORDS:
         head.records = read_records(cur.sub(cur.varint("records_len"), "head records"))
         _check_head_records(head, features)
     head.end = cur.pos
     return head
+
+
+MAPS_CACHE = 64  # parsed map lists kept, by their bytes: like files share maps
+_maps: dict[tuple[bytes, int], tuple[ChannelMap, ...]] = {}
+
+
+def _read_maps(cur: Cursor, header: Header) -> list[ChannelMap]:
+    """2.1: every coded channel's map. Maps of modes 0-8 have one size (no value table), so their
+    bytes are sliced at once and parsed once per distinct bytes; any other mode (9's table, a
+    closed mode above 9) or a cut list goes map by map, raising what the rules say."""
+    value_bytes = map_value_bytes(header)
+    count, step = coded_channels(header), 2 + value_bytes
+    pos = cur.pos
+    stop = pos + count * step
+    if stop <= cur.end:
+        raw = bytes(cur.buf[pos:stop])
+        if max(raw[::step]) < 9:
+            maps = _maps.get((raw, value_bytes))
+            if maps is None:
+                maps = tuple(ChannelMap(raw[i], raw[i + 1], int.from_bytes(raw[i + 2 : i + step], "little"))
+                             for i in range(0, len(raw), step))
+                if len(_maps) >= MAPS_CACHE:
+                    _maps.clear()
+                _maps[raw, value_bytes] = maps
+            cur.pos = stop
+            return list(maps)
+    return [_read_map(cur, header, value_bytes) for _ in range(count)]
 
 
 def _read_map(cur: Cursor, header: Header, value_bytes: int) -> ChannelMap:

@@ -3,7 +3,7 @@ writers' side: record prefixes, unit table records, the payload joined in one bu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from imij_plugins.errors import Corrupt, ImijError, Unsupported
 from imij_plugins.payload.head import REC_UNIT_RESERVE, REC_UNIT_TABLE, LosslessHead
@@ -62,9 +62,9 @@ def join_units(head: bytes, prefixes: list[bytes], bodies: list[bytes]) -> bytes
     return bytes(payload)
 
 
-@dataclass(frozen=True)
-class Unit:
-    """One main record: ``span`` covers its side record and framing, ``body`` its payload after any ordinal."""
+class Unit(NamedTuple):
+    """One main record: ``span`` covers its side record and framing, ``body`` its payload after
+    any ordinal (a named tuple: one per unit of every read)."""
 
     span_start: int
     body_start: int
@@ -105,6 +105,7 @@ def walk_units(
 
 def _walk(cur: Cursor, head: LosslessHead, count: int, main_id: int, units: list[Unit]) -> None:
     """Append the ``count`` main records at ``cur`` to ``units``, raising at the first that breaks 2.7."""
+    ordinals = head.ordinals
     for index in range(count):
         span_start = cur.pos
         rid = cur.varint("unit record id")
@@ -115,13 +116,21 @@ def _walk(cur: Cursor, head: LosslessHead, count: int, main_id: int, units: list
             if rid & 1 and rid not in KNOWN_MAIN:
                 raise Unsupported(f"unknown unit record {rid}")
             raise Corrupt(f"unit record {rid} where record {main_id} is expected")
-        length = cur.varint("unit record length")
-        body = cur.sub(length, f"unit record {index}")
-        if head.ordinals:  # 2.7: head record 37, each main record starts with its ordinal
+        try:  # a body's length takes several bytes: the field's name is built only for the error
+            length, start = read_varint(cur.buf, cur.pos, cur.end)
+        except Corrupt:
+            cur.varint("unit record length")
+            raise
+        if length > cur.end - start:  # Cursor.sub's rule, its message built only here
+            raise Corrupt(f"{cur.what}: unit record {index} runs past the end")
+        cur.pos = end = start + length
+        if ordinals:  # 2.7: head record 37, each main record starts with its ordinal
+            body = Cursor(cur.buf, start, end, f"unit record {index}")
             ordinal = body.varint("unit record ordinal")
             if ordinal != index:
                 raise Corrupt(f"unit record ordinal {ordinal} on record {index}")
-        units.append(Unit(span_start, body.pos, body.end))
+            start = body.pos
+        units.append(Unit(span_start, start, end))
 
 
 def check_payload_end(units: list[Unit], head: LosslessHead, end: int) -> None:

@@ -70,6 +70,7 @@ Saving
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from fractions import Fraction
@@ -112,11 +113,12 @@ _INFO_FROM_METADATA = {
     "science": "imij_science",
 }
 # keys that describe one image of a file: replaced when seeking to a page (1.3: nothing is inherited)
-_PER_IMAGE_KEYS = ("exif", "imij_bit_depth", "imij_alpha_mode", "imij_metadata_error", *_INFO_FROM_METADATA.values())
+_PER_IMAGE_KEYS = frozenset({"exif", "imij_bit_depth", "imij_alpha_mode", "imij_metadata_error", *_INFO_FROM_METADATA.values()})
 _TYPED_TAGS = {"mastering_display": b"mDCv"}  # the safe-to-copy records info holds typed (1.1)
 _PAGES = ("pages", "mixed pages")
 
 
+_open_mode = functools.lru_cache(maxsize=64)(modes.open_mode)  # per header kind, not per open
 _EXIF_IFD, _GPS_IFD = 0x8769, 0x8825  # ExifTags.IFD.Exif and .GPSInfo (Pillow 9.4+)
 _MODE_ATTR = "_mode" if isinstance(getattr(Image.Image, "mode", None), property) else "mode"
 _IM_ATTR = "_im" if isinstance(getattr(Image.Image, "im", None), property) else "im"
@@ -207,8 +209,8 @@ class ImiImageFile(ImageFile.ImageFile):
         image = self.imij.page(frame) if self.imij.kind in _PAGES else self.imij
         if frame == 0 or image is not self.imij:
             described = self.imij.image_info(frame)
-            for key in _PER_IMAGE_KEYS:
-                self.info.pop(key, None)
+            for key in self.info.keys() & _PER_IMAGE_KEYS:
+                del self.info[key]
             self._orientation = described.orientation
             self._exif = None  # getexif() re-reads info["exif"]
             meta = image.metadata
@@ -225,7 +227,7 @@ class ImiImageFile(ImageFile.ImageFile):
             if described.alpha_mode:
                 self.info["imij_alpha_mode"] = described.alpha_mode
             self._described = described
-            self._entry = modes.open_mode(described.layout, described.dtype, described.sig_bits, described.alpha_mode)
+            self._entry = _open_mode(described.layout, described.dtype, described.sig_bits, described.alpha_mode)
             mode = self._entry.mode if self._entry else modes.nominal_mode(described.layout, described.dtype)
             size = (described.width, described.height)
             if self._core_image() is not None and (mode != self.mode or size != self.size):

@@ -7,12 +7,13 @@ import numpy as np
 from imij_plugins.registry.samples import LAYOUT_BY_NAME, LAYOUTS, SAMPLE_TYPES, SampleType
 
 _SAMPLE_BY_DTYPE = {np.dtype(s.dtype): s for s in SAMPLE_TYPES.values()}
+_DTYPES = {code: np.dtype(s.dtype) for code, s in SAMPLE_TYPES.items()}  # made once: every read asks
 _DEFAULT_LAYOUT = {1: "Gray", 2: "GrayAlpha", 3: "RGB", 4: "RGBA"}
 
 
 def dtype_of(sample: int) -> np.dtype:
     """The numpy dtype that holds header sample type ``sample`` bit for bit (little-endian)."""
-    return np.dtype(SAMPLE_TYPES[sample].dtype)
+    return _DTYPES[sample]
 
 
 def sample_code(dtype: np.dtype) -> int:

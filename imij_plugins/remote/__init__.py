@@ -1,4 +1,4 @@
-"""Remote reads (issue 40): IMI files at fsspec URLs or in fsspec file objects, fetched by ranges.
+"""Remote reads: IMI files at fsspec URLs or in fsspec file objects, fetched by ranges.
 
 Needs the ``remote`` extra (fsspec; aiohttp for HTTP). Nothing here imports fsspec until a URL
 is opened, so local reads do not pay for it.

@@ -333,6 +333,13 @@ def test_after_uninstall_python_starts_silently(tmp_path):
     assert env.run("-c", "pass", cwd=tmp_path).stderr == ""
 
 
+def _base_python() -> str:
+    """The interpreter this environment was made from (on Python 3.10 a venv's ``sys._base_executable``
+    is the venv's own, whose pyvenv.cfg turns the user site off)."""
+    base = Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    return str(base) if base.is_file() else sys._base_executable
+
+
 def _system_python(root: Path, user_base: Path) -> Env:
     """A Python that is no venv, so site.py runs the user site's .pth files before its own site-packages.
 
@@ -346,7 +353,7 @@ def _system_python(root: Path, user_base: Path) -> Env:
         if entry.name != "site-packages":
             (lib / entry.name).symlink_to(entry)
     environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONNOUSERSITE", "VIRTUAL_ENV", "PYTHONPATH")}
-    system = Env(sys._base_executable, lib / "site-packages", {**environ, "PYTHONHOME": str(root), "PYTHONUSERBASE": str(user_base)})
+    system = Env(_base_python(), lib / "site-packages", {**environ, "PYTHONHOME": str(root), "PYTHONUSERBASE": str(user_base)})
     _add_parent_sites(system.site_dir, [p for p in site.getsitepackages() if os.path.isdir(p)])
     return system
 

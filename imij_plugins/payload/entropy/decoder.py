@@ -111,8 +111,9 @@ def prepare(header: Header, head: LosslessHead) -> EntropyPayload:
     """
     if head.quick:
         raise ValueError("prepare() is for entropy-coded payloads; this head has quick-pixel units")
+    records = tuple(_payload_of(head, rid) for rid in (REC_NEAR, REC_BILEVEL, REC_TEMPLATE)) if head.records else ()
     key = (header.sample, header.channels, header.features, head.lanes, head.present & PRESENT_PALETTE,
-           tuple(head.maps), head.models, *(_payload_of(head, rid) for rid in (REC_NEAR, REC_BILEVEL, REC_TEMPLATE)))
+           tuple(head.maps), head.models, records)
     settled = _plans.get(key)
     if settled is None:
         settled = Settled(_settle(header, head))

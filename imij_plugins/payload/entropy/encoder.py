@@ -53,6 +53,7 @@ from imij_plugins.payload.entropy.mapchoice import (
     table_bytes,
     table_candidate,
     window_cost,
+    window_fraction,
     word_summary,
 )
 from imij_plugins.payload.entropy.maps import (
@@ -76,7 +77,7 @@ from imij_plugins.payload.entropy.modeling import (
 )
 from imij_plugins.payload.entropy.models import PALETTE_DEPTH, TableCode, table_code
 from imij_plugins.payload.entropy.near import NEAR_SAMPLES, encode_bounds
-from imij_plugins.payload.entropy.palettes import palette
+from imij_plugins.payload.entropy.palettes import dense, palette
 from imij_plugins.payload.entropy.residuals import closed_loop, put_unit, residuals
 from imij_plugins.payload.entropy.scratch import release_scratch, value_dtype
 from imij_plugins.payload.entropy.search import INTER_PREDICTORS, choose, costs, model_preds
@@ -325,33 +326,28 @@ def _analyze(plan: EncodePlan, index: int, totals: _Totals, buffers: UnitBuffers
     entries, index_plane = pal
     # one slot's plain counts at a time: u stays in this thread's buffer, and the sums take its
     # counts below only if the palette stripe loses (no unit-sized set of 16 x 640 arrays held)
-    slot_bits = sum(estimate_bits(_slot_stats(plan, u[s:s + 1], plan.depths[s], plan.shifts[s]))
-                    for s in range(u.shape[0]))
+    plain = [_slot_stats(plan, u[s:s + 1], plan.depths[s], plan.shifts[s]) for s in range(u.shape[0])]
+    slot_bits = sum(estimate_bits(st) for st in plain)
     # bilevel / template candidates (their chooser is costly): few tuples, or content
     # the predictors barely help (text, drawings), not photos of few levels
     counts = histogram(index_plane, 8).astype(np.float64)  # (bincount would widen the plane first)
     counts = counts[counts > 0]
     order0 = float((counts * np.log2(counts.sum() / counts)).sum())
     few = len(entries) <= LEVEL_TUPLES or slot_bits >= LEVEL_RATIO * order0 or plan.eff.every_level
-    if not _dense(entries):
+    entry_bits = 8 * len(entries) * sum(1 if d <= 8 else 2 for d in plan.depths) + 8
+    # the index plane's estimate is >= 0 (less float error far below 1 bit): where the entries
+    # alone are not smaller than the slots (tiny images), the stripe cannot win
+    if not dense(entries) and entry_bits < slot_bits + 1:
         ip = index_plane[None]
         _, ppreds = _search(plan, ip, [PALETTE_DEPTH], False)
         pu = residuals(ip, [PALETTE_DEPTH], plan.lanes, ppreds, 0)
         pstats = _slot_stats(plan, pu, PALETTE_DEPTH, 0)
-        entry_bits = 8 * len(entries) * sum(1 if d <= 8 else 2 for d in plan.depths) + 8
         if estimate_bits(pstats) + entry_bits < slot_bits:
             totals.take_palette(pstats)
             put_unit(plan, index, None)  # a palette stripe is exact
             return _Analysis(entries, 0, ppreds, few, pu if plan.keep else None)
-    totals.count(plan, u, index)
+    totals.count(plan, u, index, plain)
     return _Analysis(None, mode, preds, plan.depths == [1] or few, u if plan.keep else None)
-
-
-def _dense(entries: list[tuple[int, ...]]) -> bool:
-    """A single slot whose values fill at least 7/8 of their range: its index plane would be
-    about the values less the smallest, predicted alike, so a palette stripe only adds its
-    entries (5's comparison is skipped; gray photos)."""
-    return len(entries[0]) == 1 and 8 * len(entries) >= 7 * (entries[-1][0] - entries[0][0] + 1)
 
 
 def _unit_residuals(plan: EncodePlan, index: int, a: _Analysis, buffers: UnitBuffers) -> np.ndarray:
@@ -422,20 +418,12 @@ def _choose_maps(channels: list[Channel], st_name: str, bound: int, eff: Effort,
             cand = table_candidate(ch, cmap)
             if cand is not None:
                 reg_cost = window_cost(ch, cmap, lanes)
-                tab_cost = window_cost(ch, cand, lanes) + 8 * table_bytes(cand) * _window_fraction(ch.word)
+                tab_cost = window_cost(ch, cand, lanes) + 8 * table_bytes(cand) * window_fraction(ch.word)
                 if tab_cost < 0.99 * reg_cost:
                     cmap = cand
         maps.append(cmap)
         deltas.append(delta)
     return maps, deltas
-
-
-def _window_fraction(word: np.ndarray) -> float:
-    """The share of the image the value-table windows cover (the table's bytes are scaled by it)."""
-    h, w = word.shape
-    wh, ww = min(16, h), min(256, w)
-    n = max(1, min(4, h // wh)) * max(1, min(4, w // ww))
-    return min(1.0, n * wh * ww / (h * w))
 
 
 # --- the payload -------------------------------------------------------------------------------
@@ -706,15 +694,20 @@ class _Totals:
         self._mine = threading.local()  # each thread's own sums of counted units, added in by merge
         self._threads: list[list[dict[bool, Counts]]] = []
 
-    def count(self, plan: EncodePlan, u: np.ndarray, index: int) -> None:
+    def count(self, plan: EncodePlan, u: np.ndarray, index: int, plain: list[SlotStats] | None = None) -> None:
         """Add every slot's counts of unit ``index``'s residuals u to this thread's sums in place
         (the kernel adds to uint32 arrays no other thread touches: no lock around it), or, on
-        small images, to the shared sums, a slot at a time under its lock."""
-        if not self.own:
+        small images, to the shared sums, a slot at a time under its lock. ``plain``: the slots'
+        plain counts where already made (_slot_stats), added as they are to slots without a
+        cross variant (a first unit's are taken over, not copied)."""
+        if not self.own or plain is not None:
             for k in range(len(self.slots)):
                 s = (index + k) % len(self.slots)
                 with self._slot_locks[s]:
-                    self._count(plan, u, s, self.slots[s])
+                    if plain is not None and s not in plan.cross_slots:
+                        self._add(self.slots[s], {False: plain[s]})
+                    else:
+                        self._count(plan, u, s, self.slots[s])
             return
         own = getattr(self._mine, "slots", None)
         if own is None:
@@ -751,6 +744,9 @@ class _Totals:
 
     def _add(self, total: dict[bool, Counts], variants: dict[bool, SlotStats]) -> None:
         for cross, st in variants.items():
+            if cross not in total and st.vh.dtype == self.dtype:  # the first: taken over
+                total[cross] = (st.vh, st.zr, st.rh)
+                continue
             if cross not in total:
                 total[cross] = new_counts(self.dtype, st.vh.shape[1])
             for acc, add in zip(total[cross], (st.vh, st.zr, st.rh)):

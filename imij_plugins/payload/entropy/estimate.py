@@ -4,6 +4,7 @@ tokens under candidate tables and contexts, and each table's best precision."""
 from __future__ import annotations
 
 import math
+from functools import cache
 
 import numpy as np
 
@@ -27,7 +28,7 @@ def row_costs(h: np.ndarray) -> np.ndarray:
     if use_c():
         ffi, lib = _backend.ffi, _backend.lib
         out = np.empty(rows, dtype=np.int64)
-        code = lib.imij_enc_row_costs(ptr(ffi, "int64_t[]", h), rows, width, ptr(ffi, "int64_t[]", LOG2_FIX),
+        code = lib.imij_enc_row_costs(ptr(ffi, "int64_t[]", h), rows, width, _log2_ptr(),
                                       ptr(ffi, "int64_t[]", out, True))
         if code:
             raise KERNEL_CODES.error(code, kernel="imij_enc_row_costs", refused=ValueError)
@@ -57,35 +58,95 @@ def counts32(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a)
 
 
-def _tokens_for(tokens: np.ndarray, vh: np.ndarray) -> np.ndarray:
-    """A scheme's (4, 640) per-bucket tokens cut to the statistics' buckets, contiguous."""
-    return np.ascontiguousarray(tokens[:, : vh.shape[1]])
+@cache
+def _log2_ptr():
+    """LOG2_FIX as the C kernels read it (one pointer for every call)."""
+    return _backend.ffi.from_buffer("int64_t[]", LOG2_FIX)
+
+
+class TokenTable:
+    """A scheme's (4, 640) per-bucket tokens cut to a statistics' buckets, contiguous, and its C
+    pointer made once (modeling caches one per scheme and width)."""
+
+    __slots__ = ("a", "_ptr")
+
+    def __init__(self, tokens: np.ndarray, buckets: int):
+        self.a = np.ascontiguousarray(tokens[:, :buckets], dtype=np.int64)
+        self._ptr = None
+
+    def ptr(self):
+        if self._ptr is None:
+            self._ptr = _backend.ffi.from_buffer("int64_t[]", self.a)
+        return self._ptr
+
+
+class Prepared:
+    """A slot's statistics (vh, rh (16, buckets), zr (16,)) as the chooser's kernels read them,
+    converted (counts32) and pointed at once: choose_model asks several costs of one slot."""
+
+    __slots__ = ("vh", "rh", "zr", "_ptrs")
+
+    def __init__(self, vh: np.ndarray, rh: np.ndarray, zr: np.ndarray):
+        self.vh, self.rh, self.zr = counts32(vh), counts32(rh), counts32(zr)
+        self._ptrs = None
+
+    def _c(self):
+        if self._ptrs is None:
+            ffi = _backend.ffi
+            self._ptrs = tuple(ffi.from_buffer("uint32_t[]", a) for a in (self.vh, self.rh, self.zr))
+        return self._ptrs
+
+    def _table(self, tokens: np.ndarray | TokenTable) -> TokenTable:
+        if isinstance(tokens, TokenTable) and tokens.a.shape[1] == self.vh.shape[1]:
+            return tokens
+        return TokenTable(tokens.a if isinstance(tokens, TokenTable) else tokens, self.vh.shape[1])
+
+    def cost(self, tokens: np.ndarray | TokenTable, runs: bool) -> int:
+        """token_cost of these statistics."""
+        table = self._table(tokens)
+        if use_c():
+            cost = _backend.lib.imij_enc_token_cost(*self._c(), table.ptr(), self.vh.shape[1], int(runs), _log2_ptr())
+            if cost < 0:
+                raise KERNEL_CODES.error(cost, kernel="imij_enc_token_cost", refused=ValueError)
+            return int(cost)
+        th = self.counts(table, runs)
+        extra = int((table.a[1] * self.vh.sum(axis=0, dtype=np.int64)).sum())
+        if runs:
+            extra += int((table.a[3] * self.rh.sum(axis=0, dtype=np.int64)).sum())
+        return int(row_costs(th).sum()) + (extra << COST_FIX)
+
+    def counts(self, tokens: np.ndarray | TokenTable, runs: bool) -> np.ndarray:
+        """token_counts of these statistics."""
+        table = self._table(tokens)
+        th = np.zeros((CLASSES, 256), dtype=np.int64)
+        if use_c():
+            ffi = _backend.ffi
+            code = _backend.lib.imij_enc_token_counts(*self._c(), table.ptr(), self.vh.shape[1], int(runs),
+                                                      ffi.from_buffer("int64_t[]", th, require_writable=True))
+            if code:
+                raise KERNEL_CODES.error(code, kernel="imij_enc_token_counts", refused=ValueError)
+            return th
+        tokens_ = table.a
+        for c in range(CLASSES):
+            row = np.bincount(tokens_[0], weights=self.vh[c], minlength=256)
+            if runs:
+                row += np.bincount(tokens_[2], weights=self.rh[c], minlength=256)
+            th[c] = row
+        if not runs:
+            th[:, 0] += self.zr.astype(np.int64)
+        return th
 
 
 def token_cost(vh: np.ndarray, rh: np.ndarray, zr: np.ndarray, tokens: np.ndarray, runs: bool) -> int:
     """imij_kernels.h imij_enc_token_cost: a slot's statistics (counts32 vh, rh (16, buckets), zr (16,))
     under one scheme's per-bucket tokens (4, 640: value token, its extra bits, run token, its
     extra bits; the first buckets read): the 16 classes' row_costs plus the extra bits, * 2^16."""
-    vh, rh, zr = counts32(vh), counts32(rh), counts32(zr)
-    tokens = _tokens_for(tokens, vh)
-    if use_c():
-        ffi, lib = _backend.ffi, _backend.lib
-        cost = lib.imij_enc_token_cost(ptr(ffi, "uint32_t[]", vh), ptr(ffi, "uint32_t[]", rh),
-                                       ptr(ffi, "uint32_t[]", zr), ptr(ffi, "int64_t[]", tokens), vh.shape[1],
-                                       int(runs), ptr(ffi, "int64_t[]", LOG2_FIX))
-        if cost < 0:
-            raise KERNEL_CODES.error(cost, kernel="imij_enc_token_cost", refused=ValueError)
-        return int(cost)
-    th = token_counts(vh, rh, zr, tokens, runs)
-    extra = int((tokens[1] * vh.sum(axis=0, dtype=np.int64)).sum())
-    if runs:
-        extra += int((tokens[3] * rh.sum(axis=0, dtype=np.int64)).sum())
-    return int(row_costs(th).sum()) + (extra << COST_FIX)
+    return Prepared(vh, rh, zr).cost(tokens, runs)
 
 
-def partition(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray], int] | None:
+def partition(th: np.ndarray) -> tuple[tuple[int, ...], np.ndarray, int] | None:
     """imij_kernels.h imij_enc_partition: modeling.partition_classes' split of the 16 classes of token
-    counts th (16, 256) into at most 4 contexts (ctx_map, per-context counts, estimate); None
+    counts th (16, 256) into at most 4 contexts (ctx_map, per-context counts as rows, estimate); None
     without the C backend (the caller's reference then)."""
     if not use_c():
         return None
@@ -93,11 +154,11 @@ def partition(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray], int] |
     th = np.ascontiguousarray(th, dtype=np.int64)
     ctx_map, hists = np.empty(CLASSES, np.uint8), np.empty((4, 256), np.int64)
     nctx, width = ffi.new("uint32_t *"), ffi.new("uint32_t *")
-    est = lib.imij_enc_partition(ptr(ffi, "int64_t[]", th), ptr(ffi, "int64_t[]", LOG2_FIX),
+    est = lib.imij_enc_partition(ptr(ffi, "int64_t[]", th), _log2_ptr(),
                                  ptr(ffi, "uint8_t[]", ctx_map, True), ptr(ffi, "int64_t[]", hists, True), nctx, width)
     if est < 0:
         raise KERNEL_CODES.error(est, kernel="imij_enc_partition", refused=ValueError)
-    return tuple(ctx_map.tolist()), list(hists[: nctx[0], : width[0]]), int(est)
+    return tuple(ctx_map.tolist()), hists[: nctx[0], : width[0]], int(est)
 
 
 def best_precisions(H: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -111,7 +172,7 @@ def best_precisions(H: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.nda
         ffi, lib = _backend.ffi, _backend.lib
         prec, last1 = np.empty(ctxs, dtype=U32), np.empty(ctxs, dtype=U32)
         codes, freq = np.zeros((ctxs, width, 3), dtype=U32), np.zeros((ctxs, width), dtype=U32)
-        code = lib.imij_enc_best_tables(ptr(ffi, "int64_t[]", H), ctxs, width, lo, hi, ptr(ffi, "int64_t[]", LOG2_FIX),
+        code = lib.imij_enc_best_tables(ptr(ffi, "int64_t[]", H), ctxs, width, lo, hi, _log2_ptr(),
                                         ptr(ffi, "uint32_t[]", prec, True), ptr(ffi, "uint32_t[]", last1, True),
                                         ptr(ffi, "uint32_t[]", codes, True), ptr(ffi, "uint32_t[]", freq, True))
         if code:
@@ -152,22 +213,4 @@ def token_counts(vh: np.ndarray, rh: np.ndarray, zr: np.ndarray, tokens: np.ndar
     """(16, 256) token counts per class of a slot's statistics under per-bucket tokens (3.2), a
     class at a time (float sums of integers below 2^53: exact; no whole-array float copies);
     imij_kernels.h imij_enc_token_counts on the C backend."""
-    th = np.zeros((CLASSES, 256), dtype=np.int64)
-    vh, rh, zr = counts32(vh), counts32(rh), counts32(zr)
-    tokens = _tokens_for(tokens, vh)
-    if use_c():
-        ffi, lib = _backend.ffi, _backend.lib
-        code = lib.imij_enc_token_counts(ptr(ffi, "uint32_t[]", vh), ptr(ffi, "uint32_t[]", rh),
-                                         ptr(ffi, "uint32_t[]", zr), ptr(ffi, "int64_t[]", tokens), vh.shape[1],
-                                         int(runs), ptr(ffi, "int64_t[]", th, True))
-        if code:
-            raise KERNEL_CODES.error(code, kernel="imij_enc_token_counts", refused=ValueError)
-        return th
-    for c in range(CLASSES):
-        row = np.bincount(tokens[0], weights=vh[c], minlength=256)
-        if runs:
-            row += np.bincount(tokens[2], weights=rh[c], minlength=256)
-        th[c] = row
-    if not runs:
-        th[:, 0] += zr.astype(np.int64)
-    return th
+    return Prepared(vh, rh, zr).counts(tokens, runs)

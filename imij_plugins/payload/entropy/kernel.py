@@ -12,6 +12,7 @@ for bit (tests/payload/entropy run every test on both).
 from __future__ import annotations
 
 from functools import cached_property, lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -39,6 +40,7 @@ SCRATCH_BYTES = 1 << 16
 MIN_BLOCK_ROWS = 8  # wide units: rows per block that keep the per-block Python work small ...
 MIN_STORED_ROWS = 4  # ... where the kernel loops over the blocks itself (imij_entropy_store), fewer
 CARRIED_ROWS = 2  # scratch rows 0 and 1: the residuals and coded values of the row above the block
+UNIT_SIZES = 64  # imij_unit structs kept per plan, one per unit size (a plan serves many files)
 
 
 class CModels:
@@ -96,12 +98,19 @@ class SlotModels:
         self.unit.inter_allowed = plan.sample_bits <= 32 and not plan.near  # section 4, 2.6
         self.unit.slots = self.structs
         self.unit.palette = self.palette
+        self._units: dict[tuple[int, int], Any] = {}
 
     def unit_of(self, width: int, height: int):
-        """The kernel's ``imij_unit`` for one unit of ``width`` x ``height`` (per call: units decode on
-        many threads); it points into this object, which the caller keeps alive while it is used."""
-        unit = _backend.ffi.new("imij_unit *", self.unit[0])
-        unit.width, unit.height = width, height
+        """The kernel's ``imij_unit`` for units of ``width`` x ``height``, made once per size: the
+        kernel copies it into each unit's state (imij_entropy_begin), so threads share it read
+        only. It points into this object, which the caller keeps alive while it is used."""
+        unit = self._units.get((width, height))
+        if unit is None:
+            unit = _backend.ffi.new("imij_unit *", self.unit[0])
+            unit.width, unit.height = width, height
+            if len(self._units) >= UNIT_SIZES:
+                self._units.clear()  # a caller holds the struct it was given
+            self._units[width, height] = unit
         return unit
 
 
@@ -157,14 +166,15 @@ def decode_unit_c(plan: UnitPlan, models: CModels, body: bytes | memoryview, wid
     regular = models.regular  # held here: the state's unit points into it until the decode ends
     state = _begin(plan, regular, body, width, height, reference, pred_ids)
     nplanes = max(len(plan.slots), 1)  # a palette stripe's index plane needs one
-    lanes = interleaved(width, plan.lanes)
-    rows = block_rows(nplanes, lanes.row, height, MIN_STORED_ROWS if stored else MIN_BLOCK_ROWS)
-    size = nplanes * (rows + CARRIED_ROWS) * lanes.row
     if stored:  # the scratch is the kernel's alone: zeroed cffi memory, no array
+        rows, size = _stored_blocks(nplanes, width, plan.lanes, height)
         code = lib.imij_entropy_store(state, rows, ffi.new("uint32_t[]", size), size, _store_into(models, out))  # no GIL per block
         if code:
             _fail(code, plan, body, width, height, reference)
         return out
+    lanes = interleaved(width, plan.lanes)
+    rows = block_rows(nplanes, lanes.row, height)
+    size = nplanes * (rows + CARRIED_ROWS) * lanes.row
     planes = np.zeros((nplanes, rows + CARRIED_ROWS, lanes.row), dtype=np.uint32)
     planes_c = ffi.from_buffer("uint32_t[]", planes, require_writable=True)
     refs = None if reference is None else np.zeros((len(plan.slots), rows + CARRIED_ROWS, lanes.row), np.uint32)
@@ -182,6 +192,14 @@ def decode_unit_c(plan: UnitPlan, models: CModels, body: bytes | memoryview, wid
             coded[at] = lanes.unlace(planes[i, CARRIED_ROWS : CARRIED_ROWS + n])  # uint32: assemble widens only what a map needs
         assemble(plan, coded, n, width, out[r0 : r0 + n])
     return out
+
+
+@lru_cache(maxsize=256)
+def _stored_blocks(nplanes: int, width: int, lanes: int, height: int) -> tuple[int, int]:
+    """A stored decode's rows per block and scratch size in words, once per unit geometry."""
+    row = interleaved(width, lanes).row
+    rows = block_rows(nplanes, row, height, MIN_STORED_ROWS)
+    return rows, nplanes * (rows + CARRIED_ROWS) * row
 
 
 def _store_into(models: CModels, out: np.ndarray):
@@ -222,12 +240,18 @@ def _store_struct(store: SampleStore):
     return st
 
 
+@lru_cache(maxsize=2)
+def _uncleared(ffi):
+    """``ffi.new`` without zeroing, for structs the kernel fills whole (the 5 KiB entropy state)."""
+    return ffi.new_allocator(should_clear_after_alloc=False)
+
+
 def _begin(plan: UnitPlan, models: SlotModels, body: bytes | memoryview, width: int, height: int,
            reference: np.ndarray | None, pred_ids):
     """The kernel's ``imij_entropy_state`` after the unit's layout (2.4, 2.5) and stream openings (3);
     ``pred_ids`` (cffi ``uint8_t[height]``) receives the rows' predictors, which the state points at."""
     ffi = _backend.ffi
-    state = ffi.new("imij_entropy_state *")
+    state = _uncleared(ffi)("imij_entropy_state *")  # imij_entropy_begin zeroes it first
     code = _backend.lib.imij_entropy_begin(
         ffi.from_buffer("uint8_t[]", body),  # the record in place, not a copy; `body` outlives the decode
         len(body),

@@ -17,7 +17,7 @@ from functools import lru_cache
 import numpy as np
 
 from imij_plugins import _backend
-from imij_plugins.payload.counts import distinct_values
+from imij_plugins.payload.counts import distinct_values, histogram
 from imij_plugins.payload.entropy.maps import (
     CONST,
     F16_IN_F32,
@@ -112,6 +112,13 @@ def _exact_words(kind: str, D: int, sample: int, alpha: bool, lo: bool, cmap: Ch
     return ok
 
 
+@lru_cache(maxsize=256)
+def _exact_bits(kind: str, D: int, sample: int, alpha: bool, lo: bool, cmap: ChannelMap) -> int:
+    """_exact_words as the bits of one integer (bit v: word v is reproduced)."""
+    return int.from_bytes(np.packbits(_exact_words(kind, D, sample, alpha, lo, cmap), bitorder="little").tobytes(),
+                          "little")
+
+
 def _trailing_zeros(v: int, D: int) -> int:
     return D if v == 0 else (v & -v).bit_length() - 1
 
@@ -139,6 +146,11 @@ def _first_exact(ch: Channel, tests: list[tuple[int, int, ChannelMap]]) -> tuple
     values at once; a larger one on a strided sample first (most candidates fail on it), and only
     then on its distinct values (or, for 32-bit words, every word)."""
     w = ch.word
+    if w.size <= SMALL_CHANNEL and ch.D <= 8:  # the words present, as bits of one integer, against a map's exact ones
+        present = int.from_bytes(np.packbits(histogram(w, ch.D) > 0, bitorder="little").tobytes(), "little")
+        count = present.bit_count()
+        return next((t for t in tests if count <= (1 << t[0])
+                     and not present & ~_exact_bits(ch.kind, ch.D, ch.sample, ch.alpha, ch.lo, t[2])), None)
     if w.size <= SMALL_CHANNEL and ch.D <= 16:
         distinct = _distinct(ch)
         return next((t for t in tests if len(distinct) <= (1 << t[0]) and _exact_distinct(distinct, ch, t[2])), None)
@@ -339,7 +351,7 @@ def window_cost(ch: Channel, cmap: ChannelMap, lanes: int) -> int:
 
 
 __all__ = ["Channel", "candidate_maps", "coded", "coded_delta", "near_map", "table_candidate", "table_bytes",
-           "window_cost"]
+           "window_cost", "window_fraction"]
 
 
 KINDS = {"u": 0, "i": 1, "f": 2}
@@ -363,3 +375,11 @@ def word_summary(words: np.ndarray, kind: str, D: int) -> list[tuple[int, int, i
         o = native_order(w, kind, D)
         res.append((int(o.max()), int(o.min()), int(np.bitwise_or.reduce(o)), int(np.bitwise_or.reduce(w))))
     return res
+
+
+def window_fraction(word: np.ndarray) -> float:
+    """The share of the image the value-table windows cover (the table's bytes are scaled by it)."""
+    h, w = word.shape
+    wh, ww = min(16, h), min(256, w)
+    n = max(1, min(4, h // wh)) * max(1, min(4, w // ww))
+    return min(1.0, n * wh * ww / (h * w))

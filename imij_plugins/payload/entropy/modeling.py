@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache, cached_property
+from itertools import accumulate
 
 import numpy as np
 
@@ -21,11 +22,11 @@ from imij_plugins.payload.entropy.context_stats import BUCKETS, CLASSES
 from imij_plugins.payload.entropy.estimate import (
     COST_FIX,
     LOG2_FIX,
+    Prepared,
+    TokenTable,
     best_precisions,
     partition,
     row_costs,
-    token_cost,
-    token_counts,
 )
 from imij_plugins.payload.entropy.models import M, TableCode
 from imij_plugins.payload.entropy.streams import EncModel
@@ -50,6 +51,11 @@ class SlotStats:
     @cached_property
     def rcol(self) -> np.ndarray:
         return self.rh.sum(axis=0, dtype=np.int64)
+
+    @cached_property
+    def prepared(self) -> Prepared:
+        """The counts as the estimate kernels read them (converted and pointed at once)."""
+        return Prepared(self.vh, self.rh, self.zr)
 
 
 @dataclass(frozen=True)
@@ -117,13 +123,19 @@ def bucket_costs(model: ModelPlan) -> np.ndarray:
     return out
 
 
+@cache
+def _token_table(n: int, k: int, m: int, buckets: int) -> TokenTable:
+    """bucket_tokens(n, k, m) cut to statistics of ``buckets`` buckets, with its C pointer."""
+    return TokenTable(bucket_tokens(n, k, m), buckets)
+
+
 def _multi_cost(items: list[tuple[SlotStats, int, int, bool]], n: int) -> list[int]:
     """Estimated bits * 2^16 (estimate.token_cost: 16 classes' coded size, rough tables and extra
     bits) of each (stats, k, m, runs) item."""
-    return [token_cost(st.vh, st.rh, st.zr, bucket_tokens(n, k, m), runs) for st, k, m, runs in items]
+    return [st.prepared.cost(_token_table(n, k, m, st.vh.shape[1]), runs) for st, k, m, runs in items]
 
 
-def partition_classes(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray], int]:
+def partition_classes(th: np.ndarray) -> tuple[tuple[int, ...], list[np.ndarray] | np.ndarray, int]:
     """Up to 4 contexts from the 16 classes (5): the split of the used classes, in class order,
     into at most 4 runs of neighbouring classes with the lowest estimated bits (ideal entropy
     plus a rough table size), found exactly over every split. Returns (ctx_map, per-context
@@ -221,25 +233,36 @@ def best_tables(hists: list[np.ndarray], precs: range) -> list[TableCode]:
     return [code for code, _, _ in coded_tables(hists, precs)]
 
 
-def coded_tables(hists: list[np.ndarray], precs: range) -> list[tuple[TableCode, tuple[int, ...], tuple[int, ...]]]:
+def coded_tables(hists: list[np.ndarray] | np.ndarray, precs: range,
+                 ) -> list[tuple[TableCode, tuple[int, ...], tuple[int, ...]]]:
     """Per context the precision (3.3) with the fewest table plus data bits, all contexts and
     precisions at once, as (code, freq, cum): freq the decoder's normalization of the code's
     weights (3.3). Data bits use 3.3's normalization approximately (floor, at least 1, the
-    excess taken from the commonest symbol); the table bits are exact."""
-    H = np.zeros((len(hists), max(1, max(len(h) for h in hists))), dtype=np.int64)
-    for i, h in enumerate(hists):
-        H[i, : len(h)] = h
-    used = np.flatnonzero(H.any(axis=0))
-    H = H[:, : int(used[-1]) + 1 if used.size else 1]  # up to the last symbol any context uses
-    H[~H.any(axis=1), 0] = 1
-    big = int(H.max())
+    excess taken from the commonest symbol); the table bits are exact. ``hists``: rows of
+    counts (a list, or partition's 2-D array)."""
+    if isinstance(hists, np.ndarray) and hists.ndim == 2:
+        H = np.array(hists, dtype=np.int64)  # a copy: the rows are changed below
+    else:
+        H = np.zeros((len(hists), max(1, max(len(h) for h in hists))), dtype=np.int64)
+        for i, h in enumerate(hists):
+            H[i, : len(h)] = h
+    if not H[:, -1].any():  # up to the last symbol any context uses (partition's end there)
+        used = np.flatnonzero(H.any(axis=0))
+        H = H[:, : int(used[-1]) + 1 if used.size else 1]
+    tops = H.max(axis=1).tolist()  # counts are >= 0: a row's top is 0 only when it is unused
+    if 0 in tops:
+        H[[i for i, t in enumerate(tops) if t == 0], 0] = 1
+    big = max(tops)
     if big >= 1 << 32:  # 3.3: exponents up to 32
         shift = big.bit_length() - 32
         H = np.where(H > 0, np.maximum(1, H >> shift), 0)
     prec, last1, codes, freq = best_precisions(H, precs.start, precs.stop - 1)
-    cum = np.cumsum(freq, axis=1) - freq
-    return [(TableCode(p, tuple(map(tuple, c[:n]))), tuple(f[:n]), tuple(cu[:n]))
-            for p, n, c, f, cu in zip(prec.tolist(), last1.tolist(), codes.tolist(), freq.tolist(), cum.tolist())]
+    out = []
+    for c, (p, n) in enumerate(zip(prec.tolist(), last1.tolist())):
+        f = freq[c, :n].tolist()
+        cum = list(accumulate(f[:-1], initial=0))  # exclusive prefix sums (3.3's cumulative frequencies)
+        out.append((TableCode(p, tuple(zip(*codes[c, :n].T.tolist()))), tuple(f), tuple(cum)))  # (e, nb, mant) rows
+    return out
 
 
 def model_bits(plans: list[ModelPlan]) -> bytes:
@@ -258,26 +281,34 @@ def model_bits(plans: list[ModelPlan]) -> bytes:
             acc |= v << pos
             pos += wdt
         for code in mp.codes:
-            acc |= (len(code.codes) - 1) << pos
-            acc |= (code.prec - 1) << (pos + 8)
+            acc |= ((len(code.codes) - 1) | (code.prec - 1) << 8) << pos
             pos += 11
             e_prev = 0
             for e, nb, mant in code.codes:
-                d = e - e_prev
-                g = (2 * d if d >= 0 else -2 * d - 1) + 1
-                z = g.bit_length() - 1
-                # gamma(g): z zero bits, a one, then the low z bits of g
-                acc |= (1 | ((g & ((1 << z) - 1)) << 1)) << (pos + z)
-                pos += 2 * z + 1
+                gv, gw = _GAMMA[e - e_prev]
                 e_prev = e
-                if e > 1:
-                    acc |= mant << pos
-                    pos += nb
+                if e > 1:  # the mantissa's nb bits follow the gamma code
+                    acc |= (gv | mant << gw) << pos
+                    pos += gw + nb
+                else:
+                    acc |= gv << pos
+                    pos += gw
                 if pos >= 64:
                     out += (acc & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little")
                     acc >>= 64
                     pos -= 64
     return bytes(out + acc.to_bytes((pos + 7) // 8, "little"))
+
+
+def _gamma(d: int) -> tuple[int, int]:
+    """3.3: an exponent step d as gamma(zigzag(d) + 1), (bits, width): z zero bits, a one, then
+    the low z bits of g."""
+    g = (2 * d if d >= 0 else -2 * d - 1) + 1
+    z = g.bit_length() - 1
+    return (1 | ((g & ((1 << z) - 1)) << 1)) << z, 2 * z + 1
+
+
+_GAMMA = {d: _gamma(d) for d in range(-64, 65)}  # exponents are 0 ..= 32 (3.3)
 
 
 # --- the model ---------------------------------------------------------------------------------
@@ -335,8 +366,14 @@ def choose_model(variants: dict[bool, SlotStats], n: int, ctx_shift: int, eff: M
     cands = _km_candidates(base, n, eff.km_all)
     if small:
         cands = [km for km in cands if km[1] == 1] or cands[:1]
-    kc = _multi_cost([(base, k, m, True) for k, m in cands], n)
-    k, m = cands[int(np.argmin(kc))]
+    known = {}  # costs weighed already, by (cross, runs): the chosen (k, m)'s, plain with runs
+    if len(cands) > 1:  # (one candidate: no cost to weigh)
+        kc = _multi_cost([(base, k, m, True) for k, m in cands], n)
+        best = kc.index(min(kc))  # the first of the smallest, as argmin
+        k, m = cands[best]
+        known[False, True] = kc[best]
+    else:
+        k, m = cands[0]
     items = []
     crosses = sorted(variants) if eff.variants and not small else [False]
     for cross in crosses:
@@ -344,9 +381,11 @@ def choose_model(variants: dict[bool, SlotStats], n: int, ctx_shift: int, eff: M
             if runs and not variants[cross].rh.any() and eff.variants:
                 continue  # no run would be coded: the same tokens as without runs
             items.append((variants[cross], k, m, runs, cross))
-    vc = _multi_cost([it[:4] for it in items], n) if len(items) > 1 else [0]
-    st, _, _, runs, cross = items[int(np.argmin(vc))]
-    th = token_counts(st.vh, st.rh, st.zr, bucket_tokens(n, k, m), runs)
+    vc = [0]
+    if len(items) > 1:
+        vc = [known[it[4], it[3]] if (it[4], it[3]) in known else _multi_cost([it[:4]], n)[0] for it in items]
+    st, _, _, runs, cross = items[vc.index(min(vc))]
+    th = st.prepared.counts(_token_table(n, k, m, st.vh.shape[1]), runs)
     ctx_map, hists, est = partition_classes(th)
     if eff.greedy_any:
         alt = merge_classes(th)
@@ -365,12 +404,17 @@ def choose_model(variants: dict[bool, SlotStats], n: int, ctx_shift: int, eff: M
 def estimate_bits(st: SlotStats) -> float:
     """A unit's bits under its own 16-class statistics (bucket entropy plus extra bits), used to
     compare a palette stripe with the slots it replaces (5); on the nonzero counts only (no
-    float copies of the 16 x 640 arrays)."""
-    tot = (st.vh.sum(axis=1) + st.rh.sum(axis=1)).astype(np.float64)
-    used = np.concatenate([st.vh[st.vh != 0], st.rh[st.rh != 0]]).astype(np.float64)  # in C order
+    float copies of the 16 x 640 arrays), in few numpy calls (a small image asks it per slot)."""
+    buckets = st.vh.shape[1]
+    both = np.concatenate((st.vh, st.rh), axis=None)  # vh then rh, in C order
+    used = both[both != 0].astype(np.float64)
+    rows = both.reshape(2 * CLASSES, buckets).sum(axis=1)
+    tot = (rows[:CLASSES] + rows[CLASSES:]).astype(np.float64)
     ent = float((tot * np.log2(np.maximum(tot, 1))).sum() - (used * np.log2(used)).sum())
-    extra = _EXTRA_BITS[: st.vcol.size]
-    return ent + float(int(st.vcol @ extra) + int(st.rcol @ extra))
+    if buckets <= 256:  # values below 256 carry no extra bits
+        return ent
+    cols = both.reshape(2 * CLASSES, buckets).sum(axis=0, dtype=np.int64)
+    return ent + float(int(cols @ _EXTRA_BITS[:buckets]))
 
 
 # extra bits of a value in each bucket beyond the bucket's 4 leading bits (0 below 256)

@@ -53,3 +53,10 @@ def lookup8(lut: np.ndarray, plane: np.ndarray) -> np.ndarray:
     _backend.lib.imij_enc_lookup8(_backend.ffi.from_buffer(table), _backend.ffi.from_buffer(src), src.size,
                                   _backend.ffi.from_buffer(out, require_writable=True))
     return out
+
+
+def dense(entries: list[tuple[int, ...]]) -> bool:
+    """A single slot whose values fill at least 7/8 of their range: its index plane would be
+    about the values less the smallest, predicted alike, so a palette stripe only adds its
+    entries (5's comparison is skipped; gray photos)."""
+    return len(entries[0]) == 1 and 8 * len(entries) >= 7 * (entries[-1][0] - entries[0][0] + 1)

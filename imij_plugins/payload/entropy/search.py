@@ -111,16 +111,18 @@ def choose(cost: np.ndarray, mode_mask: int) -> tuple[int, list[int], int]:
     """The stripe's mode (lowest total of per-row minima, ties: lowest mode) and per-row
     predictors (ties: lowest id) from a (4, h, 7) cost array; returns (mode, preds, total)."""
     best = None
-    for mode in range(4):
-        if not mode_mask >> mode & 1 or cost[mode, 0, 0] >= UNTRIED:
-            continue
-        total = int(cost[mode].min(axis=1).sum())
-        if best is None or total < best[0]:
-            best = (total, mode)
+    tried = [mode for mode in range(4) if mode_mask >> mode & 1 and cost[mode, 0, 0] < UNTRIED]
+    if len(tried) == 1:
+        best = (int(cost[tried[0]].min(axis=1).sum()), tried[0])
+    else:  # every mode's total in one reduction (an untried mode's may wrap: it is not read)
+        totals = cost.min(axis=2).sum(axis=1).tolist()
+        for mode in tried:
+            if best is None or totals[mode] < best[0]:
+                best = (totals[mode], mode)
     assert best is not None
     total, mode = best
-    preds = cost[mode].argmin(axis=1).astype(np.uint8)  # row 0 has only 0 (and 7 with a reference)
-    return mode, preds.tolist(), total
+    preds = cost[mode].argmin(axis=1).tolist()  # row 0 has only 0 (and 7 with a reference)
+    return mode, preds, total
 
 
 def model_preds(planes: np.ndarray, depths: list[int], lanes: int, mode: int, pred_mask: int,

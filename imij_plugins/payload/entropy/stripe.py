@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -254,10 +255,13 @@ def reference_planes(plan: UnitPlan, reference: np.ndarray, height: int, width: 
     return [reduce(raw[:, :, slot.coded.channel].astype(U64), slot.coded) for slot in plan.slots]
 
 
+_np_dtype = lru_cache(maxsize=16)(np.dtype)  # a plan's dtype string, looked up once per unit
+
+
 def output_for(plan: UnitPlan, height: int, width: int, out: np.ndarray | None) -> np.ndarray:
     """``out`` after checking it is a (height, width, C) array of the header's dtype, or a new
     uninitialized one for a unit's samples."""
-    shape, dtype = (height, width, plan.channel_count), np.dtype(plan.dtype)
+    shape, dtype = (height, width, plan.channel_count), _np_dtype(plan.dtype)
     if out is None:
         return np.empty(shape, dtype=dtype)
     if out.shape != shape or out.dtype != dtype:

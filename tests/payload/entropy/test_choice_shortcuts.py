@@ -1,0 +1,77 @@
+"""The model chooser's shortcuts for small images give what the plain formulas give: estimate_bits
+(the palette comparison's float estimate, bit for bit), coded_tables of partition's 2-D rows
+and of a list of rows, and the map choice's exactness test on a channel's distinct words."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from imij_plugins.payload.entropy.context_stats import CLASSES
+from imij_plugins.payload.entropy.mapchoice import Channel, _distinct, _exact_distinct, _first_exact, candidate_maps
+from imij_plugins.payload.entropy.maps import REPLICATE, SCALE
+from imij_plugins.payload.entropy.modeling import _EXTRA_BITS, SlotStats, coded_tables, estimate_bits
+from imij_plugins.payload.head import ChannelMap
+
+
+def _plain_estimate(st: SlotStats) -> float:
+    """estimate_bits as first written: per-array sums and masks."""
+    tot = (st.vh.sum(axis=1) + st.rh.sum(axis=1)).astype(np.float64)
+    used = np.concatenate([st.vh[st.vh != 0], st.rh[st.rh != 0]]).astype(np.float64)
+    ent = float((tot * np.log2(np.maximum(tot, 1))).sum() - (used * np.log2(used)).sum())
+    extra = _EXTRA_BITS[: st.vh.shape[1]]
+    vcol, rcol = st.vh.sum(axis=0, dtype=np.int64), st.rh.sum(axis=0, dtype=np.int64)
+    return ent + float(int(vcol @ extra) + int(rcol @ extra))
+
+
+@pytest.mark.parametrize("buckets", [1, 17, 256, 300, 640])
+@pytest.mark.parametrize("seed", range(4))
+def test_estimate_bits_is_the_plain_formula(buckets, seed):
+    rng = np.random.default_rng(seed)
+    vh = (rng.integers(0, 1 << 20, (CLASSES, buckets)) >> rng.integers(0, 21, (CLASSES, buckets))).astype(np.uint32)
+    vh[rng.random((CLASSES, buckets)) < 0.7] = 0
+    rh = np.zeros((CLASSES, buckets), dtype=np.uint32)
+    rh[rng.integers(0, CLASSES, 5), rng.integers(0, buckets, 5)] = rng.integers(1, 100, 5)
+    zr = rng.integers(0, 1000, CLASSES).astype(np.uint32)
+    st = SlotStats(vh, zr, rh)
+    assert estimate_bits(st) == _plain_estimate(st)  # exactly: the palette comparison reads it
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_coded_tables_of_rows_as_array_or_list(seed):
+    rng = np.random.default_rng(seed)
+    ctxs, width = int(rng.integers(1, 5)), int(rng.integers(1, 257))
+    H = (rng.integers(0, 1 << 12, (ctxs, width)) >> rng.integers(0, 12, (ctxs, width))).astype(np.int64)
+    H[rng.random((ctxs, width)) < 0.5] = 0
+    if seed % 3 == 0:
+        H[:, -3:] = 0  # trailing symbols no context uses
+    if seed % 2 and ctxs > 1:
+        H[0] = 0  # an unused context
+    H[-1, 0] += 1
+    before = H.copy()
+    as_array = coded_tables(H, range(1, 9))
+    as_list = coded_tables(list(H), range(1, 9))
+    assert as_array == as_list
+    assert np.array_equal(H, before)  # the caller's rows stay as they were
+    for code, freq, cum in as_array:
+        assert len(code.codes) == len(freq) == len(cum)
+        assert list(cum) == [sum(freq[:i]) for i in range(len(freq))]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_map_exactness_of_8_bit_words_by_bits(seed):
+    """_first_exact's 8-bit path (the words present as bits against each map's exact words)
+    picks what testing the channel's distinct words one map at a time picks."""
+    rng = np.random.default_rng(seed)
+    bits = int(rng.integers(1, 8))
+    levels = rng.integers(0, 1 << bits, (24, 20))
+    word = ((levels * 255) // ((1 << bits) - 1)).astype(np.uint8)  # Scale content: exact at ``bits``
+    if seed % 2:
+        word[rng.integers(0, 24), rng.integers(0, 20)] ^= 1  # one stray value: no scaled map is exact
+    ch = Channel(0, word, "u", 8, 0, "u8", False, False)
+    tests = sorted([(b, r, ChannelMap(mode, b, 0)) for b in range(1, 8) for r, mode in ((2, REPLICATE), (3, SCALE))],
+                   key=lambda t: (t[0], t[1]))
+    distinct = _distinct(ch)
+    want = next((t for t in tests if len(distinct) <= (1 << t[0]) and _exact_distinct(distinct, ch, t[2])), None)
+    assert _first_exact(ch, tests) == want
+    assert candidate_maps(ch)  # the choice runs through it
