@@ -30,14 +30,14 @@ static int rans_open(lvl_rans *rs, const uint8_t *s, size_t len, uint32_t active
 {
     size_t head = (size_t)4 * active;
     if (len < head)
-        return IMIJ_LVL_E_TRUNCATED;
+        return IMIJ_E_TRUNCATED;
     if ((len - head) & 1)
-        return IMIJ_LVL_E_WORDS;
+        return IMIJ_E_WORDS;
     for (uint32_t l = 0; l < active; l++) {
         uint32_t v = (uint32_t)s[4 * l] | (uint32_t)s[4 * l + 1] << 8 | (uint32_t)s[4 * l + 2] << 16 |
                      (uint32_t)s[4 * l + 3] << 24;
         if (v < LVL_STATE_LOW)
-            return IMIJ_LVL_E_STATE;
+            return IMIJ_E_STATE;
         rs->st[l] = v;
     }
     rs->s = s;
@@ -51,7 +51,7 @@ static inline int renorm(lvl_rans *rs, uint32_t l, uint32_t x)
 {
     if (x < LVL_STATE_LOW) {
         if (rs->pos + 2 > rs->len)
-            return IMIJ_LVL_E_WORDS;
+            return IMIJ_E_WORDS;
         x = x << 16 | (uint32_t)rs->s[rs->pos] | (uint32_t)rs->s[rs->pos + 1] << 8;
         rs->pos += 2;
     }
@@ -442,7 +442,7 @@ static inline const uint8_t *words_at(const lvl_rans *rs, const lvl_tail *tl)
 static inline int words_taken(lvl_rans *rs, const uint8_t *from, const uint8_t *to)
 {
     rs->pos += (size_t)(to - from);
-    return rs->pos > rs->len ? IMIJ_LVL_E_WORDS : 0;
+    return rs->pos > rs->len ? IMIJ_E_WORDS : 0;
 }
 
 /* Bits 0-15 (lane l: bit l) as bytes 0xff / 0. */
@@ -906,68 +906,68 @@ static int level_decode(const uint8_t *body, size_t len, const imij_level_unit *
 {
     uint32_t w = u->width, h = u->height, nslots = u->nslots, ob = u->out_bytes;
     if (w == 0 || h == 0 || u->lanes < 1 || u->lanes > 16 || nslots > 8)
-        return IMIJ_LVL_E_ARGS;
+        return IMIJ_E_ARGS;
     if ((uint64_t)index_len < 3 * ((uint64_t)w + 4) + RING_SLACK)
-        return IMIJ_LVL_E_SIZE;
+        return IMIJ_E_SIZE;
     if (store) {
         if (!imij_sample_store_valid(store) || store->nslots != nslots)
-            return IMIJ_LVL_E_ARGS;
+            return IMIJ_E_ARGS;
         if (!imij_sample_store_fits(store, w, h))
-            return IMIJ_LVL_E_SIZE;
+            return IMIJ_E_SIZE;
     } else {
         if (ob != 1 && ob != 2 && ob != 4)
-            return IMIJ_LVL_E_ARGS;
+            return IMIJ_E_ARGS;
         for (uint32_t s = 0; s < nslots; s++)
             if (u->depth[s] > 8 * ob)
-                return IMIJ_LVL_E_ARGS; /* entries (<= 16 bits) must fit the output's width */
+                return IMIJ_E_ARGS; /* entries (<= 16 bits) must fit the output's width */
         if (out_len / ob / w / h < nslots) /* nslots planes of w * h values of ob bytes */
-            return IMIJ_LVL_E_SIZE;
+            return IMIJ_E_SIZE;
     }
     size_t pos = 0;
     if (len < 1)
-        return IMIJ_LVL_E_TRUNCATED;
+        return IMIJ_E_TRUNCATED;
     uint32_t decor = body[pos++];
     if (decor < 0x81 || decor > 0x84)
-        return IMIJ_LVL_E_LAYOUT;
+        return IMIJ_E_LAYOUT;
     int bilevel = decor <= 0x82;
     if (!(u->features & (bilevel ? 1u : 2u)))
-        return IMIJ_LVL_E_FEATURE; /* 0.1: gated syntax */
+        return IMIJ_E_FEATURE; /* 0.1: gated syntax */
     if (bilevel ? u->bilevel == NULL : u->tmpl == NULL)
-        return IMIJ_LVL_E_RECORD; /* 2.10 / 2.14: corrupt without its head record */
+        return IMIJ_E_RECORD; /* 2.10 / 2.14: corrupt without its head record */
     if (decor == 0x81) {
         if (nslots != 1 || u->depth[0] != 1)
-            return IMIJ_LVL_E_SLOT;
+            return IMIJ_E_SLOT;
     } else {
         for (uint32_t s = 0; s < nslots; s++)
             if (u->depth[s] > 16)
-                return IMIJ_LVL_E_DEPTH;
+                return IMIJ_E_DEPTH;
     }
     uint16_t own[256][8];
     const uint16_t(*entries)[8] = (const uint16_t(*)[8])own;
     uint32_t n = 0;
     if (decor == 0x82 || decor == 0x83) {
         if (pos >= len)
-            return IMIJ_LVL_E_TRUNCATED;
+            return IMIJ_E_TRUNCATED;
         n = (uint32_t)body[pos++] + 1u;
         if (decor == 0x82 && n > 2)
-            return IMIJ_LVL_E_COUNT;
+            return IMIJ_E_COUNT;
         for (uint32_t e = 0; e < n; e++) {
             for (uint32_t s = 0; s < nslots; s++) {
                 uint32_t bytes = u->depth[s] > 8 ? 2u : 1u;
                 if (len - pos < bytes)
-                    return IMIJ_LVL_E_TRUNCATED;
+                    return IMIJ_E_TRUNCATED;
                 uint32_t v = body[pos];
                 if (bytes == 2)
                     v |= (uint32_t)body[pos + 1] << 8;
                 pos += bytes;
                 if (v >> u->depth[s])
-                    return IMIJ_LVL_E_ENTRY; /* 2.5: each entry < 2^n_s */
+                    return IMIJ_E_ENTRY; /* 2.5: each entry < 2^n_s */
                 own[e][s] = (uint16_t)v;
             }
         }
     } else if (decor == 0x84) {
         if (!u->tmpl->nshared)
-            return IMIJ_LVL_E_SHARED;
+            return IMIJ_E_SHARED;
         n = u->tmpl->nshared;
         entries = u->tmpl->shared;
     }
@@ -975,10 +975,10 @@ static int level_decode(const uint8_t *body, size_t len, const imij_level_unit *
     if (!bilevel) { /* 2.14: ceil(rows / 8) bytes of typical-row bits; bits past the last row are 0 */
         size_t nb = ((size_t)h + 7) / 8;
         if (len - pos < nb)
-            return IMIJ_LVL_E_TRUNCATED;
+            return IMIJ_E_TRUNCATED;
         rows = body + pos;
         if (h & 7 && rows[nb - 1] >> (h & 7))
-            return IMIJ_LVL_E_ROWS;
+            return IMIJ_E_ROWS;
         pos += nb;
     }
     lanes_t ln;
@@ -1171,7 +1171,7 @@ static int template_step(const uint8_t *row, const uint8_t *up, const uint8_t *u
             ptrdiff_t c = (ptrdiff_t)ln->start[open[i]] + x;
             uint32_t W = x >= 1 ? row[c - 1] : up[c - 1];
             if (row[c] != 1u - W)
-                return IMIJ_LVL_E_ARGS; /* an index above 1 */
+                return IMIJ_E_ARGS; /* an index above 1 */
         }
         return count;
     }
@@ -1207,14 +1207,14 @@ static int step_ops(const uint8_t *P, size_t S, uint32_t r, uint32_t x, const la
     return template_step(row, up, up2, ln, x, n, w, words_stride(ln), ops);
 }
 
-/* The encoder's arguments: IMIJ_LVL_E_ARGS for a bad geometry or entry count, IMIJ_LVL_E_SIZE
+/* The encoder's arguments: IMIJ_E_ARGS for a bad geometry or entry count, IMIJ_E_SIZE
  * for a scratch below the padded plane's (height + 2) * (width + 4) bytes, else 0. */
 static int level_args(uint32_t width, uint32_t height, uint32_t lanes, uint32_t n, size_t scratch_len)
 {
     if (width == 0 || height == 0 || lanes < 1 || lanes > 16 || n < 1 || n > 256 ||
         (size_t)width * height > ((size_t)-1 - 64) / 16)
-        return IMIJ_LVL_E_ARGS;
-    return scratch_len / ((size_t)width + 4) < (size_t)height + 2 ? IMIJ_LVL_E_SIZE : 0;
+        return IMIJ_E_ARGS;
+    return scratch_len / ((size_t)width + 4) < (size_t)height + 2 ? IMIJ_E_SIZE : 0;
 }
 
 int imij_level_counts(const uint8_t *plane, uint32_t width, uint32_t height, uint32_t lanes, uint32_t n,
@@ -1225,7 +1225,7 @@ int imij_level_counts(const uint8_t *plane, uint32_t width, uint32_t height, uin
     if (err)
         return err;
     if (!typical && !bilevel_plane(plane, (size_t)width * height))
-        return IMIJ_LVL_E_ARGS; /* a t above 1 */
+        return IMIJ_E_ARGS; /* a t above 1 */
     size_t S = (size_t)width + 4;
     pad_plane(plane, width, height, scratch);
     lanes_t ln;
@@ -1264,7 +1264,7 @@ static inline int put(uint32_t *st, uint32_t l, uint32_t f, uint32_t cum, uint8_
     uint32_t x = st[l];
     if ((uint64_t)x >= (uint64_t)f << (32 - LVL_M_BITS)) {
         if (*wp < floor + 2)
-            return IMIJ_LVL_E_SPACE;
+            return IMIJ_E_SPACE;
         *wp -= 2;
         dst[*wp] = (uint8_t)x;
         dst[*wp + 1] = (uint8_t)(x >> 8);
@@ -1298,14 +1298,14 @@ int64_t imij_level_encode(const uint8_t *plane, uint32_t width, uint32_t height,
     if (err)
         return err;
     if (!typical && !bilevel_plane(plane, (size_t)width * height))
-        return IMIJ_LVL_E_ARGS; /* a t above 1 */
+        return IMIJ_E_ARGS; /* a t above 1 */
     size_t S = (size_t)width + 4;
     pad_plane(plane, width, height, scratch);
     lanes_t ln;
     lanes_of(&ln, width, lanes);
     size_t head = (size_t)4 * ln.active, wp = dst_cap;
     if (dst_cap < head)
-        return IMIJ_LVL_E_SPACE;
+        return IMIJ_E_SPACE;
     uint32_t st[16];
     for (uint32_t l = 0; l < ln.active; l++)
         st[l] = LVL_STATE_LOW;
@@ -1327,7 +1327,7 @@ int64_t imij_level_encode(const uint8_t *plane, uint32_t width, uint32_t height,
                     if (o->kind == 2) {
                         if (!efreq) { /* 2.14: without the direct-index table an escape decodes 0, state unchanged */
                             if (o->ctx)
-                                return IMIJ_LVL_E_FREQ;
+                                return IMIJ_E_FREQ;
                             continue;
                         }
                         f = efreq[o->ctx], cum = ecum[o->ctx];
@@ -1338,7 +1338,7 @@ int64_t imij_level_encode(const uint8_t *plane, uint32_t width, uint32_t height,
                     if (f == LVL_M)
                         continue; /* all of M: the decoder's state does not change */
                     if (f == 0 || f > LVL_M || cum + f > LVL_M)
-                        return IMIJ_LVL_E_FREQ;
+                        return IMIJ_E_FREQ;
                     err = put(st, o->lane, f, cum, dst, &wp, head);
                     if (err)
                         return err;

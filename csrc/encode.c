@@ -508,11 +508,11 @@ int imij_enc_costs(const void *planes, uint32_t esize, const uint32_t *refs, uin
 {
     if (!width || !height || lanes < 1 || lanes > 16 || nslots < 1 || nslots > 8 || !row_step || !col_step ||
         !esize_ok(esize))
-        return IMIJ_ENC_E_ARGS;
+        return IMIJ_E_ARGS;
     if (decor && (nslots < 3 || depths[0] != depths[1] || depths[0] != depths[2]))
-        return IMIJ_ENC_E_ARGS;
+        return IMIJ_E_ARGS;
     if (!holds(rows_len, 2, nslots, width) || !holds(costs_len, 4, IMIJ_ENC_PREDICTORS, height))
-        return IMIJ_ENC_E_SIZE;
+        return IMIJ_E_SIZE;
     if (!decor)
         mode_mask &= 1u;
     int fast = 1;
@@ -668,14 +668,14 @@ int imij_enc_residuals(const void *planes, uint32_t esize, const uint32_t *refs,
 {
     if (!width || !height || lanes < 1 || lanes > 16 || nslots < 1 || nslots > 8 || mode > 3 || !esize_ok(esize) ||
         !esize_ok(u_esize) || !depths_fit(depths, nslots, u_esize))
-        return IMIJ_ENC_E_ARGS;
+        return IMIJ_E_ARGS;
     if (mode && (nslots < 3 || depths[0] != depths[1] || depths[0] != depths[2]))
-        return IMIJ_ENC_E_ARGS;
+        return IMIJ_E_ARGS;
     for (uint32_t r = 0; r < height; r++) /* 2.4 / 4: 0..6, 7..9 with a reference; row 0: 0 or 7 */
         if (preds[r] > (refs ? 9 : 6) || (r == 0 && preds[r] != 0 && preds[r] != 7))
-            return IMIJ_ENC_E_ARGS;
+            return IMIJ_E_ARGS;
     if (!holds(rows_len, 3, nslots, width) || !holds(u_len / u_esize, nslots, width, height))
-        return IMIJ_ENC_E_SIZE;
+        return IMIJ_E_SIZE;
     int fast = 1;
     for (uint32_t s = 0; s < nslots; s++)
         if (depths[s] < 1 || depths[s] > 16)
@@ -762,12 +762,12 @@ int imij_enc_near(const uint32_t *planes, uint32_t nslots, uint32_t width, uint3
                   size_t u_len, uint32_t *recon, size_t recon_len, uint32_t *rows3, size_t rows3_len)
 {
     if (!width || !height || lanes < 1 || lanes > 16 || nslots < 1 || nslots > 8)
-        return IMIJ_ENC_E_ARGS;
+        return IMIJ_E_ARGS;
     if (decor && (nslots < 3 || depths[0] != depths[1] || depths[0] != depths[2]))
-        return IMIJ_ENC_E_ARGS;
+        return IMIJ_E_ARGS;
     if (preds_len < height || !holds(u_len, nslots, width, height) || !holds(recon_len, nslots, width, height) ||
         (uint64_t)rows3_len < 3 * (uint64_t)nslots * width + ((uint64_t)height + 3) / 4)
-        return IMIJ_ENC_E_SIZE;
+        return IMIJ_E_SIZE;
     if (!decor)
         mode_mask &= 1u;
     size_t plane = (size_t)width * height, row = (size_t)nslots * width;
@@ -798,7 +798,7 @@ int imij_enc_near(const uint32_t *planes, uint32_t nslots, uint32_t width, uint3
                     }
                 }
                 if (!found)
-                    return IMIJ_ENC_E_ARGS;
+                    return IMIJ_E_ARGS;
                 total += best;
                 choice[r] = (uint8_t)bp;
                 for (uint32_t s = 0; s < nslots; s++)
@@ -813,13 +813,13 @@ int imij_enc_near(const uint32_t *planes, uint32_t nslots, uint32_t width, uint3
             }
         }
         if (!have)
-            return IMIJ_ENC_E_ARGS;
+            return IMIJ_E_ARGS;
     }
     if (*mode > 3 || (*mode && !decor))
-        return IMIJ_ENC_E_ARGS;
+        return IMIJ_E_ARGS;
     for (uint32_t r = 0; r < height; r++) {
         if (preds[r] > 6 || (r == 0 && preds[r] != 0))
-            return IMIJ_ENC_E_ARGS;
+            return IMIJ_E_ARGS;
         near_row(planes, plane, nslots, width, r, lw, depths, deltas, preds[r], recon, cand_rec, cand_d);
         for (uint32_t s = 0; s < nslots; s++) {
             memcpy(recon + s * plane + (size_t)r * width, cand_rec + (size_t)s * width, width * sizeof(uint32_t));
@@ -1001,19 +1001,19 @@ int imij_enc_model_preds(const void *planes, uint32_t esize, uint32_t nslots, ui
 {
     if (!width || !height || lanes < 1 || lanes > 16 || nslots < 1 || nslots > 8 || mode > 3 || !esize_ok(esize) ||
         !(pred_mask & 0x7F) || (pred_mask & ~0x7Fu))
-        return IMIJ_ENC_E_ARGS;
+        return IMIJ_E_ARGS;
     if (mode && (nslots < 3 || depths[0] != depths[1] || depths[0] != depths[2]))
-        return IMIJ_ENC_E_ARGS;
+        return IMIJ_E_ARGS;
     for (uint32_t s = 0; s < nslots; s++) {
         if (depths[s] < 1 || depths[s] > 16 || cross[s] > 1)
-            return IMIJ_ENC_E_ARGS;
+            return IMIJ_E_ARGS;
         for (uint32_t k = 0; k < IMIJ_ENC_CLASSES; k++)
             if (ctx_maps[s * IMIJ_ENC_CLASSES + k] > 3)
-                return IMIJ_ENC_E_ARGS;
+                return IMIJ_E_ARGS;
     }
     if (!holds(rows_len, 5 * nslots + 2, width, 1) || !holds(costs_len, nslots, 4, IMIJ_ENC_BUCKETS) ||
         preds_len < height)
-        return IMIJ_ENC_E_SIZE;
+        return IMIJ_E_SIZE;
     size_t plane = (size_t)width * height, row = (size_t)nslots * width;
     uint32_t lw = (width + lanes - 1) / lanes;
     const uint32_t *cur[8];
@@ -1125,16 +1125,16 @@ int imij_enc_stats(const void *u, const void *u0, uint32_t esize, uint32_t width
 {
     if (!width || !height || lanes < 1 || lanes > 16 || ctx_shift > 31 || !esize_ok(esize) || !buckets ||
         buckets > IMIJ_ENC_BUCKETS)
-        return IMIJ_ENC_E_ARGS;
+        return IMIJ_E_ARGS;
     if (!holds(rows_len, 3, width, 1))
-        return IMIJ_ENC_E_SIZE;
+        return IMIJ_E_SIZE;
     uint32_t lw = (width + lanes - 1) / lanes;
     size_t plane = (size_t)width * height;
     /* every bucket counted lies below buckets: the largest value's, the longest run's (a run
      * stays in its lane: at most lw * height positions, and RUN_CAP) */
     size_t longest = (size_t)lw * height < RUN_CAP ? (size_t)lw * height : RUN_CAP;
     if (bucket(plane_max(u, plane, esize)) >= buckets || (run_min && bucket((uint32_t)longest - 1) >= buckets))
-        return IMIJ_ENC_E_ARGS;
+        return IMIJ_E_ARGS;
     int fast = ctx_shift == 0 && below16(u, plane, esize) && below16(u0, plane, esize);
     uint8_t cls[SEG], xcls[SEG];
     uint32_t tmp[SEG];
@@ -1242,7 +1242,7 @@ IMIJ_CLONES int imij_enc_word_summary(const void *words, uint32_t esize, size_t 
                                       uint32_t kind, uint32_t depth, uint64_t *out)
 {
     if (!esize_ok(esize) || !pixels || channels < 1 || channels > 16 || kind > 2 || depth < 1 || depth > 8 * esize)
-        return IMIJ_ENC_E_ARGS;
+        return IMIJ_E_ARGS;
     uint32_t block = channels * SUMMARY_BLOCK, sign = 1u << (depth - 1);
     uint32_t flip = kind == 1 ? sign : 0u, fmul = kind == 2 ? sign - 1u : 0u;
     if (esize == 1)
@@ -1258,9 +1258,9 @@ int imij_enc_histogram(const void *words, uint32_t esize, size_t count, size_t s
                        uint64_t *counts, size_t counts_len)
 {
     if ((esize != 1 && esize != 2) || depth < 1 || depth > 16 || depth > 8 * esize)
-        return IMIJ_ENC_E_ARGS;
+        return IMIJ_E_ARGS;
     if (counts_len < (size_t)1 << depth)
-        return IMIJ_ENC_E_SIZE;
+        return IMIJ_E_SIZE;
     uint32_t limit = 1u << depth, bad = 0;
     if (esize == 1) { /* four partial counts: runs of one value do not wait on one counter */
         const uint8_t *p = (const uint8_t *)words;
@@ -1290,7 +1290,7 @@ int imij_enc_histogram(const void *words, uint32_t esize, size_t count, size_t s
             counts[w & (limit - 1)]++;
         }
     }
-    return bad ? IMIJ_ENC_E_VALUE : 0;
+    return bad ? IMIJ_E_RANGE : 0;
 }
 
 void imij_enc_lookup8(const uint8_t *lut, const uint8_t *src, size_t n, uint8_t *dst)
@@ -1337,7 +1337,7 @@ static int byte_palette(const uint8_t *p, size_t npix, uint32_t *entries, uint8_
                 slot = (slot + 1) & 1023u;                                                                    \
             if (table[slot] < 0) {                                                                            \
                 if (count == 256)                                                                             \
-                    return IMIJ_ENC_E_MANY;                                                                   \
+                    return IMIJ_E_MANY;                                                                   \
                 table[slot] = (int16_t)count;                                                                 \
                 keys[slot] = key;                                                                             \
                 for (uint32_t s = 0; s < (NS); s++)                                                           \
@@ -1371,9 +1371,9 @@ int imij_enc_palette(const void *planes, uint32_t esize, uint32_t nslots, size_t
                      size_t entries_len, uint8_t *index)
 {
     if (nslots < 1 || nslots > 8 || !esize_ok(esize))
-        return IMIJ_ENC_E_ARGS;
+        return IMIJ_E_ARGS;
     if (!holds(entries_len, 256, nslots, 1))
-        return IMIJ_ENC_E_SIZE;
+        return IMIJ_E_SIZE;
     if (nslots == 1 && esize == 1) /* one byte-wide slot: its values index the table directly */
         return byte_palette((const uint8_t *)planes, npix, entries, index);
     if (esize <= 2 && nslots * esize <= 8)
@@ -1403,7 +1403,7 @@ int imij_enc_palette(const void *planes, uint32_t esize, uint32_t nslots, size_t
             int e = table[slot];
             if (e < 0) {
                 if (count == 256)
-                    return IMIJ_ENC_E_MANY;
+                    return IMIJ_E_MANY;
                 table[slot] = (int16_t)count;
                 memcpy(entries + (size_t)count * nslots, key, nslots * sizeof(uint32_t));
                 index[i] = (uint8_t)count;
@@ -1545,7 +1545,7 @@ static void row_contexts(const stream_ctx *sc, const uint32_t *ur, const uint32_
 
 /* Lane l's position (r, x; class cls) where it is not inside a run: its symbol op into ops, its
  * extra bits' ops into xops / hops; a run token sets *skip to the positions the run covers after
- * this one and marks the lane in *busy. 0, or IMIJ_ENC_E_FREQ when the symbol has no frequency. */
+ * this one and marks the lane in *busy. 0, or IMIJ_E_FREQ when the symbol has no frequency. */
 static inline int lane_op(const stream_ctx *sc, const uint32_t *ur, uint32_t r, uint32_t x, uint32_t l, uint32_t cls,
                           uint32_t *skip, uint32_t *busy, uint32_t *ops, size_t *nops, uint32_t *xops, uint32_t *nx,
                           uint32_t *hops, uint32_t *nh)
@@ -1566,7 +1566,7 @@ static inline int lane_op(const stream_ctx *sc, const uint32_t *ur, uint32_t r, 
         op = t < 256 ? sc->class_ops[cls][t] : 0;
     }
     if (!op)
-        return IMIJ_ENC_E_FREQ;
+        return IMIJ_E_FREQ;
     ops[(*nops)++] = (l << 27) | op;
     return 0;
 }
@@ -1635,7 +1635,7 @@ static IMIJ_NOINLINE int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32
                     while ((l = plain_lanes(sc, ur + (size_t)l * lw + x, cx + (size_t)l * stride, l, here, stride, ops,
                                             &nops, xops, &nx)) < here) {
                         if (lane_op(sc, ur, r, x, l, cx[l * stride], &skip[l], &busy, ops, &nops, xops, &nx, hops, &nh))
-                            return IMIJ_ENC_E_FREQ;
+                            return IMIJ_E_FREQ;
                         l++;
                     }
                 } else {
@@ -1657,7 +1657,7 @@ static IMIJ_NOINLINE int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32
                             continue;
                         }
                         if (lane_op(sc, ur, r, x, l, cx[l * stride], &skip[l], &busy, ops, &nops, xops, &nx, hops, &nh))
-                            return IMIJ_ENC_E_FREQ;
+                            return IMIJ_E_FREQ;
                     }
                 }
                 for (uint32_t j = 0; j < nx; j++)
@@ -1818,9 +1818,9 @@ int64_t imij_enc_stream(const void *u, const void *u0, uint32_t esize, uint32_t 
 {
     if (!width || !height || lanes < 1 || lanes > 16 || model->ctx_shift > 31 || model->depth > 32 ||
         model->depth > 8 * esize || !esize_ok(esize) || (model->cross && !u0) || !model_ok(model))
-        return IMIJ_ENC_E_ARGS;
+        return IMIJ_E_ARGS;
     if (scratch_len < imij_enc_stream_scratch(width, height))
-        return IMIJ_ENC_E_SIZE;
+        return IMIJ_E_SIZE;
     stream_ctx sc;
     divider dv;
     stream_init(&sc, u, u0, esize, width, height, lanes, model);
@@ -1850,7 +1850,7 @@ int64_t imij_enc_stream(const void *u, const void *u0, uint32_t esize, uint32_t 
         if (nops < 0)
             return nops;
         if ((size_t)(wp - out) < head + 2 * (size_t)nops + 2)
-            return IMIJ_ENC_E_SPACE; /* at most one word per op, plus the unconditional store's slot */
+            return IMIJ_E_SPACE; /* at most one word per op, plus the unconditional store's slot */
         reverse_ops(ops, (size_t)nops, &dv, st, &wp);
     }
     for (uint32_t l = 0; l < sc.active; l++) {
@@ -1899,10 +1899,10 @@ static int64_t row_cost(const int64_t *h, uint32_t width, const int64_t *L)
 int imij_enc_row_costs(const int64_t *h, uint32_t rows, uint32_t width, const int64_t *log2fix, int64_t *out)
 {
     if (width > 256)
-        return IMIJ_ENC_E_ARGS;
+        return IMIJ_E_ARGS;
     for (size_t i = 0; i < (size_t)rows * width; i++)
         if (h[i] < 0)
-            return IMIJ_ENC_E_ARGS;
+            return IMIJ_E_ARGS;
     for (uint32_t r = 0; r < rows; r++)
         out[r] = row_cost(h + (size_t)r * width, width, log2fix);
     return 0;
@@ -1920,7 +1920,7 @@ int64_t imij_enc_partition(const int64_t *th, const int64_t *log2fix, uint8_t *c
         uint32_t last1 = 0;
         for (uint32_t s = 0; s < 256; s++) {
             if (th[c * 256 + s] < 0)
-                return IMIJ_ENC_E_ARGS;
+                return IMIJ_E_ARGS;
             last1 = th[c * 256 + s] ? s + 1 : last1;
         }
         if (last1)
@@ -2042,7 +2042,7 @@ int64_t imij_enc_token_cost(const uint32_t *vh, const uint32_t *rh, const uint32
                             uint32_t buckets, uint32_t runs, const int64_t *log2fix)
 {
     if (!tokens_ok(tokens, buckets))
-        return IMIJ_ENC_E_ARGS;
+        return IMIJ_E_ARGS;
     int64_t total = 0, extra = 0, th[256];
     for (uint32_t c = 0; c < 16; c++) {
         uint32_t width = class_tokens(vh, rh, zr, tokens, buckets, runs, c, th, &extra);
@@ -2055,7 +2055,7 @@ int imij_enc_token_counts(const uint32_t *vh, const uint32_t *rh, const uint32_t
                           uint32_t buckets, uint32_t runs, int64_t *th)
 {
     if (!tokens_ok(tokens, buckets))
-        return IMIJ_ENC_E_ARGS;
+        return IMIJ_E_ARGS;
     int64_t extra = 0;
     for (uint32_t c = 0; c < 16; c++)
         class_tokens(vh, rh, zr, tokens, buckets, runs, c, th + (size_t)c * 256, &extra);
@@ -2080,7 +2080,7 @@ int imij_enc_best_tables(const int64_t *H, uint32_t ctxs, uint32_t width, uint32
                          const int64_t *log2fix, uint32_t *prec, uint32_t *last1, uint32_t *codes, uint32_t *freq)
 {
     if (width < 1 || width > 256 || prec_lo < 1 || prec_hi > 8 || prec_lo > prec_hi)
-        return IMIJ_ENC_E_ARGS;
+        return IMIJ_E_ARGS;
     const int64_t *L = log2fix;
     for (uint32_t c = 0; c < ctxs; c++) {
         const int64_t *h = H + (size_t)c * width;
@@ -2088,11 +2088,11 @@ int imij_enc_best_tables(const int64_t *H, uint32_t ctxs, uint32_t width, uint32
         int64_t gamma = 0, best = INT64_MAX, w[256], f[256];
         for (uint32_t s = 0; s < width; s++) {
             if (h[s] < 0 || h[s] >= ((int64_t)1 << 32))
-                return IMIJ_ENC_E_ARGS;
+                return IMIJ_E_ARGS;
             n = h[s] ? s + 1 : n;
         }
         if (!n)
-            return IMIJ_ENC_E_ARGS;
+            return IMIJ_E_ARGS;
         for (uint32_t s = 0, prev = 0; s < n; s++) { /* the exponents' gamma codes (3.3) */
             e[s] = imij_bitlen64((uint64_t)h[s]);
             int32_t d = (int32_t)e[s] - (int32_t)prev;
@@ -2137,7 +2137,7 @@ int imij_enc_best_tables(const int64_t *H, uint32_t ctxs, uint32_t width, uint32
             code[2] = mant;
         }
         if (imij_normalize_table(weights, n, freq + (size_t)c * width)) /* 3.3, as the decoder reads it */
-            return IMIJ_ENC_E_ARGS;
+            return IMIJ_E_ARGS;
     }
     return 0;
 }

@@ -39,7 +39,7 @@ typedef struct {
 static int rd_u8(reader *r, uint32_t *v)
 {
     if (r->pos >= r->end)
-        return IMIJ_ENT_E_TRUNCATED;
+        return IMIJ_E_TRUNCATED;
     *v = r->p[r->pos++];
     return 0;
 }
@@ -50,19 +50,19 @@ static int rd_varint(reader *r, uint64_t *v)
     uint64_t value = 0;
     for (int i = 0; i < 10; i++) {
         if (r->pos >= r->end)
-            return IMIJ_ENT_E_TRUNCATED;
+            return IMIJ_E_TRUNCATED;
         uint8_t b = r->p[r->pos++];
         if (i == 9 && b > 1)
-            return IMIJ_ENT_E_VARINT;
+            return IMIJ_E_VARINT;
         value |= (uint64_t)(b & 0x7f) << (7 * i);
         if (!(b & 0x80)) {
             if (b == 0 && i > 0)
-                return IMIJ_ENT_E_VARINT;
+                return IMIJ_E_VARINT;
             *v = value;
             return 0;
         }
     }
-    return IMIJ_ENT_E_VARINT;
+    return IMIJ_E_VARINT;
 }
 
 static inline uint32_t mask_of(uint32_t n) { return n >= 32 ? 0xffffffffu : ((1u << n) - 1u); }
@@ -153,7 +153,7 @@ int imij_models_fill(imij_slot_model *out, uint32_t count, const uint32_t *param
         tables += n < 4 ? n : 4;
     }
     if (tables > entries_len / M_SLOTS)
-        return IMIJ_ENT_E_SIZE;
+        return IMIJ_E_SIZE;
     for (uint32_t i = 0; i < count; i++) {
         const uint32_t *p = params + 7 * (size_t)i;
         imij_slot_model *m = out + i;
@@ -192,7 +192,7 @@ static lane_geo geometry(uint32_t width, uint32_t lanes)
     do {                                                                                           \
         if ((x) < STATE_LOW) {                                                                     \
             if (wpos + 2 > slen)                                                                   \
-                return IMIJ_ENT_E_WORDS;                                                           \
+                return IMIJ_E_WORDS;                                                           \
             (x) = (x) << 16 | (uint32_t)s[wpos] | (uint32_t)s[wpos + 1] << 8;                      \
             wpos += 2;                                                                             \
         }                                                                                          \
@@ -220,7 +220,7 @@ static inline uint32_t run_length(uint64_t len1, uint32_t l, uint32_t x, uint32_
             row[at_] = 0;                                                                          \
         } else {                                                                                   \
             if (value_ > 0xffffffffu)                                                              \
-                return IMIJ_ENT_E_VALUE;                                                           \
+                return IMIJ_E_VALUE;                                                           \
             row[at_] = (uint32_t)value_;                                                           \
         }                                                                                          \
     } while (0)
@@ -466,7 +466,7 @@ static IMIJ_ALWAYS_INLINE AVX512_FN __m512i simd16_extra(__m512i xt, __m512i tok
  * Returns the steps completed (run tokens have started their runs), stopping early at a step where
  * every lane is inside a zero run (the caller passes over those at once) or after the token phase
  * of a step with a token only the scalar path finishes (*half = 1: st and sym_of, by lane, hold
- * its result, runs as before it); IMIJ_ENT_E_WORDS when the stream runs short. */
+ * its result, runs as before it); IMIJ_E_WORDS when the stream runs short. */
 static inline AVX512_FN int64_t simd16_steps(const imij_slot_model *m, uint32_t *st, uint32_t *run, uint32_t nl,
                                              uint32_t *row, const uint32_t *up, const uint32_t *c0, uint32_t x,
                                              uint32_t x_end, uint32_t *w_prev, int w_valid, const uint8_t *s,
@@ -506,10 +506,10 @@ static inline AVX512_FN int64_t simd16_steps(const imij_slot_model *m, uint32_t 
         wv = simd16_extra(xt, tok, live, in_step, simd16_left(lane_w, rows_left, x), &xs, &runs, row + ax, &w);
         pos += (size_t)(w - from);
         if (pos > slen)
-            return IMIJ_ENT_E_WORDS;
+            return IMIJ_E_WORDS;
     }
     if (pos > slen)
-        return IMIJ_ENT_E_WORDS;
+        return IMIJ_E_WORDS;
     if (!*half)
         _mm512_storeu_si512(st, xs);
     _mm512_mask_storeu_epi32(run, in_step, runs);
@@ -604,7 +604,7 @@ static IMIJ_ALWAYS_INLINE int decode_rows_as(imij_stream_state *ss, const uint8_
                                       c0 + ax, w_prev, w_valid, &wp, sym_of, &started, narrow, cross);
                     wpos += (size_t)(wp - from);
                     if (wpos > slen)
-                        return IMIJ_ENT_E_WORDS;
+                        return IMIJ_E_WORDS;
                 }
                 w_valid = taken == 1;
                 if (taken == 1) {
@@ -806,7 +806,7 @@ typedef struct {
  * block rows (the cross context). A stream with every
  * lane inside a zero run takes the step without reading; while every stream's are, the steps are
  * passed over at once. Stops before a step where some stream's token is one the scalar path
- * finishes (no stream has taken that step). Returns the steps taken, or IMIJ_ENT_E_WORDS. */
+ * finishes (no stream has taken that step). Returns the steps taken, or IMIJ_E_WORDS. */
 static IMIJ_ALWAYS_INLINE AVX512_FN int64_t simd16_group(group_stream *gs, const int K, uint32_t nl, const uint32_t *u0,
                                                          uint32_t x, uint32_t x_end, uint32_t r0, uint32_t height,
                                                          const lane_geo *g, const int narrow)
@@ -875,7 +875,7 @@ static IMIJ_ALWAYS_INLINE AVX512_FN int64_t simd16_group(group_stream *gs, const
                                  row[k] + ax, &w[k]);
             pos[k] += (size_t)(w[k] - from[k]);
             if (pos[k] > gs[k].ss->len)
-                return IMIJ_ENT_E_WORDS;
+                return IMIJ_E_WORDS;
         }
         x++;
     }
@@ -1219,13 +1219,13 @@ static int read_predictors(reader *rd, uint32_t height, int inter, uint8_t *ids)
 {
     size_t count = ((size_t)height + 1) / 2;
     if (rd->end - rd->pos < count)
-        return IMIJ_ENT_E_TRUNCATED;
+        return IMIJ_E_TRUNCATED;
     for (uint32_t r = 0; r < height; r++) {
         uint32_t id = (rd->p[rd->pos + r / 2] >> (4 * (r & 1))) & 15u;
         if (id > (inter ? 9u : 6u))
-            return IMIJ_ENT_E_PREDICTOR; /* 2.4: 0..=6, 0..=9 in inter frames */
+            return IMIJ_E_PREDICTOR; /* 2.4: 0..=6, 0..=9 in inter frames */
         if (r == 0 && id != 0 && !(inter && id == 7))
-            return IMIJ_ENT_E_PREDICTOR; /* 2.4: row 0 must be W, or 7 in inter frames */
+            return IMIJ_E_PREDICTOR; /* 2.4: row 0 must be W, or 7 in inter frames */
         ids[r] = (uint8_t)id;
     }
     rd->pos += count;
@@ -1282,14 +1282,14 @@ static int open_stream(imij_stream_state *ss, const uint8_t *body, size_t start,
     ss->len = len;
     ss->pos = (size_t)4 * active;
     if (len < ss->pos)
-        return IMIJ_ENT_E_TRUNCATED;
+        return IMIJ_E_TRUNCATED;
     if ((len - ss->pos) & 1)
-        return IMIJ_ENT_E_WORDS; /* 3: after the states, a sequence of u16 words */
+        return IMIJ_E_WORDS; /* 3: after the states, a sequence of u16 words */
     for (uint32_t l = 0; l < active; l++) {
         ss->st[l] = (uint32_t)s[4 * l] | (uint32_t)s[4 * l + 1] << 8 | (uint32_t)s[4 * l + 2] << 16 |
                     (uint32_t)s[4 * l + 3] << 24;
         if (ss->st[l] < STATE_LOW) /* 3: each initial state >= 2^16 */
-            return IMIJ_ENT_E_STATE;
+            return IMIJ_E_STATE;
     }
     return 0;
 }
@@ -1302,7 +1302,7 @@ static int begin_palette(imij_entropy_state *state, reader *rd)
     uint64_t slen;
     int err;
     if (!unit->palette)
-        return IMIJ_ENT_E_PALETTE; /* needs head present bit 0 and slots of depth <= 16 */
+        return IMIJ_E_PALETTE; /* needs head present bit 0 and slots of depth <= 16 */
     if ((err = rd_u8(rd, &count)))
         return err;
     state->count = count + 1;
@@ -1315,7 +1315,7 @@ static int begin_palette(imij_entropy_state *state, reader *rd)
                 return err;
             v |= hi << 8;
             if (v > mask_of(unit->slots[s].depth))
-                return IMIJ_ENT_E_PALETTE; /* 2.5: each entry < 2^n_s */
+                return IMIJ_E_ENTRY; /* 2.5: each entry < 2^n_s */
             state->entries[s][e] = (uint16_t)v;
         }
     }
@@ -1327,7 +1327,7 @@ static int begin_palette(imij_entropy_state *state, reader *rd)
     if ((err = rd_varint(rd, &slen)))
         return err;
     if (slen != rd->end - rd->pos)
-        return IMIJ_ENT_E_LENGTHS;
+        return IMIJ_E_LENGTHS;
     return open_stream(&state->streams[0], rd->p, rd->pos, (size_t)slen, unit->width, unit->lanes);
 }
 
@@ -1343,11 +1343,11 @@ static int begin_slots(imij_entropy_state *state, reader *rd)
         if ((err = rd_varint(rd, &lens[s])))
             return err;
         if (lens[s] > rd->end)
-            return IMIJ_ENT_E_LENGTHS;
+            return IMIJ_E_LENGTHS;
         total += lens[s];
     }
     if (total != rd->end - rd->pos)
-        return IMIJ_ENT_E_LENGTHS; /* the streams fill the record */
+        return IMIJ_E_LENGTHS; /* the streams fill the record */
     size_t at = rd->pos;
     for (uint32_t s = 0; s < unit->nslots; s++) {
         if ((err = open_stream(&state->streams[s], rd->p, at, (size_t)lens[s], unit->width, unit->lanes)))
@@ -1372,14 +1372,14 @@ static int begin(imij_entropy_state *state, const uint8_t *body, size_t len, siz
 {
     const imij_unit *unit = &state->unit;
     if (unit->width == 0 || unit->height == 0 || unit->lanes < 1 || unit->lanes > 16 || unit->nslots > 8)
-        return IMIJ_ENT_E_ARGS;
+        return IMIJ_E_ARGS;
     if (pred_len < unit->height)
-        return IMIJ_ENT_E_SIZE;
+        return IMIJ_E_SIZE;
     for (uint32_t s = 0; s < unit->nslots; s++)
         if (!model_ok(&unit->slots[s]))
-            return IMIJ_ENT_E_ARGS;
+            return IMIJ_E_ARGS;
     if (unit->palette && !model_ok(unit->palette))
-        return IMIJ_ENT_E_ARGS;
+        return IMIJ_E_ARGS;
     reader rd = {body, 0, len};
     int err = rd_u8(&rd, &state->layout);
     if (err)
@@ -1387,9 +1387,9 @@ static int begin(imij_entropy_state *state, const uint8_t *body, size_t len, siz
     if (state->layout == 0x80) /* 2.5 */
         return begin_palette(state, &rd);
     if (state->layout >= 0x81 && state->layout <= 0x84)
-        return IMIJ_ENT_E_GATED; /* 2.10, 2.14: bilevel and template stripes need their features */
+        return IMIJ_E_FEATURE; /* 2.10, 2.14: bilevel and template stripes need their features */
     if (state->layout > 3 || (state->layout && !unit->decor_allowed))
-        return IMIJ_ENT_E_DECOR; /* 2.4 */
+        return IMIJ_E_DECOR; /* 2.4 */
     return begin_slots(state, &rd);
 }
 
@@ -1548,10 +1548,10 @@ int imij_entropy_rows(imij_entropy_state *state, uint32_t rows, uint32_t capacit
     if (state->error)
         return state->error;
     if (rows == 0 || rows > capacity || rows > state->unit.height - state->row || (state->inter && !reference))
-        return state->error = IMIJ_ENT_E_ARGS;
+        return state->error = IMIJ_E_ARGS;
     if (!scratch_fits(state, scratch_planes(state), capacity, planes_len) ||
         (state->inter && !scratch_fits(state, state->unit.nslots, capacity, reference_len)))
-        return state->error = IMIJ_ENT_E_SIZE;
+        return state->error = IMIJ_E_SIZE;
     size_t stride = ((size_t)capacity + FIRST_ROW) * geometry(state->unit.width, state->unit.lanes).row;
     int err = state->layout == 0x80 ? palette_rows(state, rows, stride, planes)
                                     : slot_rows(state, rows, stride, planes, reference);
@@ -1920,9 +1920,9 @@ int imij_entropy_store(imij_entropy_state *state, uint32_t capacity, uint32_t *p
     if (state->error)
         return state->error;
     if (state->inter || !imij_sample_store_valid(store))
-        return state->error = IMIJ_ENT_E_ARGS;
+        return state->error = IMIJ_E_ARGS;
     if (!imij_sample_store_fits(store, state->unit.width, state->unit.height))
-        return state->error = IMIJ_ENT_E_SIZE; /* the planes: on the first block, before it is written */
+        return state->error = IMIJ_E_SIZE; /* the planes: on the first block, before it is written */
     lane_geo g = geometry(state->unit.width, state->unit.lanes);
     size_t stride = ((size_t)capacity + FIRST_ROW) * g.row;
     while (state->row < state->unit.height) {

@@ -11,24 +11,57 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* ---- status codes (status.c) ---------------------------------------------------------------- */
+
+/* What every kernel below returns: IMIJ_OK (0), or one of these negative codes (the kernels that
+ * return a count or a length return it instead of IMIJ_OK). One code has one meaning in every
+ * kernel; imij_strerror names it. imij_plugins/payload/kernel_codes.py maps each to an error. */
+enum imij_status {
+    IMIJ_OK = 0,
+    /* calls a kernel refuses, and the encoders' outcomes: never the input's fault */
+    IMIJ_E_ARGS = -1,       /* bad geometry, slot count, depths, model structs, sample store, plane or counts */
+    IMIJ_E_SIZE = -2,       /* a buffer's length is below what the call writes (or reads) there; nothing written */
+    IMIJ_E_SPACE = -3,      /* encoders: the output does not fit the capacity given */
+    IMIJ_E_FREQ = -4,       /* encoders: a symbol or outcome its table gives no probability */
+    IMIJ_E_MANY = -5,       /* imij_enc_palette: more than 256 distinct tuples */
+    IMIJ_E_RANGE = -6,      /* imij_enc_histogram: a value of 2^depth or more */
+    IMIJ_E_LAYOUT = -7,     /* level kernels: a layout byte other than 0x81-0x84 */
+    /* rules of the spec that the input breaks */
+    IMIJ_E_TRUNCATED = -8,  /* a record, stream or table ends early (the bits or bytes run out) */
+    IMIJ_E_VARINT = -9,     /* 0: a stream length that is not a minimal varint of at most 10 bytes */
+    IMIJ_E_FEATURE = -10,   /* 0.1 / 2.10 / 2.14: layout 0x81-0x84 without feature bilevel / template_palettes */
+    IMIJ_E_DECOR = -11,     /* 2.4: decorrelation mode > 3 or where it is not allowed */
+    IMIJ_E_PREDICTOR = -12, /* 2.4 / 4: a row predictor out of range, or row 0 not W (or 7) */
+    IMIJ_E_LENGTHS = -13,   /* 2.4: stream lengths that do not fill the record */
+    IMIJ_E_PALETTE = -14,   /* 2.5: a palette stripe where none may occur */
+    IMIJ_E_ENTRY = -15,     /* 2.5: a palette entry >= 2^n_s */
+    IMIJ_E_DEPTH = -16,     /* 2.5: level palette entries of a slot deeper than 16 bits */
+    IMIJ_E_RECORD = -17,    /* 2.10 / 2.14: layout 0x81-0x84 without head record 25 / 35 */
+    IMIJ_E_SLOT = -18,      /* 2.10: 0x81 where the payload's only slot is not 1 bit deep */
+    IMIJ_E_COUNT = -19,     /* 2.10: 0x82 with more than two entries */
+    IMIJ_E_SHARED = -20,    /* 2.14: 0x84 while record 35 has no shared entries */
+    IMIJ_E_ROWS = -21,      /* 2.14: a typical-row bit past the last row */
+    IMIJ_E_RUN = -22,       /* 2.13: a RUN passes the unit's pixel count */
+    IMIJ_E_TRAILING = -23,  /* 2.13: bytes follow the last pixel */
+    IMIJ_E_UNEQUAL = -24,   /* 2.13: a 1/2-channel unit whose three colour components differ */
+    IMIJ_E_STATE = -25,     /* 3: an initial state below 2^16 */
+    IMIJ_E_WORDS = -26,     /* 3.1: a stream needs more words than it holds, or an odd byte count */
+    IMIJ_E_VALUE = -27,     /* 3.2: a value token past 32 bits */
+    IMIJ_E_LAST = -28,      /* 3.3: a table's last symbol at or past the alphabet */
+    IMIJ_E_GAMMA = -29,     /* 3.3: a gamma code with more than 24 leading zero bits */
+    IMIJ_E_EXPONENT = -30,  /* 3.3: a weight exponent outside 0..=32 */
+    IMIJ_E_CAP = -31,       /* 3.3 / 3.2: a weight on a run token past the run cap */
+    IMIJ_E_EMPTY = -32,     /* 3.3: a table without a nonzero weight */
+    IMIJ_E_SCHEME = -33,    /* 3.3: k and m that the slot's depth does not allow */
+    IMIJ_E_CROSS = -34      /* 3.3 / 2.2: a cross context in a slot that may not use it */
+};
+
+/* A fixed, non-empty text for every status above (no trailing period), "unknown status" for any
+ * other value. The returned string is static: never freed, safe from any thread. */
+const char *imij_strerror(int status);
+
 /* ---- tables read from head bit streams: a table of the models bit stream (3.3), read and
  * normalized, and the used-bit value lists of records 25 and 35 (2.10, 2.14) (models.c) ---- */
-
-/* Return codes of the readers below (0 = success). imij_plugins/payload/entropy/models.py
- * TABLE_CODES maps each to an error, by name. */
-enum {
-    IMIJ_TBL_OK = 0,
-    IMIJ_TBL_E_END = -1,      /* the table runs past the models' bytes */
-    IMIJ_TBL_E_LAST = -2,     /* 3.3: last symbol at or past the alphabet */
-    IMIJ_TBL_E_GAMMA = -3,    /* 3.3: a gamma code with more than 24 leading zero bits */
-    IMIJ_TBL_E_EXPONENT = -4, /* 3.3: a weight exponent outside 0..=32 */
-    IMIJ_TBL_E_CAP = -5,      /* 3.3 / 3.2: a weight on a run token past the run cap */
-    IMIJ_TBL_E_EMPTY = -6,    /* 3.3: no nonzero weight */
-    IMIJ_TBL_E_ARGS = -7,     /* imij_normalize_table: count 0 or above 256 */
-    IMIJ_TBL_E_SCHEME = -8,   /* 3.3: k and m that the slot's depth does not allow */
-    IMIJ_TBL_E_CROSS = -9,    /* 3.3 / 2.2: a cross context in a slot that may not use it */
-    IMIJ_TBL_E_SIZE = -10     /* a buffer's length is below what the call writes there */
-};
 
 /* One model's fields before its tables (3.3); ntables = max(ctx_map) + 1. */
 typedef struct {
@@ -56,7 +89,7 @@ int imij_read_tables(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t 
  * fields go to heads[i] (heads_len records), its tables as imij_read_tables to last[4 i ..] and
  * the 256-entry rows of weights and freq from 1024 i (last, weights and freq each hold tables_len
  * tables: entries of last, rows of the others). Returns 0 (with *bitpos past the last model),
- * IMIJ_TBL_E_SIZE (nothing read or written) when heads_len < count or tables_len < 4 count, or
+ * IMIJ_E_SIZE (nothing read or written) when heads_len < count or tables_len < 4 count, or
  * the code of the first rule broken. */
 int imij_read_models(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t count, const uint32_t *depths,
                      const uint8_t *cross_ok, const uint16_t *schemes, imij_model_head *heads, size_t heads_len,
@@ -64,38 +97,16 @@ int imij_read_models(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t 
 
 /* 3.3's normalization of weights[0..count) (count <= 256, weights below 2^32) into freq, as
  * imij_read_table does it (writers code with the decoder's frequencies). Returns 0, or
- * IMIJ_TBL_E_EMPTY when no weight is nonzero, IMIJ_TBL_E_ARGS when count is 0 or above 256. */
+ * IMIJ_E_EMPTY when no weight is nonzero, IMIJ_E_ARGS when count is 0 or above 256. */
 int imij_normalize_table(const uint32_t *weights, uint32_t count, uint32_t *freq);
 
 /* 2.10 / 2.14: `count` entries, each a used bit and, when set, a value of `bits` (1..=16) bits,
  * from bit *bitpos of buf[0..len): values[i] (0 when unused) and used[i]. Returns 0 and moves
- * *bitpos past them, or IMIJ_TBL_E_END. */
+ * *bitpos past them, or IMIJ_E_TRUNCATED. */
 int imij_read_used_values(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t count, uint32_t bits,
                           uint16_t *values, uint8_t *used);
 
 /* ---- bilevel stripes (2.10) and template palette stripes (2.14) (bilevel.c) ---- */
-
-/* Return codes of imij_level_unit_decode and the encoder's kernels (0 = success).
- * imij_plugins/payload/entropy/bilevel.py LEVEL_CODES maps each to an error, by name. */
-enum {
-    IMIJ_LVL_OK = 0,
-    IMIJ_LVL_E_ARGS = -1,      /* bad unit geometry, slot count or encoder operation */
-    IMIJ_LVL_E_TRUNCATED = -2, /* the record ends inside its layout, count, entries, rows or states */
-    IMIJ_LVL_E_FEATURE = -3,   /* 0.1: layout 0x81-0x84 without feature bilevel / template_palettes */
-    IMIJ_LVL_E_RECORD = -4,    /* 2.10 / 2.14: layout without head record 25 / 35 */
-    IMIJ_LVL_E_SLOT = -5,      /* 2.10: 0x81 where the payload's only slot is not 1 bit deep */
-    IMIJ_LVL_E_DEPTH = -6,     /* 2.5: entries of a slot deeper than 16 bits */
-    IMIJ_LVL_E_COUNT = -7,     /* 2.10: 0x82 with more than two entries */
-    IMIJ_LVL_E_ENTRY = -8,     /* 2.5: an entry >= 2^n_s */
-    IMIJ_LVL_E_SHARED = -9,    /* 2.14: 0x84 while record 35 has no shared entries */
-    IMIJ_LVL_E_ROWS = -10,     /* 2.14: a typical-row bit past the last row */
-    IMIJ_LVL_E_STATE = -11,    /* 3: an initial state below 2^16 */
-    IMIJ_LVL_E_WORDS = -12,    /* 3.1: the stream needs more words than it holds, or an odd byte count */
-    IMIJ_LVL_E_LAYOUT = -13,   /* not a layout byte 0x81-0x84 */
-    IMIJ_LVL_E_SPACE = -14,    /* encoder: dst_cap too small */
-    IMIJ_LVL_E_FREQ = -15,     /* encoder: an outcome the tables give no probability */
-    IMIJ_LVL_E_SIZE = -16      /* a buffer's length is below what the call writes there */
-};
 
 /* Head record 25 (2.10), parsed once per payload. */
 typedef struct {
@@ -131,8 +142,8 @@ typedef struct {
  * bytes (the index plane's last three rows, zero-padded); with 51 * (width + 4) + 16 bytes the
  * SIMD path keeps its lane-major ring there for lanes of any width (else on the stack for lanes
  * of at most 512 columns, the scalar path for wider ones). Rows reach `out` as they decode, so
- * after an error `out` holds the rows decoded before it. Returns 0 or a negative IMIJ_LVL_E_*
- * code (IMIJ_LVL_E_SIZE, before decoding, when a length is short); never reads or writes out of
+ * after an error `out` holds the rows decoded before it. Returns 0 or a negative IMIJ_E_*
+ * code (IMIJ_E_SIZE, before decoding, when a length is short); never reads or writes out of
  * bounds. */
 int imij_level_unit_decode(const uint8_t *body, size_t len, const imij_level_unit *unit, void *out, size_t out_len,
                            uint8_t *index, size_t index_len);
@@ -141,11 +152,11 @@ int imij_level_unit_decode(const uint8_t *body, size_t len, const imij_level_uni
  * plane (2.10: values 0 or 1; `typical` NULL) or a template stripe's index plane of n entries
  * (2.14: indices < 256, `typical` one byte per row, 1 = a typical row, which codes nothing).
  * `scratch` holds scratch_len >= (height + 2) * (width + 4) bytes (the decoder's padded plane),
- * else IMIJ_LVL_E_SIZE. */
+ * else IMIJ_E_SIZE. */
 
 /* Adds the outcome counts of every operation: phase0[2 * context + outcome] (1024 contexts),
  * cand[2 * context + outcome] (40 candidate contexts, templates only), escape[index] (256).
- * Returns 0 or IMIJ_LVL_E_ARGS (bad geometry, a t above 1, or with n <= 2 an index above 1). */
+ * Returns 0 or IMIJ_E_ARGS (bad geometry, a t above 1, or with n <= 2 an index above 1). */
 int imij_level_counts(const uint8_t *plane, uint32_t width, uint32_t height, uint32_t lanes, uint32_t n,
                       const uint8_t *typical, uint8_t *scratch, size_t scratch_len, uint32_t *phase0, uint32_t *cand,
                       uint32_t *escape);
@@ -153,9 +164,9 @@ int imij_level_counts(const uint8_t *plane, uint32_t width, uint32_t height, uin
 /* The unit's rANS stream (3.1; the initial states, then the words in reading order) with the
  * probabilities of t = 0 / "equals W" per phase-0 context (phase0, 1024) and of "equals the
  * candidate" (cand, 40), and the direct-index table (efreq / ecum, 256 each; NULL when absent:
- * escapes must then be index 0). Returns the stream's length, IMIJ_LVL_E_FREQ when an outcome
- * has no probability, IMIJ_LVL_E_SPACE when dst_cap is too small (4 * active lanes + 2 bytes per
- * operation always suffice), or IMIJ_LVL_E_ARGS. */
+ * escapes must then be index 0). Returns the stream's length, IMIJ_E_FREQ when an outcome
+ * has no probability, IMIJ_E_SPACE when dst_cap is too small (4 * active lanes + 2 bytes per
+ * operation always suffice), or IMIJ_E_ARGS. */
 int64_t imij_level_encode(const uint8_t *plane, uint32_t width, uint32_t height, uint32_t lanes, uint32_t n,
                           const uint8_t *typical, uint8_t *scratch, size_t scratch_len, const uint16_t *phase0,
                           const uint16_t *cand, const uint16_t *efreq, const uint16_t *ecum, uint8_t *dst,
@@ -163,23 +174,9 @@ int64_t imij_level_encode(const uint8_t *plane, uint32_t width, uint32_t height,
 
 /* ---- 2.13 quick-pixel packet streams ------------------------------------------------------- */
 
-/* Return codes of imij_quick_decode / imij_quick_encode (0 = success; the encoder returns the
- * byte count instead). imij_plugins/payload/quick/packets.py QUICK_CODES maps each to an error,
- * by name. */
-enum {
-    IMIJ_QUICK_OK = 0,
-    IMIJ_QUICK_E_ARGS = -1,      /* channels not 1..4 or word_bytes not 1, 2, 4, 8 */
-    IMIJ_QUICK_E_SIZE = -2,      /* dst_len / src_len is not npixels*channels*word_bytes, or overflow */
-    IMIJ_QUICK_E_TRUNCATED = -3, /* the stream ends before the last pixel (or inside an op) */
-    IMIJ_QUICK_E_RUN = -4,       /* a RUN passes the unit's pixel count */
-    IMIJ_QUICK_E_TRAILING = -5,  /* bytes follow the last pixel */
-    IMIJ_QUICK_E_UNEQUAL = -6,   /* 1/2-channel unit whose three colour components differ */
-    IMIJ_QUICK_E_SPACE = -7      /* encoder: the stream does not fit in dst_cap */
-};
-
 /* Decode one packet stream src[0..src_len) of exactly npixels pixels into dst, which must hold
  * exactly npixels*channels*word_bytes bytes (row-major, components interleaved, little-endian
- * samples). Returns IMIJ_QUICK_OK or a negative IMIJ_QUICK_E_* code; never reads or writes out
+ * samples). Returns IMIJ_OK or a negative IMIJ_E_* status; never reads or writes out
  * of bounds, whatever src holds. */
 int imij_quick_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len,
                       size_t npixels, int channels, int word_bytes);
@@ -189,32 +186,14 @@ int imij_quick_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t d
 size_t imij_quick_encode_bound(size_t npixels, int channels, int word_bytes);
 
 /* Encode src (npixels*channels*word_bytes bytes, the decoder's output layout) as one packet
- * stream into dst. Returns the number of bytes written, or a negative IMIJ_QUICK_E_* code. With
- * dst_cap below imij_quick_encode_bound() the encoder stops with IMIJ_QUICK_E_SPACE once fewer
+ * stream into dst. Returns the number of bytes written, or a negative IMIJ_E_* status. With
+ * dst_cap below imij_quick_encode_bound() the encoder stops with IMIJ_E_SPACE once fewer
  * than 2 + channels*word_bytes bytes (what one pixel may write) are free: a stream of at most
  * dst_cap - (2 + channels*word_bytes) bytes always fits, a longer one may be refused. */
 int64_t imij_quick_encode(const uint8_t *src, size_t src_len, size_t npixels, int channels,
                           int word_bytes, uint8_t *dst, size_t dst_cap);
 
 /* ---- 2.4-2.6, 3, 4: entropy-coded lossless units ------------------------------------------ */
-
-/* Return codes of the entropy kernels below (0 = success).
- * imij_plugins/payload/entropy/kernel.py ENTROPY_CODES maps each to an error, by name. */
-enum {
-    IMIJ_ENT_OK = 0,
-    IMIJ_ENT_E_ARGS = -1,       /* bad unit geometry or slot count */
-    IMIJ_ENT_E_TRUNCATED = -2,  /* the record ends inside its layout, entries or a stream's states */
-    IMIJ_ENT_E_VARINT = -3,     /* a stream length is not a minimal varint of at most 10 bytes */
-    IMIJ_ENT_E_DECOR = -4,      /* 2.4: decorrelation mode > 3 or where it is not allowed */
-    IMIJ_ENT_E_PREDICTOR = -5,  /* 2.4 / 4: a row predictor out of range, or row 0 not W (or 7) */
-    IMIJ_ENT_E_LENGTHS = -6,    /* stream lengths do not fill the record */
-    IMIJ_ENT_E_STATE = -7,      /* 3: an initial state below 2^16 */
-    IMIJ_ENT_E_WORDS = -8,      /* 3.1: a stream needs more words than it holds, or an odd byte count */
-    IMIJ_ENT_E_VALUE = -10,     /* a value token past 32 bits */
-    IMIJ_ENT_E_PALETTE = -11,   /* 2.5: palette stripe not allowed, or an entry >= 2^n */
-    IMIJ_ENT_E_GATED = -12,     /* 2.10 / 2.14: bilevel or template layout without its feature */
-    IMIJ_ENT_E_SIZE = -13       /* a buffer's length is below what the call writes (or reads) there */
-};
 
 /* One slot's model (3.3), prepared once per payload: the context map, the normalized tables as
  * one packed entry per context and slot, each symbol's token base and extra-bit count (3.2).
@@ -242,7 +221,7 @@ typedef struct {
  * + sym] (each summing to M = 1024; a larger sum is cut at M): the tokens' base and nb (3.2),
  * nvalue, high, and the entries: each model's min(ntables, 4) x 1024, one model after another
  * from entries[0] (entries_len of them, the caller's memory, which out[i].ent then points at).
- * Returns 0, or IMIJ_ENT_E_SIZE (nothing written) when the entries do not fit entries_len. */
+ * Returns 0, or IMIJ_E_SIZE (nothing written) when the entries do not fit entries_len. */
 int imij_models_fill(imij_slot_model *out, uint32_t count, const uint32_t *params, const uint8_t *ctx_maps,
                      const uint32_t *freq, uint64_t *entries, size_t entries_len);
 
@@ -281,7 +260,7 @@ typedef struct {
  * stream lengths, and every stream's initial states, into `state`. `unit->width` and `height` are
  * the unit's; `has_reference`: an inter frame's previous canvas is at hand (predictors 7-9 where
  * unit->inter_allowed). pred_ids (pred_len bytes, at least the unit's height) receives the row
- * predictors, which every later call reads. Returns 0 or a negative IMIJ_ENT_E_* code. */
+ * predictors, which every later call reads. Returns 0 or a negative IMIJ_E_* status. */
 int imij_entropy_begin(const uint8_t *body, size_t len, const imij_unit *unit, int has_reference,
                        imij_entropy_state *state, uint8_t *pred_ids, size_t pred_len);
 
@@ -294,7 +273,7 @@ int imij_entropy_begin(const uint8_t *body, size_t len, const imij_unit *unit, i
  * before the channel maps; plane 0 is a palette stripe's index plane until its entries replace it),
  * which the caller may then overwrite. `reference` (reference_len uint32; when begin saw an inter
  * frame) has nslots planes of the same geometry: row 1 the reduced reference of the row above the
- * block, rows 2.. the block's. Returns 0 or a negative IMIJ_ENT_E_* code (IMIJ_ENT_E_SIZE when a
+ * block, rows 2.. the block's. Returns 0 or a negative IMIJ_E_* status (IMIJ_E_SIZE when a
  * length is below that; the same code on every later call); never reads or writes out of bounds. */
 int imij_entropy_rows(imij_entropy_state *state, uint32_t rows, uint32_t capacity, uint32_t *planes,
                       size_t planes_len, const uint32_t *reference, size_t reference_len);
@@ -320,7 +299,7 @@ typedef struct {
 
 /* Decode every remaining stripe row of an intra unit (imij_entropy_rows, blocks of `capacity`
  * rows through `planes`, planes_len uint32) and store each block through `store` before the next.
- * Returns 0 or a negative IMIJ_ENT_E_* code: IMIJ_ENT_E_SIZE, before decoding, when the planes
+ * Returns 0 or a negative IMIJ_E_* status: IMIJ_E_SIZE, before decoding, when the planes
  * or the store's out_len are too small for the unit. */
 int imij_entropy_store(imij_entropy_state *state, uint32_t capacity, uint32_t *planes, size_t planes_len,
                        const imij_sample_store *store);
@@ -339,7 +318,7 @@ uint32_t imij_sample_word(const imij_sample_store *store, uint32_t s, uint32_t v
 /* imij_level_unit_decode (above), each decoded row's samples stored through `store` (valid,
  * store->nslots == unit->nslots; a table of a slot covers its 2^depth values) instead of into
  * coded planes, so a level unit decodes straight into its rectangle of the image;
- * IMIJ_LVL_E_SIZE, before decoding, when the unit's samples do not fit the store's out_len or
+ * IMIJ_E_SIZE, before decoding, when the unit's samples do not fit the store's out_len or
  * index_len is short. */
 int imij_level_unit_store(const uint8_t *body, size_t len, const imij_level_unit *unit, const imij_sample_store *store,
                           uint8_t *index, size_t index_len);
@@ -367,19 +346,6 @@ int imij_entropy_simd(int mode);
  * copied whole. None of these functions allocates or keeps state; all may run on many threads.
  */
 
-/* Return codes of the encoder's kernels (0 = success; imij_enc_palette returns the count,
- * imij_enc_stream the length and the estimators their estimate instead).
- * imij_plugins/payload/kernel_codes.py ENCODER maps each to an error, by name. */
-enum {
-    IMIJ_ENC_OK = 0,
-    IMIJ_ENC_E_ARGS = -1,  /* bad geometry, depths, predictors, model, counts or tokens */
-    IMIJ_ENC_E_SPACE = -2, /* imij_enc_stream: the stream does not fit in cap */
-    IMIJ_ENC_E_FREQ = -3,  /* imij_enc_stream: a symbol without a frequency in its table */
-    IMIJ_ENC_E_MANY = -4,  /* imij_enc_palette: more than 256 distinct tuples */
-    IMIJ_ENC_E_VALUE = -5, /* imij_enc_histogram: a value of 2^depth or more */
-    IMIJ_ENC_E_SIZE = -6   /* a buffer's length is below what the call writes there (nothing written) */
-};
-
 /* Bucket of a residual u (or of a run's len - 1) in the statistics: u itself below 256, else
  * 256 + (msb - 8) * 16 + the 4 bits below the leading one (msb = bit_length(u) - 1). */
 enum { IMIJ_ENC_BUCKETS = 640, IMIJ_ENC_CLASSES = 16, IMIJ_ENC_UNTRIED = -1, IMIJ_ENC_PREDICTORS = 10 };
@@ -392,8 +358,8 @@ enum { IMIJ_ENC_BUCKETS = 640, IMIJ_ENC_CLASSES = 16, IMIJ_ENC_UNTRIED = -1, IMI
  * mode's forward decorrelation (slots 1 and 2). refs: NULL, or the reference R of an inter frame
  * (section 4), nslots uint32 planes of coded values laid out like planes. Everything else is
  * left as it is (the caller fills it with a sentinel). rows: scratch of rows_len >= 2 * nslots *
- * width uint32; costs: costs_len >= 4 * height * 10 int64. Returns 0, IMIJ_ENC_E_ARGS for bad
- * arguments or IMIJ_ENC_E_SIZE for a short length. */
+ * width uint32; costs: costs_len >= 4 * height * 10 int64. Returns 0, IMIJ_E_ARGS for bad
+ * arguments or IMIJ_E_SIZE for a short length. */
 int imij_enc_costs(const void *planes, uint32_t esize, const uint32_t *refs, uint32_t nslots,
                    uint32_t width, uint32_t height, uint32_t lanes, const uint32_t *depths,
                    uint32_t decor, uint32_t pred_mask, uint32_t mode_mask, uint32_t row_step,
@@ -404,7 +370,7 @@ int imij_enc_costs(const void *planes, uint32_t esize, const uint32_t *refs, uin
  * value, which every depth must fit); u may be the planes themselves (esize = u_esize): each row
  * is read before its residuals replace it. Predictors 7..9 (row 0: 7) need refs (as in
  * imij_enc_costs). rows: scratch of rows_len >= 3 * nslots * width uint32. Returns 0,
- * IMIJ_ENC_E_ARGS or IMIJ_ENC_E_SIZE. */
+ * IMIJ_E_ARGS or IMIJ_E_SIZE. */
 int imij_enc_residuals(const void *planes, uint32_t esize, const uint32_t *refs, uint32_t nslots,
                        uint32_t width, uint32_t height, uint32_t lanes, const uint32_t *depths,
                        const uint8_t *preds, uint32_t mode, uint32_t *rows, size_t rows_len, void *u,
@@ -419,7 +385,7 @@ int imij_enc_residuals(const void *planes, uint32_t esize, const uint32_t *refs,
  * slots with cross[s] = 1. The lowest sum over the slots wins (ties: the lowest id) and goes to
  * preds[r]. Depths 1..16 only (ctx_shift is 0 there). costs_len >= nslots * 4 * 640; rows:
  * scratch of rows_len >= (5 * nslots + 2) * width uint32; preds_len >= height. Returns 0,
- * IMIJ_ENC_E_ARGS or IMIJ_ENC_E_SIZE. */
+ * IMIJ_E_ARGS or IMIJ_E_SIZE. */
 int imij_enc_model_preds(const void *planes, uint32_t esize, uint32_t nslots, uint32_t width,
                          uint32_t height, uint32_t lanes, const uint32_t *depths, uint32_t mode,
                          uint32_t pred_mask, const uint32_t *bucket_costs, size_t costs_len,
@@ -434,7 +400,7 @@ int imij_enc_model_preds(const void *planes, uint32_t esize, uint32_t nslots, ui
  * and its predictors are written to preds (preds_len >= height bytes) and the mode to *mode.
  * Either way u and recon (u_len and recon_len uint32, each nslots planes) receive the coded
  * zigzag residuals and the decoder's reconstruction. rows3 is scratch of rows3_len >= 3 * nslots
- * * width + (height + 3) / 4 uint32. Returns 0, IMIJ_ENC_E_ARGS or IMIJ_ENC_E_SIZE. */
+ * * width + (height + 3) / 4 uint32. Returns 0, IMIJ_E_ARGS or IMIJ_E_SIZE. */
 int imij_enc_near(const uint32_t *planes, uint32_t nslots, uint32_t width, uint32_t height,
                   uint32_t lanes, const uint32_t *depths, const uint32_t *deltas, uint32_t decor,
                   uint32_t pred_mask, uint32_t mode_mask, uint32_t fixed, uint8_t *preds, size_t preds_len,
@@ -449,9 +415,9 @@ int imij_enc_near(const uint32_t *planes, uint32_t nslots, uint32_t width, uint3
  * position a run token covers, at its own class. When u0 != NULL, xvh / xzr / xrh receive the
  * same counts with the cross context's class (slot 0's T(u0) added to the sum). u and u0 are
  * esize bytes per value. buckets (1 .. 640): the arrays' row length, above the bucket of the
- * largest value and of the longest run a lane allows (else IMIJ_ENC_E_ARGS). rows: scratch of
- * rows_len >= 3 * width uint32. Counts are added to. Returns 0, IMIJ_ENC_E_ARGS or
- * IMIJ_ENC_E_SIZE. */
+ * largest value and of the longest run a lane allows (else IMIJ_E_ARGS). rows: scratch of
+ * rows_len >= 3 * width uint32. Counts are added to. Returns 0, IMIJ_E_ARGS or
+ * IMIJ_E_SIZE. */
 int imij_enc_stats(const void *u, const void *u0, uint32_t esize, uint32_t width, uint32_t height,
                    uint32_t lanes, uint32_t ctx_shift, uint32_t run_min, uint32_t buckets, uint32_t *rows,
                    size_t rows_len, uint32_t *vh, uint32_t *zr, uint32_t *rh, uint32_t *xvh, uint32_t *xzr,
@@ -459,9 +425,9 @@ int imij_enc_stats(const void *u, const void *u0, uint32_t esize, uint32_t width
 
 /* Palette detection (2.5): at most 256 distinct slot tuples among npix positions. Writes the
  * tuples in order of first appearance to entries[i * nslots + s] (entries_len >= 256 * nslots
- * uint32) and each position's tuple number to index[npix]. Returns the count, IMIJ_ENC_E_MANY
- * when there are more than 256 (index and entries then hold garbage), IMIJ_ENC_E_ARGS or
- * IMIJ_ENC_E_SIZE. */
+ * uint32) and each position's tuple number to index[npix]. Returns the count, IMIJ_E_MANY
+ * when there are more than 256 (index and entries then hold garbage), IMIJ_E_ARGS or
+ * IMIJ_E_SIZE. */
 int imij_enc_palette(const void *planes, uint32_t esize, uint32_t nslots, size_t npix,
                      uint32_t *entries, size_t entries_len, uint8_t *index);
 
@@ -472,7 +438,7 @@ void imij_enc_lookup8(const uint8_t *lut, const uint8_t *src, size_t n, uint8_t 
 /* What the channel-map choice (2.1, 5) reads of every channel of interleaved words (pixels x
  * channels, esize bytes each, of D bits): per channel c, out[4c .. 4c + 3] = the largest and the
  * smallest ordered value (2.1's order map: kind 0 unsigned, 1 signed, 2 float), the or of the
- * ordered values and the or of the raw words. Returns 0, or IMIJ_ENC_E_ARGS for bad arguments. */
+ * ordered values and the or of the raw words. Returns 0, or IMIJ_E_ARGS for bad arguments. */
 int imij_enc_word_summary(const void *words, uint32_t esize, size_t pixels, uint32_t channels, uint32_t kind,
                           uint32_t depth, uint64_t *out);
 
@@ -481,7 +447,7 @@ int imij_enc_word_summary(const void *words, uint32_t esize, size_t pixels, uint
  * max(1, floor(h * M / total)) and L[f] = round(log2(f) * 2^16) (log2fix, M + 1 entries, M =
  * 1024); the commonest symbol (the first of the largest f) gives up the excess of sum f over M
  * at its count; plus a rough table size (11 + 6 * used symbols + 2 * (last used + 1)) * 2^16.
- * Empty rows cost 0. imij_enc_row_costs writes rows costs to out; returns 0, or IMIJ_ENC_E_ARGS
+ * Empty rows cost 0. imij_enc_row_costs writes rows costs to out; returns 0, or IMIJ_E_ARGS
  * for bad arguments (a negative count, width > 256). */
 int imij_enc_row_costs(const int64_t *h, uint32_t rows, uint32_t width, const int64_t *log2fix, int64_t *out);
 
@@ -489,12 +455,12 @@ int imij_enc_row_costs(const int64_t *h, uint32_t rows, uint32_t width, const in
  * and bucket, buckets 1 .. 640; zr: 16 positions covered by runs) under one scheme: per bucket
  * its value token, value extra bits, run token and run extra bits (tokens: 4 x buckets, tokens
  * below 256). With runs the run tokens are counted, else every covered position as value token
- * 0. The 16 classes' row costs plus the extra bits * 2^16; IMIJ_ENC_E_ARGS for bad arguments. */
+ * 0. The 16 classes' row costs plus the extra bits * 2^16; IMIJ_E_ARGS for bad arguments. */
 int64_t imij_enc_token_cost(const uint32_t *vh, const uint32_t *rh, const uint32_t *zr, const int64_t *tokens,
                             uint32_t buckets, uint32_t runs, const int64_t *log2fix);
 
 /* 3.2: the (16, 256) token counts th of a slot's statistics under one scheme's per-bucket tokens
- * (as imij_enc_token_cost counts them). Returns 0, or IMIJ_ENC_E_ARGS for bad arguments. */
+ * (as imij_enc_token_cost counts them). Returns 0, or IMIJ_E_ARGS for bad arguments. */
 int imij_enc_token_counts(const uint32_t *vh, const uint32_t *rh, const uint32_t *zr, const int64_t *tokens,
                           uint32_t buckets, uint32_t runs, int64_t *th);
 
@@ -502,7 +468,7 @@ int imij_enc_token_counts(const uint32_t *vh, const uint32_t *rh, const uint32_t
  * 4 runs of neighbouring classes with the fewest estimated bits (row_cost's; the first on ties):
  * ctx_map[16] (3.3's, unused classes as the nearest used one below, else above), *nctx contexts
  * whose summed counts are hists[c * 256 ..] (4 x 256, zero past *width, the last used symbol
- * + 1). Returns the estimate (bits * 2^16), or IMIJ_ENC_E_ARGS for a negative count. */
+ * + 1). Returns the estimate (bits * 2^16), or IMIJ_E_ARGS for a negative count. */
 int64_t imij_enc_partition(const int64_t *th, const int64_t *log2fix, uint8_t *ctx_map, int64_t *hists,
                            uint32_t *nctx, uint32_t *width);
 
@@ -511,14 +477,14 @@ int64_t imij_enc_partition(const int64_t *th, const int64_t *log2fix, uint8_t *c
  * table bits (exact) plus data bits (row_cost's normalization with the quantized weights; the
  * first on ties): prec[c], last1[c] (last used symbol + 1), codes[(c * width + s) * 3 ..] =
  * (e, nb, mant) of every symbol below last1[c] and freq[c * width + s] the table the decoder
- * normalizes from their weights (3.3). Returns 0, or IMIJ_ENC_E_ARGS for bad arguments. */
+ * normalizes from their weights (3.3). Returns 0, or IMIJ_E_ARGS for bad arguments. */
 int imij_enc_best_tables(const int64_t *H, uint32_t ctxs, uint32_t width, uint32_t prec_lo, uint32_t prec_hi,
                          const int64_t *log2fix, uint32_t *prec, uint32_t *last1, uint32_t *codes, uint32_t *freq);
 
 /* Counts of every value of count words (esize 1 or 2 bytes, `stride` words apart, values below
  * 2^depth, depth <= 16) into counts[0 .. 2^depth) (counts_len >= 2^depth), which are added to.
- * Returns 0, IMIJ_ENC_E_ARGS for bad arguments, IMIJ_ENC_E_SIZE for a short counts_len, or
- * IMIJ_ENC_E_VALUE for a value of 2^depth or more. */
+ * Returns 0, IMIJ_E_ARGS for bad arguments, IMIJ_E_SIZE for a short counts_len, or
+ * IMIJ_E_RANGE for a value of 2^depth or more. */
 int imij_enc_histogram(const void *words, uint32_t esize, size_t count, size_t stride, uint32_t depth,
                        uint64_t *counts, size_t counts_len);
 
@@ -542,9 +508,9 @@ size_t imij_enc_stream_scratch(uint32_t width, uint32_t height);
  * reverse-encoded one block of rows at a time, the last block first, so only one block's ops
  * are held. u and u0 (slot 0's residuals, read only with model->cross) are esize bytes per
  * value. scratch holds scratch_len >= imij_enc_stream_scratch(width, height) uint32, else
- * IMIJ_ENC_E_SIZE. Writes the stream to out (cap bytes; 128 + 6 * width * height always suffice)
- * and returns its length, IMIJ_ENC_E_ARGS for bad arguments, IMIJ_ENC_E_SPACE when out is too
- * small, IMIJ_ENC_E_FREQ when a symbol has no frequency in its table. */
+ * IMIJ_E_SIZE. Writes the stream to out (cap bytes; 128 + 6 * width * height always suffice)
+ * and returns its length, IMIJ_E_ARGS for bad arguments, IMIJ_E_SPACE when out is too
+ * small, IMIJ_E_FREQ when a symbol has no frequency in its table. */
 int64_t imij_enc_stream(const void *u, const void *u0, uint32_t esize, uint32_t width,
                         uint32_t height, uint32_t lanes, const imij_enc_model *model,
                         uint32_t *scratch, size_t scratch_len, uint8_t *out, size_t cap);

@@ -30,7 +30,7 @@ static uint64_t peek(const bitbuf *b, uint32_t n)
 static int take(bitbuf *b, uint32_t n, uint64_t *v)
 {
     if (b->end - b->pos < n)
-        return IMIJ_TBL_E_END;
+        return IMIJ_E_TRUNCATED;
     *v = peek(b, n);
     b->pos += n;
     return 0;
@@ -81,12 +81,12 @@ static void normalize(const uint32_t *w, uint32_t count, uint64_t total, uint32_
 int imij_normalize_table(const uint32_t *weights, uint32_t count, uint32_t *freq)
 {
     if (count == 0 || count > 256)
-        return IMIJ_TBL_E_ARGS;
+        return IMIJ_E_ARGS;
     uint64_t total = 0;
     for (uint32_t s = 0; s < count; s++)
         total += weights[s];
     if (!total)
-        return IMIJ_TBL_E_EMPTY;
+        return IMIJ_E_EMPTY;
     normalize(weights, count, total, freq);
     return 0;
 }
@@ -96,13 +96,13 @@ int imij_read_table(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t a
 {
     bitbuf b = {buf, *bitpos, (uint64_t)len * 8};
     if (b.pos > b.end || alphabet > 256)
-        return IMIJ_TBL_E_END;
+        return IMIJ_E_TRUNCATED;
     uint64_t v, prec;
     int err;
     if ((err = take(&b, 8, &v)))
         return err;
     if (v >= alphabet)
-        return IMIJ_TBL_E_LAST;
+        return IMIJ_E_LAST;
     uint32_t count = (uint32_t)v + 1;
     if ((err = take(&b, 3, &prec)))
         return err;
@@ -112,7 +112,7 @@ int imij_read_table(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t a
     for (uint32_t s = 0; s < count; s++) {
         uint64_t window = peek(&b, MAX_ZEROS + 1);
         if (!window)
-            return b.end - b.pos > MAX_ZEROS ? IMIJ_TBL_E_GAMMA : IMIJ_TBL_E_END;
+            return b.end - b.pos > MAX_ZEROS ? IMIJ_E_GAMMA : IMIJ_E_TRUNCATED;
         uint32_t zeros = imij_ctz64(window);
         uint64_t low;
         b.pos += zeros + 1;
@@ -122,7 +122,7 @@ int imij_read_table(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t a
         uint64_t z = g - 1;
         int64_t e = e_prev + (int64_t)((z >> 1) ^ (0 - (z & 1)));
         if (e < 0 || e > (int64_t)MAX_EXPONENT)
-            return IMIJ_TBL_E_EXPONENT;
+            return IMIJ_E_EXPONENT;
         e_prev = e;
         uint32_t nb = e > 1 ? ((uint32_t)e - 1 < prec - 1 ? (uint32_t)e - 1 : (uint32_t)prec - 1) : 0;
         uint64_t mant = 0;
@@ -130,12 +130,12 @@ int imij_read_table(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t a
             return err;
         uint32_t w = e == 0 ? 0 : e == 1 ? 1 : (uint32_t)(((UINT64_C(1) << nb) | mant) << (e - 1 - nb));
         if (w && s >= first_capped)
-            return IMIJ_TBL_E_CAP; /* 3.3 / 3.2: run cap */
+            return IMIJ_E_CAP; /* 3.3 / 3.2: run cap */
         weights[s] = w;
         total += w;
     }
     if (!total)
-        return IMIJ_TBL_E_EMPTY;
+        return IMIJ_E_EMPTY;
     normalize(weights, count, total, freq);
     *last = count - 1;
     *bitpos = b.pos;
@@ -147,7 +147,7 @@ int imij_read_used_values(const uint8_t *buf, size_t len, uint64_t *bitpos, uint
 {
     bitbuf b = {buf, *bitpos, (uint64_t)len * 8};
     if (b.pos > b.end || bits < 1 || bits > 16)
-        return IMIJ_TBL_E_END;
+        return IMIJ_E_TRUNCATED;
     for (uint32_t i = 0; i < count; i++) {
         uint64_t flag, v = 0;
         int err = take(&b, 1, &flag);
@@ -179,10 +179,10 @@ int imij_read_models(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t 
                      uint32_t *last, uint32_t *weights, uint32_t *freq, size_t tables_len)
 {
     if (heads_len < count || tables_len / 4 < count)
-        return IMIJ_TBL_E_SIZE;
+        return IMIJ_E_SIZE;
     bitbuf b = {buf, *bitpos, (uint64_t)len * 8};
     if (b.pos > b.end)
-        return IMIJ_TBL_E_END;
+        return IMIJ_E_TRUNCATED;
     for (uint32_t i = 0; i < count; i++) {
         uint64_t k, m, cross, shift = 0, packed;
         int err;
@@ -190,11 +190,11 @@ int imij_read_models(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t 
             return err;
         const uint16_t *scheme = schemes + 512 * (size_t)i + 2 * (8 * k + m);
         if (!scheme[0])
-            return IMIJ_TBL_E_SCHEME; /* 3.3: k <= 16, m <= 4, k == kv, alphabet <= 256 */
+            return IMIJ_E_SCHEME; /* 3.3: k <= 16, m <= 4, k == kv, alphabet <= 256 */
         if ((err = take(&b, 1, &cross)))
             return err;
         if (cross && !cross_ok[i])
-            return IMIJ_TBL_E_CROSS; /* 3.3 / 2.2 / ruling R1 */
+            return IMIJ_E_CROSS; /* 3.3 / 2.2 / ruling R1 */
         if (depths[i] > 16 && (err = take(&b, 5, &shift)))
             return err; /* 3.3: ctx_shift only when n > 16 */
         if ((err = take(&b, 32, &packed)))

@@ -151,7 +151,7 @@ QP_INLINE int qp_decode_impl(const uint8_t *src, size_t src_len, uint8_t *dst, s
         unsigned tag;
 
         if (p == end)
-            return IMIJ_QUICK_E_TRUNCATED;
+            return IMIJ_E_TRUNCATED;
         tag = *p++;
 
         /* 2.13: "Read the next byte, testing literal values before the top-two-bit families":
@@ -169,25 +169,25 @@ QP_INLINE int qp_decode_impl(const uint8_t *src, size_t src_len, uint8_t *dst, s
             g = qp_add(g, (tag >> 2) & 3u, 2);
             b = qp_add(b, tag & 3u, 2);
             if (qp_unequal(r, g, b, mask, ch))
-                return IMIJ_QUICK_E_UNEQUAL;
+                return IMIJ_E_UNEQUAL;
             break;
         case 2: { /* 2.13 10gggggg rrrrbbbb: dg=gggggg-32; add dg+rrrr-8, dg, dg+bbbb-8 */
             unsigned t2, dg = tag & 63u; /* dg + 32 */
             if (p == end)
-                return IMIJ_QUICK_E_TRUNCATED;
+                return IMIJ_E_TRUNCATED;
             t2 = *p++;
             r = qp_add(r, dg + (t2 >> 4), 40);
             g = qp_add(g, dg, 32);
             b = qp_add(b, dg + (t2 & 15u), 40);
             if (qp_unequal(r, g, b, mask, ch))
-                return IMIJ_QUICK_E_UNEQUAL;
+                return IMIJ_E_UNEQUAL;
             break;
         }
         default:
             if (tag >= 0xFEu) {
                 size_t need = colour_bytes + (tag == 0xFFu ? (size_t)wb : 0u);
                 if ((size_t)(end - p) < need)
-                    return IMIJ_QUICK_E_TRUNCATED;
+                    return IMIJ_E_TRUNCATED;
                 if (ch >= 3) {
                     r = qp_load(p, wb);
                     g = qp_load(p + wb, wb);
@@ -209,7 +209,7 @@ QP_INLINE int qp_decode_impl(const uint8_t *src, size_t src_len, uint8_t *dst, s
                 size_t count = (size_t)(tag & 63u) + 1u;
                 /* 2.13: runs "MUST NOT exceed its pixel count" */
                 if (count * pxb > (size_t)(out_end - out))
-                    return IMIJ_QUICK_E_RUN;
+                    return IMIJ_E_RUN;
                 /* The pixels of a run share one tuple, so one cache insertion stands for all. */
                 qp_emit(cache, out, r, g, b, a, ha, ch, wb);
                 for (size_t k = 1; k < count; k++)
@@ -227,8 +227,8 @@ QP_INLINE int qp_decode_impl(const uint8_t *src, size_t src_len, uint8_t *dst, s
 
     /* 2.13 packets: "exactly that many pixels and no trailing bytes". */
     if (p != end)
-        return IMIJ_QUICK_E_TRAILING;
-    return IMIJ_QUICK_OK;
+        return IMIJ_E_TRAILING;
+    return IMIJ_OK;
 }
 
 int imij_quick_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t dst_len,
@@ -238,12 +238,12 @@ int imij_quick_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t d
     size_t need;
 
     if (!qp_args_ok(channels, word_bytes))
-        return IMIJ_QUICK_E_ARGS;
+        return IMIJ_E_ARGS;
     need = qp_size(npixels, (size_t)channels * (size_t)word_bytes, &ok);
     if (!ok || dst_len != need)
-        return IMIJ_QUICK_E_SIZE;
+        return IMIJ_E_SIZE;
     if (npixels == 0)
-        return src_len == 0 ? IMIJ_QUICK_OK : IMIJ_QUICK_E_TRAILING;
+        return src_len == 0 ? IMIJ_OK : IMIJ_E_TRAILING;
 
     /* Switch on (word_bytes, channels) outside the hot loop: 16 specialized copies. */
     switch (word_bytes * 8 + channels) {
@@ -263,7 +263,7 @@ int imij_quick_decode(const uint8_t *src, size_t src_len, uint8_t *dst, size_t d
     case 8 * 8 + 2: return qp_decode_impl(src, src_len, dst, npixels, 2, 8);
     case 8 * 8 + 3: return qp_decode_impl(src, src_len, dst, npixels, 3, 8);
     case 8 * 8 + 4: return qp_decode_impl(src, src_len, dst, npixels, 4, 8);
-    default: return IMIJ_QUICK_E_ARGS;
+    default: return IMIJ_E_ARGS;
     }
 }
 
@@ -305,7 +305,7 @@ QP_INLINE int64_t qp_encode_impl(const uint8_t *src, size_t npixels, const int c
         unsigned h;
 
         if ((size_t)(o - dst) > limit) /* fewer bytes free than one pixel's largest output */
-            return IMIJ_QUICK_E_SPACE;
+            return IMIJ_E_SPACE;
 
         if (ch >= 3) {
             r = qp_load(s, wb);
@@ -396,21 +396,21 @@ int64_t imij_quick_encode(const uint8_t *src, size_t src_len, size_t npixels, in
     size_t need, bound;
 
     if (!qp_args_ok(channels, word_bytes))
-        return IMIJ_QUICK_E_ARGS;
+        return IMIJ_E_ARGS;
     need = qp_size(npixels, (size_t)channels * (size_t)word_bytes, &ok);
     if (!ok || src_len != need)
-        return IMIJ_QUICK_E_SIZE;
+        return IMIJ_E_SIZE;
     if (npixels == 0)
         return 0;
     bound = imij_quick_encode_bound(npixels, channels, word_bytes);
     if (bound == 0 || bound > (size_t)INT64_MAX)
-        return IMIJ_QUICK_E_SIZE;
+        return IMIJ_E_SIZE;
     /* below the bound: stop once fewer bytes are free than a pixel may write (a pending run
      * byte and its largest op) */
     size_t step = 2 + (size_t)channels * (size_t)word_bytes, limit = SIZE_MAX;
     if (dst_cap < bound) {
         if (dst_cap < step)
-            return IMIJ_QUICK_E_SPACE;
+            return IMIJ_E_SPACE;
         limit = dst_cap - step;
     }
 
@@ -431,6 +431,6 @@ int64_t imij_quick_encode(const uint8_t *src, size_t src_len, size_t npixels, in
     case 8 * 8 + 2: return qp_encode_impl(src, npixels, 2, 8, dst, limit);
     case 8 * 8 + 3: return qp_encode_impl(src, npixels, 3, 8, dst, limit);
     case 8 * 8 + 4: return qp_encode_impl(src, npixels, 4, 8, dst, limit);
-    default: return IMIJ_QUICK_E_ARGS;
+    default: return IMIJ_E_ARGS;
     }
 }

@@ -68,8 +68,8 @@ static int make_models(const input *models, const params *p, imij_slot_model *st
     uint8_t *buf = malloc(models->n ? models->n : 1);
     memcpy(buf, models->p, models->n);
     uint64_t pos = 0;
-    int ok = !imij_read_models(buf, models->n, &pos, count, depths, cross, schemes, heads, count, last, weights, freq,
-                               4 * count);
+    int ok = !status(imij_read_models(buf, models->n, &pos, count, depths, cross, schemes, heads, count, last,
+                                      weights, freq, 4 * count));
     free(buf);
     if (ok) {
         /* SlotModels: the palette model only where palette stripes may occur */
@@ -87,7 +87,7 @@ static int make_models(const input *models, const params *p, imij_slot_model *st
         }
         size_t len = (size_t)(tables ? tables : 1) * 1024;
         *entries = malloc(len * sizeof **entries);
-        ok = !imij_models_fill(structs, used, params7, ctx_maps, freq, *entries, len);
+        ok = !status(imij_models_fill(structs, used, params7, ctx_maps, freq, *entries, len));
     }
     free(weights);
     free(freq);
@@ -118,13 +118,13 @@ static void decode(input *in, const params *p, imij_unit *unit)
     imij_entropy_state state;
     size_t row = lane_row(p->u.width, p->u.lanes);
     uint32_t nplanes = p->u.nslots;
-    if (!imij_entropy_begin(body, in->n, unit, p->reference, &state, pred_ids, p->u.height)) {
+    if (!status(imij_entropy_begin(body, in->n, unit, p->reference, &state, pred_ids, p->u.height))) {
         uint32_t rows = block_rows(nplanes, row, p->u.height, luts_needed ? 4 : 8);
         size_t planes_len = (size_t)nplanes * (rows + CARRIED_ROWS) * row;
         uint32_t *planes = calloc(planes_len, sizeof *planes);
         if (luts_needed) {
             aim_store(&store, p->u.width, p->u.height, p->channels, pad);
-            imij_entropy_store(&state, rows, planes, planes_len, &store);
+            status(imij_entropy_store(&state, rows, planes, planes_len, &store));
             free(store.out);
         } else {
             uint32_t *refs = NULL;
@@ -145,7 +145,7 @@ static void decode(input *in, const params *p, imij_unit *unit)
                             plane[CARRIED_ROWS * row + i] = next_rand(&seed) & mask;
                     }
                 }
-                if (imij_entropy_rows(&state, n, rows, planes, planes_len, refs, refs_len))
+                if (status(imij_entropy_rows(&state, n, rows, planes, planes_len, refs, refs_len)))
                     break;
             }
             free(refs);

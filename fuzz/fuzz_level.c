@@ -50,7 +50,7 @@ static int probabilities(bits *b, uint32_t count, uint32_t nb, uint16_t *out)
 {
     uint16_t values[1024];
     uint8_t used[1024];
-    if (imij_read_used_values(b->buf, b->len, &b->pos, count, nb, values, used))
+    if (status(imij_read_used_values(b->buf, b->len, &b->pos, count, nb, values, used)))
         return 0;
     for (uint32_t c = 0; c < count; c++) {
         if (nb == 11 && values[c] > 1024)
@@ -81,7 +81,7 @@ static int read_template(const input *rec, const params *p, imij_template_tables
         return 0;
     if (read_bits(&b, 1)) { /* the direct-index table, over 256 symbols without run tokens */
         uint32_t last, weights[256], freq[256];
-        if (b.bad || imij_read_table(b.buf, b.len, &b.pos, 256, 256, &last, weights, freq))
+        if (b.bad || status(imij_read_table(b.buf, b.len, &b.pos, 256, 256, &last, weights, freq)))
             return 0;
         t->escape = 1;
         for (uint32_t s = 0, cum = 0; s <= last; cum += freq[s++]) {
@@ -131,7 +131,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         aim_store(&store, p.u.width, p.u.height, p.channels, take_u8(&in) % 3);
         uint8_t *body = malloc(in.n ? in.n : 1);
         memcpy(body, in.p, in.n);
-        imij_level_unit_store(body, in.n, &unit, &store, index, index_len);
+        status(imij_level_unit_store(body, in.n, &unit, &store, index, index_len));
         free(body);
         free(store.out);
         free(luts);
@@ -140,7 +140,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t out_len = (size_t)p.u.nslots * p.u.width * p.u.height * unit.out_bytes;
         uint8_t *out = malloc(out_len), *body = malloc(in.n ? in.n : 1);
         memcpy(body, in.p, in.n);
-        imij_level_unit_decode(body, in.n, &unit, out, out_len, index, index_len);
+        status(imij_level_unit_decode(body, in.n, &unit, out, out_len, index, index_len));
         free(body);
         free(out);
     }

@@ -34,7 +34,8 @@ static void read_models(input *in)
     uint32_t *last = calloc(4 * count, 4), *weights = calloc(4 * count * 256, 4), *freq = calloc(4 * count * 256, 4);
     uint8_t *buf = own(in);
     uint64_t pos = 0;
-    imij_read_models(buf, in->n, &pos, count, depths, cross, schemes, heads, count, last, weights, freq, 4 * count);
+    status(imij_read_models(buf, in->n, &pos, count, depths, cross, schemes, heads, count, last, weights, freq,
+                            4 * count));
     free(buf);
     free(last);
     free(weights);
@@ -56,7 +57,7 @@ static void read_table(input *in)
     uint64_t pos = take_u8(in) % 8; /* a table starts at any bit */
     uint8_t *buf = own(in);
     if (pos <= 8 * (uint64_t)in->n)
-        imij_read_table(buf, in->n, &pos, alphabet, capped, &last, weights, freq);
+        status(imij_read_table(buf, in->n, &pos, alphabet, capped, &last, weights, freq));
     free(buf);
 }
 
@@ -69,7 +70,7 @@ static void read_used(input *in)
     uint64_t pos = take_u8(in) % 8;
     uint8_t *buf = own(in);
     if (pos <= 8 * (uint64_t)in->n)
-        imij_read_used_values(buf, in->n, &pos, count, bits, values, used);
+        status(imij_read_used_values(buf, in->n, &pos, count, bits, values, used));
     free(buf);
 }
 

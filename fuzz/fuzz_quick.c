@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t len = npixels * (size_t)channels * (size_t)word_bytes;
     uint8_t *src = malloc(in.n ? in.n : 1), *dst = malloc(len ? len : 1);
     memcpy(src, in.p, in.n); /* its own allocation: a read past the stream is caught */
-    imij_quick_decode(src, in.n, dst, len, npixels, channels, word_bytes);
+    status(imij_quick_decode(src, in.n, dst, len, npixels, channels, word_bytes));
     free(src);
     free(dst);
     return 0;

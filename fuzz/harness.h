@@ -12,6 +12,15 @@
 
 #include "imij_kernels.h"
 
+/* A kernel's return value, checked: IMIJ_OK or a code of enum imij_status (every one has its
+ * imij_strerror text, so a caller can map it); any other value stops the harness. */
+static int status(int s)
+{
+    if (s != IMIJ_OK && !strcmp(imij_strerror(s), "unknown status"))
+        abort();
+    return s;
+}
+
 /* The input, consumed from the front: parameters first, then the untrusted payload. */
 typedef struct {
     const uint8_t *p;

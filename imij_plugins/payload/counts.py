@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from imij_plugins import _backend
-from imij_plugins.payload.kernel_codes import ENCODER
+from imij_plugins.payload.kernel_codes import KERNEL_CODES
 
 NARROW = (np.dtype(np.uint8), np.dtype(np.uint16))
 
@@ -23,7 +23,7 @@ def histogram(words: np.ndarray, D: int) -> np.ndarray:
         code = lib.imij_enc_histogram(ffi.cast("void *", flat.ctypes.data), flat.itemsize, flat.size, stride or 1, D,
                                       ffi.from_buffer("uint64_t[]", counts, require_writable=True), counts.size)
         if code:
-            raise ENCODER.error(code, "imij_enc_histogram")
+            raise KERNEL_CODES.error(code, kernel="imij_enc_histogram", refused=ValueError)
         return counts.view(np.int64)
     flat = words.ravel()
     counts = np.zeros(1 << D, dtype=np.int64)

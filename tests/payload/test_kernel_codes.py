@@ -1,6 +1,6 @@
-"""The Python tables of the C kernels' return codes are built from the C constants: every
-``IMIJ_<family>_E_*`` constant cffi's ``lib`` exposes has exactly one entry, the codes of a
-family are distinct and negative, and no family of codes goes without its table."""
+"""The one Python table of the C kernels' status codes is built from the C constants: every
+``IMIJ_E_*`` constant cffi's ``lib`` exposes has exactly one entry, the codes are distinct and
+negative, and csrc's ``imij_strerror`` gives each its own text, which the errors carry."""
 
 from __future__ import annotations
 
@@ -8,48 +8,56 @@ import pytest
 
 from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
-from imij_plugins.payload.entropy.bilevel import LEVEL_CODES
-from imij_plugins.payload.entropy.kernel import ENTROPY_CODES
-from imij_plugins.payload.entropy.models import TABLE_CODES
-from imij_plugins.payload.kernel_codes import ENCODER, KernelCodes
-from imij_plugins.payload.quick.packets import QUICK_CODES
+from imij_plugins.payload.kernel_codes import KERNEL_CODES
 
 pytestmark = pytest.mark.skipif(_backend.lib is None, reason="C kernels not built")
 
-TABLES = (QUICK_CODES, ENTROPY_CODES, LEVEL_CODES, TABLE_CODES, ENCODER)
+# what callers pass as ``refused``: the decoders RuntimeError, the encoders ValueError
+REFUSED = (RuntimeError, ValueError)
 
 
-def _constants(prefix: str) -> dict[str, int]:
+def _constants() -> dict[str, int]:
     lib = _backend.lib
-    return {name[len(prefix):]: getattr(lib, name) for name in dir(lib) if name.startswith(prefix + "E_")}
+    return {name: getattr(lib, name) for name in dir(lib) if name.startswith("IMIJ_E_")}
 
 
-@pytest.mark.parametrize("table", TABLES, ids=lambda t: t.prefix)
-def test_every_constant_has_one_entry(table: KernelCodes):
-    constants = _constants(table.prefix)
-    assert set(table.entries) == set(constants)
+def _strerror(code: int) -> str:
+    return _backend.ffi.string(_backend.lib.imij_strerror(code)).decode()
+
+
+def test_every_constant_has_one_entry():
+    constants = _constants()
+    assert set(KERNEL_CODES.classes) == set(constants)
     assert len(set(constants.values())) == len(constants)  # distinct codes
-    assert all(code < 0 for code in constants.values()) and getattr(_backend.lib, table.prefix + "OK") == 0
-    assert table.by_code == {constants[name]: entry for name, entry in table.entries.items()}
+    assert all(code < 0 for code in constants.values()) and _backend.lib.IMIJ_OK == 0
+    assert set(KERNEL_CODES.by_code) == set(constants.values())
 
 
-def test_every_family_has_a_table():
-    lib = _backend.lib
-    families = {name[: name.index("_E_") + 1] for name in dir(lib) if name.startswith("IMIJ_") and "_E_" in name}
-    assert families == {t.prefix for t in TABLES}
+def test_no_status_family_is_left():
+    """One enum: no constant of the old per-kernel families (IMIJ_ENT_E_SIZE and the like)."""
+    assert [name for name in dir(_backend.lib) if "_E_" in name and not name.startswith("IMIJ_E_")] == []
 
 
-@pytest.mark.parametrize("table", TABLES, ids=lambda t: t.prefix)
-def test_errors_carry_the_class_and_message(table: KernelCodes):
-    for name, (cls, message) in table.entries.items():
-        error = table.error(table.code(name), "kernel")
-        assert type(error) is cls and str(error) == f"kernel: {message}"
-    assert type(table.error(-1000)) is RuntimeError  # a code C does not define
+def test_every_code_has_its_own_text():
+    texts = {code: _strerror(code) for code in [_backend.lib.IMIJ_OK, *_constants().values()]}
+    assert all(texts.values()) and "unknown status" not in texts.values()
+    assert len(set(texts.values())) == len(texts)  # distinct
+    assert _strerror(-1000) == _strerror(1) == "unknown status"
+
+
+@pytest.mark.parametrize("refused", REFUSED)
+def test_errors_carry_the_class_and_text(refused: type[Exception]):
+    for name, code in _constants().items():
+        error = KERNEL_CODES.error(code, kernel="kernel", refused=refused)
+        assert type(error) is (KERNEL_CODES.classes[name] or refused), name
+        assert str(error) == f"kernel: {_strerror(code)}"
+    error = KERNEL_CODES.error(-1000, kernel="kernel", refused=ValueError)  # a code C does not define
+    assert type(error) is RuntimeError and str(error) == "kernel: unknown status -1000"
 
 
 def test_refused_calls_are_not_blamed_on_the_input():
-    """E_ARGS and the size codes are bugs on the Python side: never Corrupt."""
-    for table in TABLES:
-        for name, (cls, _) in table.entries.items():
-            if name in ("E_ARGS", "E_SIZE"):
-                assert not issubclass(cls, Corrupt), (table.prefix, name)
+    """E_ARGS, E_SIZE, E_SPACE and E_LAYOUT are bugs or choices on the Python side: never Corrupt."""
+    for name in ("IMIJ_E_ARGS", "IMIJ_E_SIZE", "IMIJ_E_SPACE", "IMIJ_E_LAYOUT"):
+        for refused in REFUSED:
+            code = getattr(_backend.lib, name)
+            assert not isinstance(KERNEL_CODES.error(code, kernel="k", refused=refused), Corrupt), name

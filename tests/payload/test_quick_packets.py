@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
+from imij_plugins.payload.kernel_codes import KERNEL_CODES
 from imij_plugins.payload.quick import packets
 from imij_plugins.payload.quick.packets import (
     MSG_RUN,
@@ -462,15 +463,14 @@ needs_c = pytest.mark.skipif(_backend.lib is None, reason="C kernels not built")
 
 @needs_c
 def test_c_error_codes_match_the_table():
-    """The C codes of malformed streams raise the messages the Python reference raises
-    (tests/payload/test_kernel_codes.py ties every code to its constant)."""
+    """The C codes of malformed streams raise Corrupt with the messages the Python reference
+    raises (csrc's imij_strerror texts; tests/payload/test_kernel_codes.py ties every code to its
+    constant)."""
     lib = _backend.lib
-    assert {code: message for code, (cls, message) in packets.QUICK_CODES.by_code.items() if cls is Corrupt} == {
-        lib.IMIJ_QUICK_E_TRUNCATED: MSG_TRUNCATED,
-        lib.IMIJ_QUICK_E_RUN: MSG_RUN,
-        lib.IMIJ_QUICK_E_TRAILING: MSG_TRAILING,
-        lib.IMIJ_QUICK_E_UNEQUAL: MSG_UNEQUAL,
-    }
+    for code, message in ((lib.IMIJ_E_TRUNCATED, MSG_TRUNCATED), (lib.IMIJ_E_RUN, MSG_RUN),
+                          (lib.IMIJ_E_TRAILING, MSG_TRAILING), (lib.IMIJ_E_UNEQUAL, MSG_UNEQUAL)):
+        error = KERNEL_CODES.error(code, kernel="quick packets")
+        assert type(error) is Corrupt and str(error) == message
 
 
 @needs_c
@@ -480,22 +480,22 @@ def test_c_checks_sizes_and_arguments():
     src = ffi.new("uint8_t[]", b"\xfe\x01")
     dst = ffi.new("uint8_t[]", 8)
     assert lib.imij_quick_decode(src, 2, dst, 1, 1, 1, 1) == 0
-    assert lib.imij_quick_decode(src, 2, dst, 2, 1, 1, 1) == lib.IMIJ_QUICK_E_SIZE
-    assert lib.imij_quick_decode(src, 2, dst, 0, 1, 1, 1) == lib.IMIJ_QUICK_E_SIZE
-    assert lib.imij_quick_decode(src, 2, dst, 8, size_max // 4 + 1, 4, 1) == lib.IMIJ_QUICK_E_SIZE
-    assert lib.imij_quick_decode(src, 2, dst, 8, size_max // 2, 4, 8) == lib.IMIJ_QUICK_E_SIZE
-    assert lib.imij_quick_decode(src, 2, dst, 1, 1, 0, 1) == lib.IMIJ_QUICK_E_ARGS
-    assert lib.imij_quick_decode(src, 2, dst, 1, 1, 5, 1) == lib.IMIJ_QUICK_E_ARGS
-    assert lib.imij_quick_decode(src, 2, dst, 3, 1, 1, 3) == lib.IMIJ_QUICK_E_ARGS
+    assert lib.imij_quick_decode(src, 2, dst, 2, 1, 1, 1) == lib.IMIJ_E_SIZE
+    assert lib.imij_quick_decode(src, 2, dst, 0, 1, 1, 1) == lib.IMIJ_E_SIZE
+    assert lib.imij_quick_decode(src, 2, dst, 8, size_max // 4 + 1, 4, 1) == lib.IMIJ_E_SIZE
+    assert lib.imij_quick_decode(src, 2, dst, 8, size_max // 2, 4, 8) == lib.IMIJ_E_SIZE
+    assert lib.imij_quick_decode(src, 2, dst, 1, 1, 0, 1) == lib.IMIJ_E_ARGS
+    assert lib.imij_quick_decode(src, 2, dst, 1, 1, 5, 1) == lib.IMIJ_E_ARGS
+    assert lib.imij_quick_decode(src, 2, dst, 3, 1, 1, 3) == lib.IMIJ_E_ARGS
     assert lib.imij_quick_encode_bound(10, 4, 8) == 10 * 33
     assert lib.imij_quick_encode_bound(size_max // 33 + 1, 4, 8) == 0
     assert lib.imij_quick_encode_bound(1, 3, 16) == 0
     out = ffi.new("uint8_t[]", 64)
     px = ffi.new("uint8_t[]", b"\x01\x02\x03\x04")
     assert lib.imij_quick_encode(px, 4, 1, 4, 1, out, 5) == 5
-    assert lib.imij_quick_encode(px, 4, 1, 4, 1, out, 4) == lib.IMIJ_QUICK_E_SPACE
-    assert lib.imij_quick_encode(px, 3, 1, 4, 1, out, 64) == lib.IMIJ_QUICK_E_SIZE
-    assert lib.imij_quick_encode(px, 4, 1, 4, 3, out, 64) == lib.IMIJ_QUICK_E_ARGS
+    assert lib.imij_quick_encode(px, 4, 1, 4, 1, out, 4) == lib.IMIJ_E_SPACE
+    assert lib.imij_quick_encode(px, 3, 1, 4, 1, out, 64) == lib.IMIJ_E_SIZE
+    assert lib.imij_quick_encode(px, 4, 1, 4, 3, out, 64) == lib.IMIJ_E_ARGS
     assert lib.imij_quick_encode(px, 0, 0, 4, 1, out, 0) == 0
 
 
@@ -528,5 +528,5 @@ def test_kernel_space_below_the_bound():
         if fits:
             assert n == len(stream) and bytes(out[:n]) == stream
         else:
-            assert n == lib.IMIJ_QUICK_E_SPACE
+            assert n == lib.IMIJ_E_SPACE
         assert out[cap:] == bytearray(16)

@@ -18,36 +18,14 @@ import numpy as np
 
 from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
-from imij_plugins.payload.entropy.models import M_BITS, TABLE_CODES, M, Table
+from imij_plugins.payload.entropy.models import M_BITS, M, Table
 from imij_plugins.payload.entropy.rans import STATE_LOW, Lanes
-from imij_plugins.payload.kernel_codes import KernelCodes
+from imij_plugins.payload.kernel_codes import KERNEL_CODES
 from imij_plugins.wire.bits import BitReader, BitWriter
 
 CONTEXTS = 1 << 10  # 2.10: contexts c = 0..=1023
 PROB_BITS = 11  # 2.10: p_c, 11 bits, <= M
 HALF = M // 2  # 2.10 / 2.14: an unused context has probability M / 2
-
-# csrc/imij_kernels.h IMIJ_LVL_E_* (the decoder of levels.py and the encoder here): E_ARGS, E_LAYOUT and
-# E_SIZE are calls the kernel refused (a bug here, not the input); E_SPACE and E_FREQ are the
-# encoder's outcomes, which level_stream acts on
-LEVEL_CODES = KernelCodes("IMIJ_LVL_", {
-    "E_ARGS": (RuntimeError, "stripe: level kernel refused the unit geometry, slots, sample store or plane"),
-    "E_TRUNCATED": (Corrupt, "stripe: record ends inside its layout, entries, typical-row bits or a stream's states"),
-    "E_FEATURE": (Corrupt, "stripe: bilevel or template stripe layout without its feature"),
-    "E_RECORD": (Corrupt, "stripe: bilevel or template stripe layout without its head record (25 / 35)"),
-    "E_SLOT": (Corrupt, "stripe: bilevel stripe (0x81) where the payload's only slot is not 1 bit deep"),
-    "E_DEPTH": (Corrupt, "stripe: palette entries of a slot deeper than 16 bits"),
-    "E_COUNT": (Corrupt, "stripe: bilevel palette stripe (0x82) with more than two entries"),
-    "E_ENTRY": (Corrupt, "stripe: palette entry not below 2^n"),
-    "E_SHARED": (Corrupt, "stripe: layout 0x84 while head record 35 has no shared entries"),
-    "E_ROWS": (Corrupt, "stripe: typical-row bit set past the last row"),
-    "E_STATE": (Corrupt, "stripe: initial rANS state below 2^16"),
-    "E_WORDS": (Corrupt, "stripe: stream needs more words than it holds (or an odd byte count)"),
-    "E_LAYOUT": (RuntimeError, "stripe: level kernel called on a layout other than 0x81-0x84"),
-    "E_SPACE": (ValueError, "the stream does not fit its buffer"),
-    "E_FREQ": (ValueError, "an outcome its tables give no probability"),
-    "E_SIZE": (RuntimeError, "stripe: a level kernel buffer is smaller than the unit needs"),
-})
 
 # 2.10: template pixel k at (dy, dx) relative to the pixel being decoded, k = 0..=9
 TEMPLATE: tuple[tuple[int, int], ...] = (
@@ -113,7 +91,7 @@ def read_used_values(br: BitReader, count: int, bits: int) -> tuple[np.ndarray, 
                                      ffi.from_buffer("uint16_t[]", v16, require_writable=True),
                                      ffi.from_buffer("uint8_t[]", u8, require_writable=True))
     if code:
-        raise TABLE_CODES.error(code, br.what)
+        raise KERNEL_CODES.error(code, kernel=br.what)
     br.bitpos = pos[0]
     return v16.astype(np.int64), u8.astype(bool)
 
@@ -292,7 +270,7 @@ def level_counts(plane: np.ndarray, n: int, typical: np.ndarray | None, lanes: L
         buf(scratch, "uint8_t[]"), scratch.size, buf(phase0), buf(cand), buf(escape),
     )
     if got < 0:
-        raise LEVEL_CODES.error(got, "level counts")
+        raise KERNEL_CODES.error(got, kernel="level counts")
     return phase0.astype(np.int64), cand.astype(np.int64), escape.astype(np.int64)
 
 
@@ -316,7 +294,7 @@ def level_stream(plane: np.ndarray, n: int, typical: np.ndarray | None, lanes: L
         efreq, ecum = u16(escape.freq + (0,) * (256 - len(escape.freq))), u16(escape.cum + (0,) * (256 - len(escape.cum)))
     most = 64 + 2 * (7 if typical is not None else 1) * h * w
     caps = (min(most, 4096 + h * w // 4), most) if limit is None else (min(most, limit),)
-    space, freq = LEVEL_CODES.code("E_SPACE"), LEVEL_CODES.code("E_FREQ")
+    space, freq = lib.IMIJ_E_SPACE, lib.IMIJ_E_FREQ
     for cap in caps:
         dst = np.empty(cap, np.uint8)
         got = lib.imij_level_encode(src, w, h, len(lanes.starts), n, rows,
@@ -327,7 +305,7 @@ def level_stream(plane: np.ndarray, n: int, typical: np.ndarray | None, lanes: L
     if got == freq or (got == space and limit is not None):  # no probability, or past the limit
         return None
     if got < 0:
-        raise LEVEL_CODES.error(got, "level stream")
+        raise KERNEL_CODES.error(got, kernel="level stream")
     return dst[:got].tobytes()
 
 

@@ -12,7 +12,7 @@ from imij_plugins.payload.entropy.rans import Lanes
 from imij_plugins.payload.entropy.residuals import bit_length, lane_edges
 from imij_plugins.payload.entropy.scratch import U32, pair, ptr, use_c
 from imij_plugins.payload.entropy.tokens import RUN_CAP
-from imij_plugins.payload.kernel_codes import ENCODER
+from imij_plugins.payload.kernel_codes import KERNEL_CODES
 
 BUCKETS = 640  # imij_kernels.h IMIJ_ENC_BUCKETS: u below 256 exact, then (msb, 4 bits below it)
 
@@ -78,7 +78,7 @@ def add_stats(plain: Counts, cross: Counts | None, u: np.ndarray, u0: np.ndarray
         code = lib.imij_enc_stats(ffi.from_buffer(uu), p0, uu.itemsize, w, h, lanes, ctx_shift, run_min, buckets,
                                   ptr(ffi, "uint32_t[]", rows, True), rows.size, *ptrs)
         if code:
-            raise ENCODER.error(code, "imij_enc_stats")
+            raise KERNEL_CODES.error(code, kernel="imij_enc_stats", refused=ValueError)
         return
     if use_c():  # wider accumulators: count in uint32, then add
         tmp = new_counts(buckets=buckets)

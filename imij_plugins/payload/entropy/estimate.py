@@ -12,7 +12,7 @@ from imij_plugins import _backend
 from imij_plugins.payload.entropy.context_stats import CLASSES
 from imij_plugins.payload.entropy.models import M, normalize
 from imij_plugins.payload.entropy.scratch import U32, ptr, use_c
-from imij_plugins.payload.kernel_codes import ENCODER
+from imij_plugins.payload.kernel_codes import KERNEL_CODES
 
 COST_FIX = 16  # estimates are bits * 2^16, exact integers: every backend chooses the same models
 
@@ -31,7 +31,7 @@ def row_costs(h: np.ndarray) -> np.ndarray:
         code = lib.imij_enc_row_costs(ptr(ffi, "int64_t[]", h), rows, width, _log2_ptr(),
                                       ptr(ffi, "int64_t[]", out, True))
         if code:
-            raise ENCODER.error(code, "imij_enc_row_costs")
+            raise KERNEL_CODES.error(code, kernel="imij_enc_row_costs", refused=ValueError)
         return out
     if rows == 0:
         return np.zeros(0, dtype=np.int64)
@@ -107,7 +107,7 @@ class Prepared:
         if use_c():
             cost = _backend.lib.imij_enc_token_cost(*self._c(), table.ptr(), self.vh.shape[1], int(runs), _log2_ptr())
             if cost < 0:
-                raise ENCODER.error(cost, "imij_enc_token_cost")
+                raise KERNEL_CODES.error(cost, kernel="imij_enc_token_cost", refused=ValueError)
             return int(cost)
         th = self.counts(table, runs)
         extra = int((table.a[1] * self.vh.sum(axis=0, dtype=np.int64)).sum())
@@ -124,7 +124,7 @@ class Prepared:
             code = _backend.lib.imij_enc_token_counts(*self._c(), table.ptr(), self.vh.shape[1], int(runs),
                                                       ffi.from_buffer("int64_t[]", th, require_writable=True))
             if code:
-                raise ENCODER.error(code, "imij_enc_token_counts")
+                raise KERNEL_CODES.error(code, kernel="imij_enc_token_counts", refused=ValueError)
             return th
         tokens_ = table.a
         for c in range(CLASSES):
@@ -157,7 +157,7 @@ def partition(th: np.ndarray) -> tuple[tuple[int, ...], np.ndarray, int] | None:
     est = lib.imij_enc_partition(ptr(ffi, "int64_t[]", th), _log2_ptr(),
                                  ptr(ffi, "uint8_t[]", ctx_map, True), ptr(ffi, "int64_t[]", hists, True), nctx, width)
     if est < 0:
-        raise ENCODER.error(est, "imij_enc_partition")
+        raise KERNEL_CODES.error(est, kernel="imij_enc_partition", refused=ValueError)
     return tuple(ctx_map.tolist()), hists[: nctx[0], : width[0]], int(est)
 
 
@@ -176,7 +176,7 @@ def best_precisions(H: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.nda
                                         ptr(ffi, "uint32_t[]", prec, True), ptr(ffi, "uint32_t[]", last1, True),
                                         ptr(ffi, "uint32_t[]", codes, True), ptr(ffi, "uint32_t[]", freq, True))
         if code:
-            raise ENCODER.error(code, "imij_enc_best_tables")
+            raise KERNEL_CODES.error(code, kernel="imij_enc_best_tables", refused=ValueError)
         return prec, last1, codes, freq
     nz = H > 0
     last1 = (nz * np.arange(1, width + 1)).max(axis=1)  # per row: last used symbol + 1

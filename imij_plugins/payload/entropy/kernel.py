@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from imij_plugins import _backend
-from imij_plugins.errors import Corrupt
 from imij_plugins.payload.entropy.levels import LAYOUT_BILEVEL, LAYOUT_TEMPLATE_SHARED, LevelStructs, decode_level_c
 from imij_plugins.payload.entropy.maps import CodedChannel, Slot
 from imij_plugins.payload.entropy.models import PALETTE_DEPTH, M
@@ -31,7 +30,7 @@ from imij_plugins.payload.entropy.stripe import (
     reference_planes,
     sample_store,
 )
-from imij_plugins.payload.kernel_codes import EXPLAIN_PIXELS, KernelCodes
+from imij_plugins.payload.kernel_codes import EXPLAIN_PIXELS, KERNEL_CODES
 
 # A row block's scratch (csrc/imij_kernels.h imij_entropy_rows) for narrow units: 64 KiB, so a
 # 256-pixel-wide RGBA unit takes 14 rows a block, not 4. A block's first and last rows decode
@@ -42,23 +41,6 @@ MIN_BLOCK_ROWS = 8  # wide units: rows per block that keep the per-block Python 
 MIN_STORED_ROWS = 4  # ... where the kernel loops over the blocks itself (imij_entropy_store), fewer
 CARRIED_ROWS = 2  # scratch rows 0 and 1: the residuals and coded values of the row above the block
 UNIT_SIZES = 64  # imij_unit structs kept per plan, one per unit size (a plan serves many files)
-
-# csrc/imij_kernels.h IMIJ_ENT_E_*: E_ARGS and E_SIZE are calls the kernel refused (a bug here,
-# not the input)
-ENTROPY_CODES = KernelCodes("IMIJ_ENT_", {
-    "E_ARGS": (RuntimeError, "stripe: kernel refused the unit geometry, slot count or model structs"),
-    "E_TRUNCATED": (Corrupt, "stripe: record ends inside its layout, entries or a stream's states"),
-    "E_VARINT": (Corrupt, "stripe: stream length is not a minimal varint"),
-    "E_DECOR": (Corrupt, "stripe: decorrelation mode not allowed here"),
-    "E_PREDICTOR": (Corrupt, "stripe: row predictor out of range (or row 0 not W)"),
-    "E_LENGTHS": (Corrupt, "stripe: stream lengths do not fill the record"),
-    "E_STATE": (Corrupt, "stripe: initial rANS state below 2^16"),
-    "E_WORDS": (Corrupt, "stripe: stream needs more words than it holds (or an odd byte count)"),
-    "E_VALUE": (Corrupt, "stripe: value token past 32 bits"),
-    "E_PALETTE": (Corrupt, "stripe: palette stripe not allowed here, or an entry out of range"),
-    "E_GATED": (Corrupt, "stripe: bilevel or template stripe layout without its feature"),
-    "E_SIZE": (RuntimeError, "stripe: a kernel buffer is smaller than the unit needs"),
-})
 
 
 class CModels:
@@ -107,7 +89,7 @@ class SlotModels:
                                              ffi.from_buffer("uint64_t[]", self.entries, require_writable=True),
                                              self.entries.size)
         if code:
-            raise ENTROPY_CODES.error(code)
+            raise KERNEL_CODES.error(code, kernel="stripe")
         self.palette = self.structs + len(plan.slots) if count > len(plan.slots) else ffi.NULL
         self.unit = ffi.new("imij_unit *")
         self.unit.lanes = plan.lanes
@@ -297,8 +279,8 @@ def _load_reference(plan: UnitPlan, reference: np.ndarray, refs: np.ndarray, lan
 
 def _fail(code: int, plan: UnitPlan, body: bytes | memoryview, width: int, height: int,
           reference: np.ndarray | None) -> None:
-    """Raise the kernel's error (ENTROPY_CODES); a small unit is re-read by the reference, which names the exact rule."""
+    """Raise the kernel's error (KERNEL_CODES); a small unit is re-read by the reference, which names the exact rule."""
     if width * height <= EXPLAIN_PIXELS:
         refs = None if reference is None else reference_planes(plan, reference, height, width)
         decode_coded(plan, body, width, height, refs)
-    raise ENTROPY_CODES.error(code)
+    raise KERNEL_CODES.error(code, kernel="stripe")

@@ -12,10 +12,10 @@ import numpy as np
 
 from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
-from imij_plugins.payload.entropy.bilevel import LEVEL_CODES, BilevelTable, decode_bilevel
+from imij_plugins.payload.entropy.bilevel import BilevelTable, decode_bilevel
 from imij_plugins.payload.entropy.rans import Lanes
 from imij_plugins.payload.entropy.template import MAX_ENTRY_DEPTH, TemplateTables, decode_template
-from imij_plugins.payload.kernel_codes import EXPLAIN_PIXELS
+from imij_plugins.payload.kernel_codes import EXPLAIN_PIXELS, KERNEL_CODES
 from imij_plugins.registry.features import FeatureId
 from imij_plugins.wire.cursor import Cursor
 
@@ -175,7 +175,7 @@ def decode_level_c(plan: UnitPlan, structs: LevelStructs, body: bytes | memoryvi
             cur = Cursor(body, what="stripe")
             decor = cur.u8("stripe layout")
             decode_level(plan, cur, Lanes.of(width, plan.lanes), width, height, decor)
-        raise LEVEL_CODES.error(code)
+        raise KERNEL_CODES.error(code, kernel="stripe")
     if out is None:
         return None
     coded: list[np.ndarray | None] = [None] * len(plan.chans)

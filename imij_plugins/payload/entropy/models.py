@@ -17,7 +17,7 @@ import numpy as np
 from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
 from imij_plugins.payload.entropy.tokens import Scheme, checked_scheme
-from imij_plugins.payload.kernel_codes import KernelCodes
+from imij_plugins.payload.kernel_codes import KERNEL_CODES
 from imij_plugins.wire.bits import BitReader, BitWriter
 
 M_BITS = 10
@@ -26,21 +26,6 @@ CLASSES = 16  # 3.1: class = min(bit_length(sum), 15)
 MAX_GAMMA_ZEROS = 24  # 3.3
 MAX_EXPONENT = 32  # 3.3
 PALETTE_DEPTH = 8  # 2.5 / 3.3: the palette index model has depth 8
-
-# csrc/imij_kernels.h IMIJ_TBL_E_* (the reference re-reads a rejected stream and names the rule first);
-# E_ARGS and E_SIZE are calls the kernel refused
-TABLE_CODES = KernelCodes("IMIJ_TBL_", {
-    "E_END": (Corrupt, "runs past the end of its bytes"),
-    "E_LAST": (Corrupt, "table's last symbol at or past the alphabet"),
-    "E_GAMMA": (Corrupt, "gamma code with more than 24 leading zero bits"),
-    "E_EXPONENT": (Corrupt, "weight exponent outside 0..=32"),
-    "E_CAP": (Corrupt, "weight on a run token past the run cap of 2^15"),
-    "E_EMPTY": (Corrupt, "table has no nonzero weight"),
-    "E_ARGS": (ValueError, "normalization of no weights or more than 256"),
-    "E_SCHEME": (Corrupt, "k and m that the slot's depth does not allow"),
-    "E_CROSS": (Corrupt, "cross context in a slot that may not use it"),
-    "E_SIZE": (RuntimeError, "a buffer is smaller than the kernel writes"),
-})
 
 
 @dataclass(frozen=True)
@@ -192,7 +177,7 @@ def read_table(br: BitReader, scheme: Scheme) -> Table:
     )
     if code:  # the reference names the exact rule (csrc/imij_kernels.h lists the codes)
         read_table_py(BitReader(br.buf, br.what, br.bitpos), scheme)
-        raise TABLE_CODES.error(code, "models")
+        raise KERNEL_CODES.error(code, kernel="models", refused=ValueError)
     br.bitpos = pos[0]
     count = last[0] + 1
     return Table.normalized(tuple(weights[:count].tolist()), tuple(freq[:count].tolist()))
@@ -222,7 +207,7 @@ def read_tables(br: BitReader, scheme: Scheme, count: int) -> tuple[np.ndarray, 
         again = BitReader(br.buf, br.what, br.bitpos)
         for _ in range(count):
             read_table_py(again, scheme)
-        raise TABLE_CODES.error(code, "models")
+        raise KERNEL_CODES.error(code, kernel="models", refused=ValueError)
     br.bitpos = pos[0]
     return weights, freq, tuple(last.tolist())
 
@@ -305,7 +290,7 @@ def _read_models_c(data: bytes | memoryview, specs: list[tuple[int, bool]]) -> l
         br = BitReader(data, "models")
         for depth, cross_ok_i in specs:
             read_model(br, depth, bool(cross_ok_i))
-        raise TABLE_CODES.error(code, "models")
+        raise KERNEL_CODES.error(code, kernel="models", refused=ValueError)
     models = []
     for i, (depth, _) in enumerate(specs):
         h = heads[i]

@@ -6,7 +6,7 @@ import numpy as np
 
 from imij_plugins import _backend
 from imij_plugins.payload.entropy.scratch import U32, narrow, ptr, use_c
-from imij_plugins.payload.kernel_codes import ENCODER
+from imij_plugins.payload.kernel_codes import KERNEL_CODES
 
 
 def palette(planes: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray] | None:
@@ -20,10 +20,10 @@ def palette(planes: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray] | No
         index = np.empty(h * w, dtype=np.uint8)
         n = lib.imij_enc_palette(ffi.from_buffer(pn), pn.itemsize, S, index.size, ptr(ffi, "uint32_t[]", entries, True),
                                  entries.size, ptr(ffi, "uint8_t[]", index, True))
-        if n == ENCODER.code("E_MANY"):
+        if n == lib.IMIJ_E_MANY:
             return None
         if n < 0:
-            raise ENCODER.error(n, "imij_enc_palette")
+            raise KERNEL_CODES.error(n, kernel="imij_enc_palette", refused=ValueError)
         tuples = entries[: n * S].reshape(n, S).astype(np.int64)
     else:
         flat = planes.reshape(S, -1).T.astype(np.int64)

@@ -15,7 +15,7 @@ from imij_plugins.payload.entropy.near import quantize
 from imij_plugins.payload.entropy.rans import Lanes
 from imij_plugins.payload.entropy.scratch import U32, narrow, planes32, ptr, refs_ptr, use_c, value_dtype
 from imij_plugins.payload.entropy.stripe import predict
-from imij_plugins.payload.kernel_codes import ENCODER
+from imij_plugins.payload.kernel_codes import KERNEL_CODES
 
 if TYPE_CHECKING:
     from imij_plugins.payload.entropy.encoder import EncodePlan
@@ -166,7 +166,7 @@ def residuals(planes: np.ndarray, depths: list[int], lanes: int, preds: list[int
                                       ptr(ffi, "uint8_t[]", pr), mode, ptr(ffi, "uint32_t[]", rows, True), rows.size,
                                       ffi.from_buffer(u, require_writable=True), u.nbytes, u.itemsize)
         if code:
-            raise ENCODER.error(code, "imij_enc_residuals")
+            raise KERNEL_CODES.error(code, kernel="imij_enc_residuals", refused=ValueError)
         return u
     if refs is None and any(p >= 7 for p in preds):
         raise ValueError("imij_enc_residuals: bad arguments")
@@ -203,7 +203,7 @@ def near(planes: np.ndarray, depths: list[int], deltas: list[int], lanes: int, d
                                  ptr(ffi, "uint32_t[]", u, True), u.size, ptr(ffi, "uint32_t[]", recon, True),
                                  recon.size, ptr(ffi, "uint32_t[]", scratch, True), scratch.size)
         if code:
-            raise ENCODER.error(code, "imij_enc_near")
+            raise KERNEL_CODES.error(code, kernel="imij_enc_near", refused=ValueError)
         return pr.tolist(), int(md[0]), u, recon
     return _near_ref(planes, depths, deltas, lanes, decor, pred_mask, mode_mask, preds, mode)
 

@@ -20,7 +20,7 @@ from imij_plugins.payload.entropy.residuals import (
     zigzag,
 )
 from imij_plugins.payload.entropy.scratch import U32, narrow, ptr, refs_ptr, thread_buffer, use_c
-from imij_plugins.payload.kernel_codes import ENCODER
+from imij_plugins.payload.kernel_codes import KERNEL_CODES
 
 INTER_PREDICTORS = 0x380  # bits 7, 8, 9 of a predictor mask
 
@@ -44,7 +44,7 @@ def costs(planes: np.ndarray, depths: list[int], lanes: int, decor: bool, pred_m
                                   col_step, ptr(ffi, "uint32_t[]", rows, True), rows.size,
                                   ptr(ffi, "int64_t[]", out, True), out.size)
         if code:
-            raise ENCODER.error(code, "imij_enc_costs")
+            raise KERNEL_CODES.error(code, kernel="imij_enc_costs", refused=ValueError)
         return out
     return _costs_ref(planes, depths, lanes, decor, pred_mask, mode_mask, row_step, col_step, out, refs)
 
@@ -147,7 +147,7 @@ def model_preds(planes: np.ndarray, depths: list[int], lanes: int, mode: int, pr
                                         ptr(ffi, "uint32_t[]", rows, True), rows.size,
                                         ptr(ffi, "uint8_t[]", preds, True), preds.size)
         if code:
-            raise ENCODER.error(code, "imij_enc_model_preds")
+            raise KERNEL_CODES.error(code, kernel="imij_enc_model_preds", refused=ValueError)
         return preds.tolist()
     return _model_preds_ref(planes, depths, lanes, mode, pred_mask, costs_, maps, cross)
 

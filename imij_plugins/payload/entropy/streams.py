@@ -10,7 +10,7 @@ from imij_plugins import _backend
 from imij_plugins.payload.entropy.rans import Lanes, encode_stream, tokenize
 from imij_plugins.payload.entropy.scratch import U32, pair, ptr, thread_buffer, use_c
 from imij_plugins.payload.entropy.tokens import Scheme
-from imij_plugins.payload.kernel_codes import ENCODER
+from imij_plugins.payload.kernel_codes import KERNEL_CODES
 
 
 @dataclass(frozen=True)
@@ -52,10 +52,10 @@ def stream(u: np.ndarray, u0: np.ndarray | None, lanes: int, model: EncModel, cm
             n = lib.imij_enc_stream(ffi.from_buffer(uu), p0, uu.itemsize, w, h, lanes, cm,
                                     ptr(ffi, "uint32_t[]", scratch, True), scratch.size,
                                     ptr(ffi, "uint8_t[]", out, True), cap)
-            if n != ENCODER.code("E_SPACE"):
+            if n != lib.IMIJ_E_SPACE:
                 break
         if n < 0:
-            raise ENCODER.error(n, "imij_enc_stream")
+            raise KERNEL_CODES.error(n, kernel="imij_enc_stream", refused=ValueError)
         return out[:n].tobytes()
     ln = Lanes.of(w, lanes)
     scheme = Scheme(model.depth, model.k, model.m)

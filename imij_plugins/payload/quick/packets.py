@@ -13,31 +13,19 @@ from __future__ import annotations
 
 from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
-from imij_plugins.payload.kernel_codes import KernelCodes
+from imij_plugins.payload.kernel_codes import KERNEL_CODES
 
 __all__ = ["decode_packets", "encode_packets", "encode_bound"]
 
 WORD_BYTES = (1, 2, 4, 8)
 MAX_RUN = 62  # 2.13: 11xxxxxx outputs xxxxxx+1 pixels, 1-62 (FE/FF are literals)
 
-# The malformed-stream messages: the Python reference raises them too, so both backends report
-# identically.
-MSG_TRUNCATED = "quick packets: stream ends early"
+# The malformed-stream messages: the Python reference raises them, the C kernel's are csrc's
+# imij_strerror texts after "quick packets: ", the same, so both backends report identically.
+MSG_TRUNCATED = "quick packets: runs past the end of its bytes"
 MSG_RUN = "quick packets: run passes the unit's pixel count"
 MSG_TRAILING = "quick packets: bytes after the last pixel"
 MSG_UNEQUAL = "quick packets: colour components differ in a 1/2-channel unit"
-
-# csrc/imij_kernels.h IMIJ_QUICK_E_*: the Python side computes the sizes, so E_SIZE means a
-# request too large for size_t; E_ARGS and E_SPACE (without a limit) are bugs here, not the input
-QUICK_CODES = KernelCodes("IMIJ_QUICK_", {
-    "E_ARGS": (RuntimeError, "quick packets: C kernel called with bad channels or word size"),
-    "E_SIZE": (MemoryError, "quick packets: pixel buffer size overflows size_t"),
-    "E_TRUNCATED": (Corrupt, MSG_TRUNCATED),
-    "E_RUN": (Corrupt, MSG_RUN),
-    "E_TRAILING": (Corrupt, MSG_TRAILING),
-    "E_UNEQUAL": (Corrupt, MSG_UNEQUAL),
-    "E_SPACE": (RuntimeError, "quick packets: the stream does not fit its buffer"),
-})
 
 
 def _bytes_view(data) -> memoryview:
@@ -96,7 +84,7 @@ def decode_packets(body, npixels: int, channels: int, word_bytes: int, into: mem
             word_bytes,
         )
         if rc != 0:
-            raise QUICK_CODES.error(rc)
+            raise KERNEL_CODES.error(rc, kernel="quick packets")
         return out
     decoded = _decode_packets_py(src, npixels, channels, word_bytes)
     if into is None:
@@ -130,10 +118,10 @@ def encode_packets(pixels, npixels: int, channels: int, word_bytes: int, limit: 
             ffi.from_buffer("uint8_t[]", out, require_writable=True),
             cap,
         )
-        if n == QUICK_CODES.code("E_SPACE") and limit is not None:
+        if n == lib.IMIJ_E_SPACE and limit is not None:
             return None
         if n < 0:
-            raise QUICK_CODES.error(n)
+            raise KERNEL_CODES.error(n, kernel="quick packets")
         del out[n:]
         stream = bytes(out)
     else:
