@@ -113,7 +113,10 @@ def test_ctrl_c_leaves_no_partial_file(tmp_path):
     write_pngs(tmp_path / "in", 60, size=(256, 256))
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "imij_plugins.cli", "convert", str(tmp_path / "in"), "-o", str(out), "-j", "2", "--effort", "9"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    # as a terminal's foreground job: SIGINT at its default even when this run was started in the
+    # background, where the shell makes commands ignore SIGINT and Python then keeps it ignored
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     deadline = time.monotonic() + 60
     while not (out.exists() and any(out.glob("*.imi"))) and time.monotonic() < deadline:
         time.sleep(0.02)
