@@ -50,6 +50,8 @@ _TYPED_METADATA = (  # (tag, key, parser of every payload of that tag)
 )
 _SCIENCE_TAGS = frozenset({b"cALB", b"aXES", b"cORD", b"sMDT", b"cATG"})
 _METADATA_READ = frozenset({*METADATA_TAGS, *(tag for tag, _, _ in _TYPED_METADATA), b"gMAP"})
+# an open DATA's measurer, per ``partial`` (made once: every open passes one)
+_MEASURE_OPEN = {p: functools.partial(measure_open_data, partial=p) for p in (False, True)}
 
 
 @dataclass(frozen=True)
@@ -191,7 +193,7 @@ class ImijFile:
         """Parse the container; ``bad_ranges`` (this file's offsets of mismatching cSUM pieces) is
         given for a nested file, which may not carry frames of its own (1.3). A remote file's
         container bytes are fetched here; its units when a read needs them."""
-        measure_open = functools.partial(measure_open_data, partial=partial)
+        measure_open = _MEASURE_OPEN[partial]
         self._remote = buf if isinstance(buf, RemoteFile) else None
         if self._remote is not None:
             self.container: Container = self._remote.container(verify=verify, measure_open=measure_open, partial=partial)

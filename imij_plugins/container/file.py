@@ -84,7 +84,7 @@ def read_container(
         raise Corrupt("header runs past the end of the file")
     header_end = pos + header_len
     header = read_header(Cursor(buf, pos, header_end, "header"))
-    k = checksum_piece_log2(header) if verify else None  # 1.4: checked with the header
+    k = checksum_piece_log2(header) if verify and header.records else None  # 1.4: checked with the header
     admit(header.features)
     chunks: list[Chunk] = []
     table: PieceTable | None = None
@@ -107,7 +107,7 @@ def read_container(
             raise
         damage.append(exc)
     container = Container(buf, header, header_end, chunks, None, table, damage)
-    if verify:
+    if verify and (k is not None or csum is not None):  # 1.4: neither record 2 nor cSUM: nothing to check
         _check_checksums(container, k, csum, partial)
     container.animation = _read_animation(buf, chunks, header, damage if partial else None)
     return container

@@ -40,15 +40,16 @@ class Geometry(NamedTuple):
     @property
     def unit_count(self) -> int:
         """R, the number of main unit records (2.7)."""
-        return self.stripes * self.groups
+        return self.stripes * self.groups if self.group_cols else self.stripes
 
     def unit_rect(self, index: int) -> tuple[int, int, int, int]:
         """Unit ``index``'s ``(x, y, w, h)``: stripe-major, then column group (2, 2.3)."""
+        if not self.group_cols:  # one group: unit i is stripe i
+            y = index * self.stripe_rows
+            return 0, y, self.width, min(self.stripe_rows, self.height - y)
         stripe, group = divmod(index, self.groups)
         y = stripe * self.stripe_rows
         h = min(self.stripe_rows, self.height - y)
-        if not self.group_cols:
-            return 0, y, self.width, h
         x = group * self.group_cols
         return x, y, min(self.group_cols, self.width - x), h
 

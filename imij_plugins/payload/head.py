@@ -111,14 +111,13 @@ def write_lossless_head(present: int, lanes: int, geometry: Geometry, records: S
 
 def read_lossless_head(cur: Cursor, header: Header) -> LosslessHead:
     """Parse and check the head of a lossless DATA payload of the image ``header`` describes."""
-    features = header.features
     present = cur.varint("head present")
     if present & ~PRESENT_KNOWN:  # 2: other bits Unsupported
         raise Unsupported(f"lossless head presence bits 0x{present & ~PRESENT_KNOWN:x}")
     quick = bool(present & PRESENT_QUICK)
-    if quick and FeatureId.QUICK_PIXELS not in features:  # 0.1: gated syntax
+    if quick and FeatureId.QUICK_PIXELS not in header.features:  # 0.1: gated syntax
         raise Corrupt("quick-pixel head bit without feature quick_pixels")
-    if present & PRESENT_BIT_SMART and (not quick or FeatureId.QUICK_BIT_SMARTS not in features):
+    if present & PRESENT_BIT_SMART and (not quick or FeatureId.QUICK_BIT_SMARTS not in header.features):
         raise Corrupt("bit-smart head bit without head bit 3 or feature quick_bit_smarts")  # 2.13.1
     if quick and present & PRESENT_PALETTE:  # 2.13: palette syntax must not accompany quick coding
         raise Corrupt("palette stripes with quick-pixel units")
@@ -133,14 +132,18 @@ def read_lossless_head(cur: Cursor, header: Header) -> LosslessHead:
     group_cols = cur.varint("group_cols")
     if group_cols and not 1 <= group_cols <= header.width - 1:  # 2, 2.3
         raise Corrupt(f"group_cols {group_cols} outside 1 ..= width - 1")
-    head = LosslessHead(present, lanes, Geometry(header.width, header.height, stripe_rows, group_cols))
+    maps: list[ChannelMap] = []
+    models = b""
+    records: list[Record] = []
     if not quick:  # 2.13: maps, models_len and models are absent in quick payloads
-        head.maps = _read_maps(cur, header)
-        head.models = bytes(cur.take(cur.varint("models_len"), "models"))
+        maps = _read_maps(cur, header)
+        models = bytes(cur.take(cur.varint("models_len"), "models"))
     if present & PRESENT_RECORDS:
-        head.records = read_records(cur.sub(cur.varint("records_len"), "head records"))
-        _check_head_records(head, features)
-    head.end = cur.pos
+        records = read_records(cur.sub(cur.varint("records_len"), "head records"))
+    head = LosslessHead(present, lanes, Geometry(header.width, header.height, stripe_rows, group_cols), maps, models,
+                        records, cur.pos)
+    if records:
+        _check_head_records(head, header.features)
     return head
 
 

@@ -105,7 +105,7 @@ def walk_units(
 
 def _walk(cur: Cursor, head: LosslessHead, count: int, main_id: int, units: list[Unit]) -> None:
     """Append the ``count`` main records at ``cur`` to ``units``, raising at the first that breaks 2.7."""
-    ordinals = head.ordinals
+    ordinals = bool(head.records) and head.ordinals
     for index in range(count):
         span_start = cur.pos
         rid = cur.varint("unit record id")
