@@ -13,7 +13,7 @@ reference), so every backend and thread count builds the same models.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache, cached_property
+from functools import cache
 from itertools import accumulate
 
 import numpy as np
@@ -36,26 +36,39 @@ MAX_CONTEXTS = 4
 SMALL_SLOT = 1 << 16  # positions below which choose_model searches less
 
 
-@dataclass(frozen=True, eq=False)
 class SlotStats:
-    """Summed statistics of one slot (or the palette index plane) under one context variant."""
+    """Summed statistics of one slot (or the palette index plane) under one context variant; the
+    column sums and the kernels' view made on first use (plain slots: a cached_property takes a
+    lock per read, and the chooser reads them often)."""
 
-    vh: np.ndarray  # (16, buckets) value tokens (context_stats.stat_buckets: up to 640)
-    zr: np.ndarray  # (16,) positions covered by run tokens
-    rh: np.ndarray  # (16, buckets) run tokens
+    __slots__ = ("vh", "zr", "rh", "_vcol", "_rcol", "_prepared")
 
-    @cached_property
+    def __init__(self, vh: np.ndarray, zr: np.ndarray, rh: np.ndarray):
+        self.vh = vh  # (16, buckets) value tokens (context_stats.stat_buckets: up to 640)
+        self.zr = zr  # (16,) positions covered by run tokens
+        self.rh = rh  # (16, buckets) run tokens
+        self._vcol: np.ndarray | None = None
+        self._rcol: np.ndarray | None = None
+        self._prepared: Prepared | None = None
+
+    @property
     def vcol(self) -> np.ndarray:
-        return self.vh.sum(axis=0, dtype=np.int64)
+        if self._vcol is None:
+            self._vcol = self.vh.sum(axis=0, dtype=np.int64)
+        return self._vcol
 
-    @cached_property
+    @property
     def rcol(self) -> np.ndarray:
-        return self.rh.sum(axis=0, dtype=np.int64)
+        if self._rcol is None:
+            self._rcol = self.rh.sum(axis=0, dtype=np.int64)
+        return self._rcol
 
-    @cached_property
+    @property
     def prepared(self) -> Prepared:
         """The counts as the estimate kernels read them (converted and pointed at once)."""
-        return Prepared(self.vh, self.rh, self.zr)
+        if self._prepared is None:
+            self._prepared = Prepared(self.vh, self.rh, self.zr)
+        return self._prepared
 
 
 @dataclass(frozen=True)
