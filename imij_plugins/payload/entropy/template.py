@@ -258,6 +258,23 @@ def template_stream(index: np.ndarray, n: int, typical: np.ndarray, lanes: Lanes
     return within(encode_ops_py(ops.lane.tolist(), freq.tolist(), cum.tolist(), lanes.active), limit)
 
 
+def template_bits(p0: np.ndarray, q: np.ndarray, escapes: np.ndarray, probs: np.ndarray, escape: Table | None) -> float:
+    """The ideal code length in bits of a stripe's outcome counts (``template_counts``) under
+    record 35's probabilities ``probs`` (1024 phase-0 then 40 candidate ones, 1/M units, each the
+    probability of outcome 0) and direct-index table; infinite where they cannot code it."""
+    zeros = np.concatenate([p0[:, 0], q[:, 0]])
+    ones = np.concatenate([p0[:, 1], q[:, 1]])
+    if escape is None:  # an escape decodes 0 at no cost (2.14)
+        freq = np.zeros(ESCAPE_SYMBOLS)
+        freq[0] = M
+    else:
+        freq = np.array(escape.freq + (0,) * (ESCAPE_SYMBOLS - len(escape.freq)), dtype=np.float64)
+    p = probs.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):  # 0 * inf where an outcome never occurs
+        cost = [np.log2(M / p), np.log2(M / (M - p)), np.log2(M / freq)]
+        return float(sum(np.where(n > 0, n * c, 0.0).sum() for n, c in zip((zeros, ones, escapes), cost)))
+
+
 def template_ops_py(index: np.ndarray, n: int, typical: np.ndarray, lanes: Lanes) -> TemplateOps:
     """The references' list of a template stripe's operations: which phases each pixel of a
     non-typical row takes part in (2.14), every phase vectorized, then sorted into (step, phase,
