@@ -22,7 +22,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from typing import TypeVar
 
 import numpy as np
@@ -48,7 +48,7 @@ from imij_plugins.payload.entropy.modeling import best_tables
 from imij_plugins.payload.entropy.models import M, Table, TableCode
 from imij_plugins.payload.entropy.palettes import lookup8
 from imij_plugins.payload.entropy.rans import Lanes
-from imij_plugins.payload.entropy.shared_entries import common_entries
+from imij_plugins.payload.entropy.shared_entries import common_entries, renumbered_counts
 from imij_plugins.payload.entropy.template import (
     CANDIDATE_CONTEXTS,
     MAX_ENTRY_DEPTH,
@@ -56,6 +56,7 @@ from imij_plugins.payload.entropy.template import (
     template_bits,
     template_counts,
     template_record,
+    template_record_len,
     template_stream,
     typical_rows,
 )
@@ -397,10 +398,11 @@ class LevelCoder:
 
     # --- record 35 -------------------------------------------------------------------------
 
-    def _plan_template(self, regular: dict[int, int], budget: LevelBudget | None) -> tuple[list[_Unit], dict, bytes, bytes | None] | None:
+    def _plan_template(self, regular: dict[int, int], budget: LevelBudget | None
+                       ) -> tuple[list[_Unit], dict, bytes, tuple[int, Callable[[], bytes]] | None] | None:
         """The units that may be template palette stripes, their tables, record 35 and, where
         its shared entries are optional (an image of more than 256 tuples), record 35 without
-        them. ``regular``: each free unit's regular record bytes (what a level stripe must beat);
+        them: its bytes (framing included) and a function writing it. ``regular``: each free unit's regular record bytes (what a level stripe must beat);
         ``budget``: finish's decode-cost bound."""
         units = [u for u in self.units if u.forced in (LAYOUT_TEMPLATE_OWN, LAYOUT_TEMPLATE_SHARED)
                  or (u.forced is None and self.entry_ok and len(u.tuples) <= MAX_ENTRIES)]
@@ -452,24 +454,40 @@ class LevelCoder:
 
         found_counts = self._each(units, lambda u: counts(u, u.template_layout))  # type: ignore[arg-type]
         fit = self._fit_template(found_counts)
+        plain: tuple[int, Callable[[], bytes]] | None = None
         if optional:  # 5: the shared entries' units counted with their own entries too, then the smaller estimate
+            assert shared is not None
+            at = {t: i for i, t in enumerate(shared)}
             moved = [j for j, u in enumerate(units) if u.template_layout == LAYOUT_TEMPLATE_SHARED]
             own_counts = list(found_counts)
-            for j, c in zip(moved, self._each([units[j] for j in moved], lambda u: counts(u, LAYOUT_TEMPLATE_OWN))):
+            for j in moved:
+                own_counts[j] = renumbered_counts(found_counts[j], [at[t] for t in units[j].own_entries])  # type: ignore[union-attr]
+            recount = [j for j in moved if own_counts[j] is None]
+            for j, c in zip(recount, self._each([units[j] for j in recount], lambda u: counts(u, LAYOUT_TEMPLATE_OWN))):
                 own_counts[j] = c
-            own_fit = self._fit_template(own_counts)
+            own_fit = self._fit_template(own_counts)  # type: ignore[arg-type]
             with_shared = self._estimate(units, found_counts, fit, shared, regular, budget)
-            if self._estimate(units, own_counts, own_fit, None, regular, budget) <= with_shared:
-                shared, optional, fit, found_counts = None, False, own_fit, own_counts
+            if self._estimate(units, own_counts, own_fit, None, regular, budget) <= with_shared:  # type: ignore[arg-type]
+                shared, fit, found_counts = None, own_fit, own_counts  # type: ignore[assignment]
                 for j in moved:
                     units[j].template_layout = LAYOUT_TEMPLATE_OWN
+            else:
+                plain = (self._record_len(fit, None), partial(self._record, fit, None))
         for u, c in zip(units, found_counts):
             u.typical_rows = c[3]
-        b, values, probs, code, table = fit
-        payload = template_record(b - 4, values[:CONTEXTS], values[CONTEXTS:], code, shared, self.depths)
-        plain = template_record(b - 4, values[:CONTEXTS], values[CONTEXTS:], code, None, self.depths) if optional else None
+        probs, table = fit[2], fit[4]
         tables = {"p": probs[:CONTEXTS].astype(np.int64), "q": probs[CONTEXTS:].astype(np.int64), "escape": table, "shared": shared}
-        return units, tables, payload, plain
+        return units, tables, self._record(fit, shared), plain
+
+    def _record(self, fit: tuple, shared: list[tuple[int, ...]] | None) -> bytes:
+        """Record 35's payload from _fit_template's tables and ``shared``."""
+        b, values, _, code, _ = fit
+        return template_record(b - 4, values[:CONTEXTS], values[CONTEXTS:], code, shared, self.depths)
+
+    def _record_len(self, fit: tuple, shared: list[tuple[int, ...]] | None) -> int:
+        """_record's head record bytes (id and length included), counted without writing it."""
+        b, values, _, code, _ = fit
+        return _record_len(template_record_len(b - 4, values, code, len(shared or ()), self.depths))
 
     def _fit_template(self, counts: Sequence[tuple[np.ndarray, ...]]) -> tuple[int, list[int | None], np.ndarray, TableCode | None, Table | None]:
         """Record 35's tables from the units' outcome counts (5): b, the coded values (None:
@@ -516,11 +534,11 @@ class LevelCoder:
 
     def _estimate(self, units: Sequence[_Unit], counts: Sequence[tuple[np.ndarray, ...]], fit: tuple,
                   shared: list[tuple[int, ...]] | None, regular: dict[int, int], budget: LevelBudget | None) -> float:
-        """The bytes of record 35 (``fit``, ``shared``) and of the units as finish would pick them:
-        each the smaller of its regular record and its template stripe (the stream at the ideal
-        code length of its counts), then regular where ``budget`` says so."""
-        b, values, probs, code, table = fit
-        total = float(_record_cost(template_record(b - 4, values[:CONTEXTS], values[CONTEXTS:], code, shared, self.depths)))
+        """The bytes of record 35 (``fit``, ``shared``) and of the units as finish
+        would pick them: each the smaller of its regular record and its template stripe (the
+        stream at the ideal code length of its counts), then regular where ``budget`` says so."""
+        probs, table = fit[2], fit[4]
+        total = float(self._record_len(fit, shared))
         saved = []
         for u, (p0, q, e, _) in zip(units, counts):
             own = u.template_layout == LAYOUT_TEMPLATE_OWN or shared is None
@@ -705,7 +723,7 @@ class LevelCoder:
         # "T": record 35 as planned; "t": without its shared entries, where they are optional
         plain = tpl[3] if tpl is not None else None
         record_cost = {"B": _record_cost(bil[3]) if bil else 0, "T": _record_cost(tpl[2]) if tpl else 0,
-                       "t": _record_cost(plain) if plain is not None else 0}
+                       "t": plain[0] if plain is not None else 0}
         sets: tuple[tuple[str, ...], ...] = ((), ("B",), ("T",), ("B", "T"))
         if plain is not None:
             sets = ((), ("B",), ("t",), ("T",), ("B", "t"), ("B", "T"))
@@ -739,7 +757,7 @@ class LevelCoder:
             records.append(Record(REC_BILEVEL, bil[3]))
             features.add(FeatureId.BILEVEL)
         if {"T", "t"} & set(chosen) and tpl is not None:
-            records.append(Record(REC_TEMPLATE, tpl[2] if "T" in chosen else plain))  # type: ignore[arg-type]
+            records.append(Record(REC_TEMPLATE, tpl[2] if "T" in chosen else plain[1]()))  # type: ignore[index]
             features.add(FeatureId.TEMPLATE_PALETTES)
         return out, records, features
 

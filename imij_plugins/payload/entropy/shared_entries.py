@@ -62,3 +62,17 @@ def common_entries(units: Sequence[tuple[np.ndarray, np.ndarray]], depths: Seque
     picked = np.array(sorted(chosen), dtype=np.int64)
     picked = picked[np.lexsort(tuple(keys[picked, j] for j in range(keys.shape[1] - 1, -1, -1)) + (-weight[picked],))]
     return [tuple(t) for t in keys[picked].tolist()]
+
+
+def renumbered_counts(counts: tuple[np.ndarray, ...], shared_of: list[int]) -> tuple[np.ndarray, ...] | None:
+    """A unit's template_counts with its own entries, from those with the shared entries
+    (``shared_of[i]``: the shared index of own entry i), where they follow without coding: when
+    the unit's own entry 0 is shared entry 0, renumbering is a bijection that keeps index 0 (the
+    value outside the stripe and of row 0's typical test, and phase 0's W == 0 bit), so every
+    equality of 2.14's contexts holds alike and only the escaped indices change; else None."""
+    if shared_of[0] != 0:
+        return None
+    p0, q, esc, typical = counts
+    own = np.zeros_like(esc)
+    own[: len(shared_of)] = esc[shared_of]
+    return p0, q, own, typical

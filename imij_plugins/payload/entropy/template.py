@@ -31,7 +31,7 @@ from imij_plugins.payload.entropy.bilevel import (
     within,
     write_used_values,
 )
-from imij_plugins.payload.entropy.models import M, Table, TableCode, read_table, write_table
+from imij_plugins.payload.entropy.models import M, Table, TableCode, read_table, table_bits, write_table
 from imij_plugins.payload.entropy.rans import Lanes
 from imij_plugins.wire.bits import BitReader, BitWriter
 
@@ -128,6 +128,17 @@ def template_record(prec: int, p_values: Sequence[int | None], q_values: Sequenc
             for value, d in zip(entry, depths):
                 bw.write(value, d)
     return bw.getvalue()
+
+
+def template_record_len(prec: int, values: Sequence[int | None], escape: TableCode | None, shared: int,
+                        depths: Sequence[int]) -> int:
+    """The bytes of template_record's payload with these coded values (1024 + 40, None unused),
+    table and ``shared`` entries (0: none), counted without writing it (2.14)."""
+    used = sum(v is not None for v in values)
+    bits = 3 + len(values) + (4 + prec) * used + 1 + (table_bits(escape) if escape is not None else 0) + 1
+    if shared:
+        bits += 8 + shared * sum(depths)
+    return (bits + 7) // 8
 
 
 # --- decoding (Python reference) -------------------------------------------------------------

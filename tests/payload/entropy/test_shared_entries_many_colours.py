@@ -98,3 +98,38 @@ def test_more_than_256_common_tuples_take_the_commonest_units():
     units = [(np.array([[0], [1], [2 + i]], np.int64), np.array([50, 20, 1], np.int64)) for i in range(300)]
     shared = common_entries(units, [16])
     assert shared is not None and len(shared) == 256 and shared[:2] == [(0,), (1,)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_renumbered_counts_equal_a_recount(backend, seed):
+    """A stripe of four own entries among six shared ones, own entry 0 being shared entry 0: its
+    outcome counts with own entries follow from those with shared entries (escapes renumbered)."""
+    from imij_plugins.payload.entropy.rans import Lanes
+    from imij_plugins.payload.entropy.shared_entries import renumbered_counts
+    from imij_plugins.payload.entropy.template import template_counts, typical_rows
+
+    rng = np.random.default_rng(seed)
+    own = np.where(rng.random((12, 40)) < 0.8, 0, rng.integers(0, 4, (12, 40))).astype(np.uint8)
+    own[6:9] = own[5]  # typical rows
+    lanes = Lanes.of(40, 1 + seed)
+    shared_of = [0, 5, 2, 3]  # own entry i is shared entry shared_of[i]
+    plane = np.array(shared_of, np.uint8)[own]
+    with_shared = (*template_counts(plane, 6, typical_rows(plane), lanes), typical_rows(plane))
+    want = (*template_counts(own, 4, typical_rows(own), lanes), typical_rows(own))
+    got = renumbered_counts(with_shared, shared_of)
+    assert got is not None and all(np.array_equal(g, w) for g, w in zip(got, want))
+    assert renumbered_counts(with_shared, [5, 0, 2, 3]) is None  # own entry 0 is not shared entry 0
+
+
+def test_record_length_without_writing():
+    from imij_plugins.payload.entropy.modeling import best_tables
+    from imij_plugins.payload.entropy.template import template_record, template_record_len
+
+    rng = np.random.default_rng(3)
+    for prec in (0, 3, 7):
+        vmax = 1024 if prec == 7 else (1 << (4 + prec)) - 1
+        values = [int(v) if rng.random() < 0.4 else None for v in rng.integers(0, vmax + 1, 1064)]
+        for code in (None, best_tables([rng.integers(0, 9, 256)], range(1, 9))[0]):
+            for shared in (None, [(1, 2, 3)] * 7):
+                data = template_record(prec, values[:1024], values[1024:], code, shared, [8, 8, 8])
+                assert template_record_len(prec, values, code, len(shared or ()), [8, 8, 8]) == len(data)
