@@ -9,6 +9,7 @@ independent (2.3): decode_unit keeps no state between calls and may run on many 
 from __future__ import annotations
 
 import threading
+from typing import NamedTuple
 
 import numpy as np
 
@@ -16,12 +17,12 @@ from imij_plugins import _backend
 from imij_plugins.container.header import Header
 from imij_plugins.payload.entropy.bilevel import read_bilevel_record
 from imij_plugins.payload.entropy.kernel import CModels, decode_unit_c
-from imij_plugins.payload.entropy.maps import build_slots, check_maps, decorrelation_allowed
+from imij_plugins.payload.entropy.maps import CodedChannel, Slot, build_slots, check_maps, decorrelation_allowed
 from imij_plugins.payload.entropy.models import read_model_set
 from imij_plugins.payload.entropy.near import read_bounds
 from imij_plugins.payload.entropy.stripe import PALETTE_MAX_DEPTH, UnitPlan, decode_stripe
 from imij_plugins.payload.entropy.template import read_template_record
-from imij_plugins.payload.head import PRESENT_PALETTE, REC_BILEVEL, REC_NEAR, REC_TEMPLATE, LosslessHead
+from imij_plugins.payload.head import PRESENT_PALETTE, REC_BILEVEL, REC_NEAR, REC_TEMPLATE, ChannelMap, LosslessHead
 from imij_plugins.registry.features import FeatureId
 
 # The features this decoder implements (for admission): map modes 7, 8, 9, records 19, 25 and
@@ -44,6 +45,7 @@ IMPLEMENTED_FEATURES: frozenset[int] = frozenset(
 
 
 PLAN_CACHE = 16  # settled plans kept for reads of like payloads (a plan's C tables: up to ~0.5 MiB)
+LAYOUT_CACHE = 64  # settled maps kept (Layout: a few small objects each)
 
 
 class Settled:
@@ -129,12 +131,42 @@ def _payload_of(head: LosslessHead, rid: int) -> bytes | None:
     return None if rec is None else rec.payload
 
 
+class Layout(NamedTuple):
+    """What a payload's maps settle (2.1, 2.2), shared by the plans of every head with the same
+    header fields and maps (files of one kind differ in their models, not in these)."""
+
+    chans: tuple[CodedChannel, ...]
+    slots: tuple[Slot, ...]
+    specs: tuple[tuple[int, bool], ...]  # each slot's model's (depth, cross allowed) (3.3)
+    decor_allowed: bool  # 2.2
+    palette_depths: bool  # 2.5: every slot depth <= 16
+
+
+_layouts: dict[tuple, Layout] = {}
+
+
+def _layout(header: Header, maps: list[ChannelMap]) -> Layout:
+    """Every check of the maps (2.1) and the slots they make (2.2), once per distinct header
+    fields and maps (kept like the plans; a head whose maps fail is not kept)."""
+    key = (header.sample, header.channels, header.features, tuple(maps))
+    layout = _layouts.get(key)
+    if layout is None:
+        chans = check_maps(header, maps)  # 2.1
+        slots = build_slots(header, chans)  # 2.2
+        layout = Layout(tuple(chans), tuple(slots), tuple((s.depth, s.cross_allowed) for s in slots),
+                        decorrelation_allowed(header, slots), all(s.depth <= PALETTE_MAX_DEPTH for s in slots))
+        with _plans_lock:
+            if len(_layouts) >= LAYOUT_CACHE:
+                del _layouts[next(iter(_layouts))]  # the oldest
+            _layouts[key] = layout
+    return layout
+
+
 def _settle(header: Header, head: LosslessHead) -> UnitPlan:
     """Every check of maps, slots, models and records (2.1, 2.2, 2.6, 2.10, 2.14, 3.3): the unit plan."""
-    chans = check_maps(header, head.maps)  # 2.1
-    slots = build_slots(header, chans)  # 2.2
+    chans, slots, specs, decor_allowed, palette_depths = _layout(header, head.maps)  # 2.1, 2.2
     palette = bool(head.present & PRESENT_PALETTE)
-    model_set = read_model_set(head.models, [(s.depth, s.cross_allowed) for s in slots], palette)  # 3.3
+    model_set = read_model_set(head.models, specs, palette)  # 3.3
     near_rec = head.record(REC_NEAR)
     bounds = (0,) * len(slots)
     if near_rec is not None:  # 2.6
@@ -146,13 +178,13 @@ def _settle(header: Header, head: LosslessHead) -> UnitPlan:
     template_tables = read_template_record(template_rec.payload, [s.depth for s in slots]) if template_rec is not None else None
     return UnitPlan(
         lanes=head.lanes,
-        chans=tuple(chans),
-        slots=tuple(slots),
+        chans=chans,
+        slots=slots,
         model_set=model_set,
         bounds=bounds,
         near=near_rec is not None,
-        decor_allowed=decorrelation_allowed(header, slots),
-        palette_allowed=palette and all(s.depth <= PALETTE_MAX_DEPTH for s in slots),
+        decor_allowed=decor_allowed,
+        palette_allowed=palette and palette_depths,
         channel_count=header.channel_count,
         sample_bits=header.sample_type.bits,
         dtype=header.sample_type.dtype,

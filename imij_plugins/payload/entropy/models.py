@@ -265,7 +265,7 @@ def read_models(data: bytes | memoryview, slots: list[tuple[int, bool]], palette
     return list(models[: len(slots)]), models[-1] if palette else None
 
 
-def read_model_set(data: bytes | memoryview, slots: list[tuple[int, bool]], palette: bool) -> ModelSet:
+def read_model_set(data: bytes | memoryview, slots: Sequence[tuple[int, bool]], palette: bool) -> ModelSet:
     """``read_models`` for a decoder: every rule of 3.3 checked now, the C kernel's packed form
     kept (on the C backend no Model object is made until one is asked for)."""
     specs = _specs(slots, palette)
@@ -275,7 +275,7 @@ def read_model_set(data: bytes | memoryview, slots: list[tuple[int, bool]], pale
     return ModelSet(data, specs, palette, models=_read_all(data, specs))
 
 
-def _specs(slots: list[tuple[int, bool]], palette: bool) -> tuple[tuple[int, bool], ...]:
+def _specs(slots: Sequence[tuple[int, bool]], palette: bool) -> tuple[tuple[int, bool], ...]:
     """Every model's (depth, cross allowed): the slots', then the palette model's (3.3: depth 8, no cross)."""
     return (*slots, (PALETTE_DEPTH, False)) if palette else tuple(slots)
 
