@@ -44,8 +44,7 @@ from imij_plugins.payload.entropy.levels import (
     LEVEL_LAYOUTS,
 )
 from imij_plugins.payload.entropy.maps import Slot
-from imij_plugins.payload.entropy.modeling import best_tables
-from imij_plugins.payload.entropy.models import M, Table, TableCode
+from imij_plugins.payload.entropy.models import M
 from imij_plugins.payload.entropy.palettes import lookup8
 from imij_plugins.payload.entropy.rans import Lanes
 from imij_plugins.payload.entropy.shared_entries import common_entries, renumbered_counts
@@ -60,6 +59,7 @@ from imij_plugins.payload.entropy.template import (
     template_stream,
     typical_rows,
 )
+from imij_plugins.payload.entropy.template_tables import fit_template_tables
 from imij_plugins.payload.entropy.unit_tuples import (
     as_tuples,
     commonest_first,
@@ -151,6 +151,7 @@ class _Unit:
     template_layout: int | None = None
     typical_rows: np.ndarray | None = None  # of the index plane
     own_entries: list[tuple[int, ...]] | None = None
+    only: int | None = None  # the one layout worth coding where the estimate says so (shared entries above 256 tuples)
 
 
 def _entry_bytes(entries: Sequence[Sequence[int]], depths: Sequence[int]) -> bytes:
@@ -473,6 +474,8 @@ class LevelCoder:
                     units[j].template_layout = LAYOUT_TEMPLATE_OWN
             else:
                 plain = (self._record_len(fit, None), partial(self._record, fit, None))
+                for j in moved:
+                    units[j].only = self._clearer(units[j], found_counts[j], own_counts[j], fit)  # type: ignore[arg-type]
         for u, c in zip(units, found_counts):
             u.typical_rows = c[3]
         probs, table = fit[2], fit[4]
@@ -489,48 +492,10 @@ class LevelCoder:
         b, values, _, code, _ = fit
         return _record_len(template_record_len(b - 4, values, code, len(shared or ()), self.depths))
 
-    def _fit_template(self, counts: Sequence[tuple[np.ndarray, ...]]) -> tuple[int, list[int | None], np.ndarray, TableCode | None, Table | None]:
-        """Record 35's tables from the units' outcome counts (5): b, the coded values (None:
-        unused), the probabilities, the direct-index table's code and the table."""
-        zeros = np.zeros(CONTEXTS + CANDIDATE_CONTEXTS, np.int64)
-        ones = np.zeros(CONTEXTS + CANDIDATE_CONTEXTS, np.int64)
-        esc = np.zeros(256, np.int64)
-        for p0, q, e, _ in counts:
-            zeros += np.concatenate([p0[:, 0], q[:, 0]])
-            ones += np.concatenate([p0[:, 1], q[:, 1]])
-            esc += e
-        # probabilities: the precision with the smallest record plus estimated stream
-        best = None
-        for b in ([4 + self.opts.prec] if self.opts.prec is not None else range(4, 12)):
-            v, probs, used, written = fit_probabilities(zeros, ones, b)
-            if not self.opts.unused:
-                used = (zeros + ones) > 0
-                probs = np.where(used, v * (1 if b == 11 else 1 << (10 - b)), HALF)
-            # a used context costs its value's bits and its outcomes at v's probability (probs
-            # there), an unused one a bit per outcome
-            cost = float(np.where(used, written, zeros + ones).sum())
-            if best is None or cost < best[0]:
-                best = (cost, b, v, probs, used)
-        assert best is not None
-        _, b, v, probs, used = best
-        values: list[int | None] = [int(x) if k else None for x, k in zip(v, used)]
-        if self.opts.seed:
-            rng = random.Random(self.opts.seed + 1)
-            vmax = M if b == 11 else (1 << b) - 1
-            for c in range(len(values)):
-                if zeros[c] + ones[c] == 0 and rng.random() < 0.5:
-                    values[c] = rng.randint(0, vmax)
-                    probs[c] = values[c] * (1 if b == 11 else 1 << (10 - b))
-        # the direct-index table (3.3 grammar) with the smallest total size
-        need = bool(esc[1:].any())
-        if self.opts.escape is False and need:
-            raise ValueError("escaped indices other than 0 need the direct-index table (escape=False)")
-        code: TableCode | None = None
-        table: Table | None = None
-        if need or self.opts.escape:
-            code = _index_table(esc, self.opts.escape_prec)
-            table = Table.from_weights(code.weights)
-        return b, values, probs, code, table
+    def _fit_template(self, counts: Sequence[tuple[np.ndarray, ...]]) -> tuple:
+        """template_tables.fit_template_tables with this payload's options."""
+        o = self.opts
+        return fit_template_tables(counts, o.prec, o.unused, o.seed, o.escape, o.escape_prec)
 
     def _estimate(self, units: Sequence[_Unit], counts: Sequence[tuple[np.ndarray, ...]], fit: tuple,
                   shared: list[tuple[int, ...]] | None, regular: dict[int, int], budget: LevelBudget | None) -> float:
@@ -550,6 +515,17 @@ class LevelCoder:
                 saved.append((u.index, reg - size, len(u.own_entries if own else shared) <= 2))  # type: ignore[arg-type]
         dropped = set(budget.over([t for t in saved if t[0] in regular])) if budget is not None else set()
         return total - sum(s for i, s, _ in saved if i not in dropped)
+
+    def _clearer(self, u: _Unit, shared: tuple[np.ndarray, ...], own: tuple[np.ndarray, ...], fit: tuple) -> int | None:
+        """The layout of a unit counted both ways that its estimate (the counts' ideal code length
+        under ``fit``, own entries' bytes besides) puts more than 2% and 16 bytes ahead, or None
+        (both are coded)."""
+        probs, table = fit[2], fit[4]
+        with_shared = template_bits(*shared[:3], probs, table) / 8
+        with_own = template_bits(*own[:3], probs, table) / 8 + 1 + len(u.tuples) * _entry_len(self.depths)
+        if with_own > 1.02 * with_shared + 16:
+            return LAYOUT_TEMPLATE_SHARED
+        return LAYOUT_TEMPLATE_OWN if with_shared > 1.02 * with_own + 16 else None
 
     def _template_body(self, u: _Unit, tables: dict, layout: int, limit: int | None) -> bytes | None:
         """A unit as a template palette stripe; None if the tables cannot code it or its stream
@@ -703,6 +679,8 @@ class LevelCoder:
                 layouts = [u.forced] if u.forced is not None else [LAYOUT_TEMPLATE_SHARED, LAYOUT_TEMPLATE_OWN]
                 if u.forced is None and not self.opts.both_layouts:
                     layouts = [u.template_layout]
+                elif u.forced is None and u.only is not None:
+                    layouts = [u.only]
                 elif u.forced is None and u.own_entries == tables["shared"] and not u.alias:
                     # own entries equal to the shared ones in order: the same index plane and
                     # stream, with the entries written besides; the shared layout is smaller
@@ -781,9 +759,3 @@ def _smallest_record() -> int:
     bilevel = bilevel_record(0, [None] * CONTEXTS)
     template = template_record(0, [None] * CONTEXTS, [None] * CANDIDATE_CONTEXTS, None, None, ())
     return min(_record_cost(bilevel), _record_cost(template))
-
-
-def _index_table(counts: np.ndarray, prec: int | None) -> TableCode:
-    """The direct-index table (3.3 grammar over symbols 0..=255) with the fewest total bits, all
-    precisions weighed at once (modeling.best_tables, as the slots' tables)."""
-    return best_tables([counts], range(1, 9) if prec is None else range(prec, prec + 1))[0]
