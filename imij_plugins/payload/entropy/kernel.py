@@ -80,7 +80,7 @@ class SlotModels:
         params[:, 5] = (*plan.bounds, 0)[:count]  # 2.6: index planes are exact
         params[:, 6] = heads[:count, 4]
         ctx_maps = np.ascontiguousarray(heads[:count, 5:])  # 16 bytes a model
-        tables = int(params[:, 6].sum())  # csrc: one model's after another (3.3: at most 4 each)
+        tables = sum(params[:, 6].tolist())  # csrc: one model's after another (3.3: at most 4 each)
         self.entries = np.empty(max(tables, 1) * M, np.uint64)  # the structs point into it
         code = _backend.lib.imij_models_fill(self.structs, count, ffi.from_buffer("uint32_t[]", params),
                                              ffi.from_buffer("uint8_t[]", ctx_maps), ffi.from_buffer("uint32_t[]", freq),

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 
@@ -304,11 +305,11 @@ def assemble(plan: UnitPlan, coded: list[np.ndarray | None], height: int, width:
 LUT_BITS = 12  # slots of at most this many coded bits may store through a table of their words
 
 
-@dataclass(frozen=True)
-class SlotWord:
+class SlotWord(NamedTuple):
     """How 4 step 4 makes one slot's words in a kernel (csrc/imij_kernels.h imij_sample_store):
     t = lut[v] when ``lut`` is set, else (v << shift) + add mod 2^32; the word is t ^ flip, with
-    neg_flip also xored when bit ``top`` of t is set (the order map inverse, 2.1)."""
+    neg_flip also xored when bit ``top`` of t is set (the order map inverse, 2.1). A tuple: made
+    for every new payload's maps, where a frozen dataclass cost a read of a small image ~1 us each."""
 
     channel: int
     shift: int = 0
