@@ -474,7 +474,7 @@ class LevelCoder:
                     units[j].template_layout = LAYOUT_TEMPLATE_OWN
             else:
                 plain = (self._record_len(fit, None), partial(self._record, fit, None))
-                for j in moved:
+                for j in moved if self.opts.both_layouts else ():  # below effort 6 one layout is coded anyway
                     units[j].only = self._clearer(units[j], found_counts[j], own_counts[j], fit)  # type: ignore[arg-type]
         for u, c in zip(units, found_counts):
             u.typical_rows = c[3]
