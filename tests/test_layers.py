@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("payload", ("payload",)),
     ("encoders", ("payload.quick.writer", *(f"payload.entropy.{name}" for name in (
         "scratch", "residuals", "context_stats", "estimate", "search", "palettes", "streams", "mapchoice", "modeling",
-        "level_writer", "encoder")))),
+        "unit_tuples", "template_tables", "shared_entries", "level_writer", "encoder")))),
     ("api", ("", "options", "reader", "remote", "writer", "api", "physical", "lazy")),
     ("imijset", ("imijset",)),
     ("adapters", ("pillow", "imageio", "xarray", "napari", "convert", "codecs", "dask", "cli", "__main__",
