@@ -253,13 +253,6 @@ def coded_tables(hists: list[np.ndarray] | np.ndarray, precs: range,
     weights (3.3). Data bits use 3.3's normalization approximately (floor, at least 1, the
     excess taken from the commonest symbol); the table bits are exact. ``hists``: rows of
     counts (a list, or partition's 2-D array)."""
-    return _coded_tables(hists, precs)[0]
-
-
-def _coded_tables(hists: list[np.ndarray] | np.ndarray, precs: range, enc: bool = False,
-                  ) -> tuple[list[tuple[TableCode, tuple[int, ...], tuple[int, ...]]], np.ndarray | None]:
-    """coded_tables' tables and, with ``enc``, their freq and cum as imij_enc_model holds them:
-    (2, 4, 256) uint16, zero past each table (streams.EncModel.tables)."""
     if isinstance(hists, np.ndarray) and hists.ndim == 2:
         H = np.array(hists, dtype=np.int64)  # a copy: the rows are changed below
     else:
@@ -282,13 +275,7 @@ def _coded_tables(hists: list[np.ndarray] | np.ndarray, precs: range, enc: bool 
         f = freq[c, :n].tolist()
         cum = list(accumulate(f[:-1], initial=0))  # exclusive prefix sums (3.3's cumulative frequencies)
         out.append((TableCode(p, tuple(zip(*codes[c, :n].T.tolist()))), tuple(f), tuple(cum)))  # (e, nb, mant) rows
-    if not enc:
-        return out, None
-    ctxs, width = freq.shape
-    tables = np.zeros((2, MAX_CONTEXTS, 256), dtype=np.uint16)
-    tables[0, :ctxs, :width] = freq  # (zero past each table's last symbol)
-    tables[1, :ctxs, :width] = np.where(np.arange(width) < last1[:, None], np.cumsum(freq, axis=1) - freq, 0)
-    return out, tables
+    return out
 
 
 def model_bits(plans: list[ModelPlan]) -> bytes:
@@ -420,10 +407,10 @@ def choose_model(variants: dict[bool, SlotStats], n: int, ctx_shift: int, eff: M
         alt = merge_classes(th)
         if alt[2] < est:
             ctx_map, hists, est = alt
-    tables, arrays = _coded_tables(hists, eff.precs, enc=True)
+    tables = coded_tables(hists, eff.precs)
     scheme = Scheme(n, k, m)
     enc = EncModel(n, k, m, cross, ctx_shift, run_min if runs else 0, ctx_map,
-                   tuple(t[1] for t in tables), tuple(t[2] for t in tables), arrays)
+                   tuple(t[1] for t in tables), tuple(t[2] for t in tables))
     tok = bucket_tokens(n, k, m)
     extra = int(st.vcol @ tok[1, : st.vcol.size]) + (int(st.rcol @ tok[3, : st.rcol.size]) if runs else 0)
     return ModelPlan(scheme, cross, ctx_shift, ctx_map, tuple(t[0] for t in tables), enc,
