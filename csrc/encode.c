@@ -1494,15 +1494,16 @@ typedef struct {
     uint8_t expand[256][8];
     uint8_t pack[256][8];
     uint8_t words[256][16];
-    double rcp[1u << 11];
+    double rcp[(1u << M_BITS) + 1];
 } phase_tables;
 
 static void phase_tables_init(phase_tables *t)
 {
-    /* 1 / f (1 + 2^-50): the quotient and the product each round by at most 2^-53; symbol ops have
-     * f <= M, the rest of the table is there for any 11-bit field */
-    for (uint32_t f = 0; f < 1u << 11; f++)
-        t->rcp[f] = f && f <= 1u << M_BITS ? 1.0 / f * (1.0 + 1.0 / 1125899906842624.0) : 0.0;
+    /* 1 / f (1 + 2^-50): the quotient and the product each round by at most 2^-53; a symbol op's f
+     * is at most M (model_ok) */
+    t->rcp[0] = 0.0;
+    for (uint32_t f = 1; f <= 1u << M_BITS; f++)
+        t->rcp[f] = 1.0 / f * (1.0 + 1.0 / 1125899906842624.0);
     for (uint32_t m = 0; m < 256; m++) {
         uint32_t k = 0, n = 0;
         for (uint32_t j = 0; j < 8; j++)
