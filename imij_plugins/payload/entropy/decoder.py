@@ -17,7 +17,7 @@ from imij_plugins.container.header import Header
 from imij_plugins.payload.entropy.bilevel import read_bilevel_record
 from imij_plugins.payload.entropy.kernel import CModels, decode_unit_c
 from imij_plugins.payload.entropy.maps import build_slots, check_maps, decorrelation_allowed
-from imij_plugins.payload.entropy.models import read_models
+from imij_plugins.payload.entropy.models import read_model_set
 from imij_plugins.payload.entropy.near import read_bounds
 from imij_plugins.payload.entropy.stripe import PALETTE_MAX_DEPTH, UnitPlan, decode_stripe
 from imij_plugins.payload.entropy.template import read_template_record
@@ -134,7 +134,7 @@ def _settle(header: Header, head: LosslessHead) -> UnitPlan:
     chans = check_maps(header, head.maps)  # 2.1
     slots = build_slots(header, chans)  # 2.2
     palette = bool(head.present & PRESENT_PALETTE)
-    models, palette_model = read_models(head.models, [(s.depth, s.cross_allowed) for s in slots], palette)  # 3.3
+    model_set = read_model_set(head.models, [(s.depth, s.cross_allowed) for s in slots], palette)  # 3.3
     near_rec = head.record(REC_NEAR)
     bounds = (0,) * len(slots)
     if near_rec is not None:  # 2.6
@@ -148,8 +148,7 @@ def _settle(header: Header, head: LosslessHead) -> UnitPlan:
         lanes=head.lanes,
         chans=tuple(chans),
         slots=tuple(slots),
-        models=tuple(models),
-        palette_model=palette_model,
+        model_set=model_set,
         bounds=bounds,
         near=near_rec is not None,
         decor_allowed=decorrelation_allowed(header, slots),

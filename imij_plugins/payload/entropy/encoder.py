@@ -80,7 +80,7 @@ from imij_plugins.payload.entropy.models import PALETTE_DEPTH, TableCode, table_
 from imij_plugins.payload.entropy.near import NEAR_SAMPLES, encode_bounds
 from imij_plugins.payload.entropy.palettes import dense, palette
 from imij_plugins.payload.entropy.residuals import closed_loop, put_unit, residuals
-from imij_plugins.payload.entropy.scratch import release_scratch, value_dtype
+from imij_plugins.payload.entropy.scratch import release_scratch, use_c, value_dtype
 from imij_plugins.payload.entropy.search import INTER_PREDICTORS, choose, costs, model_preds
 from imij_plugins.payload.entropy.streams import stream
 from imij_plugins.payload.entropy.stripe import LAYOUT_PALETTE, PALETTE_MAX_DEPTH, predictor_bytes
@@ -332,10 +332,8 @@ def _analyze(plan: EncodePlan, index: int, totals: _Totals, buffers: UnitBuffers
     slot_bits = sum(estimate_bits_each(plain))
     # bilevel / template candidates (their chooser is costly): few tuples, or content
     # the predictors barely help (text, drawings), not photos of few levels
-    counts = histogram(index_plane, 8).astype(np.float64)  # (bincount would widen the plane first)
-    counts = counts[counts > 0]
-    order0 = float((counts * np.log2(counts.sum() / counts)).sum())
-    few = len(entries) <= LEVEL_TUPLES or slot_bits >= LEVEL_RATIO * order0 or plan.eff.every_level
+    few = len(entries) <= LEVEL_TUPLES or plan.eff.every_level or (
+        plan.eff.levels and slot_bits >= LEVEL_RATIO * _order0(index_plane))
     entry_bits = 8 * len(entries) * sum(1 if d <= 8 else 2 for d in plan.depths) + 8
     # the index plane's estimate is >= 0 (less float error far below 1 bit): where the entries
     # alone are not smaller than the slots (tiny images), the stripe cannot win
@@ -350,6 +348,14 @@ def _analyze(plan: EncodePlan, index: int, totals: _Totals, buffers: UnitBuffers
             return _Analysis(entries, 0, ppreds, few, pu if plan.keep else None)
     totals.count(plan, u, index, plain)
     return _Analysis(None, mode, preds, plan.depths == [1] or few, u if plan.keep else None)
+
+
+def _order0(index_plane: np.ndarray) -> float:
+    """The index plane's order-0 entropy in bits (what its tuples cost without prediction), for
+    _Analysis.few, which only _levels reads: not asked at efforts without level stripes."""
+    counts = histogram(index_plane, 8).astype(np.float64)  # (bincount would widen the plane first)
+    counts = counts[counts > 0]
+    return float((counts * np.log2(counts.sum() / counts)).sum())
 
 
 def _unit_residuals(plan: EncodePlan, index: int, a: _Analysis, buffers: UnitBuffers) -> np.ndarray:
@@ -546,9 +552,7 @@ def _encode(plan: EncodePlan, workers: int, unit_table: str, ordinals: bool, lim
     if _refinable(plan):
         models, pmodel = _refine(plan, analyses, models, pmodel, workers)
 
-    from imij_plugins import _backend
-
-    if _backend.active() == "c":
+    if use_c():
         cms = [m.enc.cdata() for m in models] + [pmodel.enc.cdata() if pmodel else None]
     else:
         cms = [None] * (len(models) + 1)
@@ -699,8 +703,7 @@ class _Totals:
         """Add every slot's counts of unit ``index``'s residuals u to this thread's sums in place
         (the kernel adds to uint32 arrays no other thread touches: no lock around it), or, on
         small images, to the shared sums, a slot at a time under its lock. ``plain``: the slots'
-        plain counts where already made (_slot_stats), added as they are to slots without a
-        cross variant (a first unit's are taken over, not copied)."""
+        counts where made already (_slot_stats), added to slots without a cross variant as is."""
         if not self.own or plain is not None:
             for k in range(len(self.slots)):
                 s = (index + k) % len(self.slots)

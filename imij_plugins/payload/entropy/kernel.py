@@ -19,7 +19,7 @@ import numpy as np
 from imij_plugins import _backend
 from imij_plugins.payload.entropy.levels import LAYOUT_BILEVEL, LAYOUT_TEMPLATE_SHARED, LevelStructs, decode_level_c
 from imij_plugins.payload.entropy.maps import CodedChannel, Slot
-from imij_plugins.payload.entropy.models import PALETTE_DEPTH, M
+from imij_plugins.payload.entropy.models import M
 from imij_plugins.payload.entropy.rans import Lanes
 from imij_plugins.payload.entropy.stripe import (
     SampleStore,
@@ -71,18 +71,16 @@ class SlotModels:
 
     def __init__(self, plan: UnitPlan):
         ffi = _backend.ffi
-        models = list(zip(plan.models, [s.depth for s in plan.slots], plan.bounds))
-        if plan.palette_allowed and plan.palette_model is not None:  # 2.5: palette stripes may occur
-            models.append((plan.palette_model, PALETTE_DEPTH, 0))
-        count = len(models)
+        heads, freq = plan.model_set.packed  # the models as read (3.3), the palette model last
+        count = len(plan.slots) + (plan.palette_allowed and plan.model_set.palette)  # 2.5: palette stripes may occur
         self.structs = ffi.new("imij_slot_model[]", max(count, 1))
-        params = np.array([(depth, m.scheme.k, m.scheme.m, m.cross, m.ctx_shift, delta, len(m.freq))
-                           for m, depth, delta in models], dtype=np.uint32).reshape(count, 7)
-        ctx_maps = np.array([m.ctx_map for m, _, _ in models], dtype=np.uint8).reshape(count, 16)
-        freq = np.zeros((count, 4, 256), np.uint32)
-        for i, (m, _, _) in enumerate(models):
-            freq[i, : len(m.freq)] = m.freq
-        tables = sum(min(len(m.freq), 4) for m, _, _ in models)  # csrc: one model's after another
+        params = np.empty((count, 7), np.uint32)  # depth, k, m, cross, ctx_shift, delta, ntables
+        params[:, 0] = [depth for depth, _ in plan.model_set.specs[:count]]  # slot depths, the palette model's 8
+        params[:, 1:5] = heads[:count, :4]
+        params[:, 5] = (*plan.bounds, 0)[:count]  # 2.6: index planes are exact
+        params[:, 6] = heads[:count, 4]
+        ctx_maps = np.ascontiguousarray(heads[:count, 5:])  # 16 bytes a model
+        tables = int(params[:, 6].sum())  # csrc: one model's after another (3.3: at most 4 each)
         self.entries = np.empty(max(tables, 1) * M, np.uint64)  # the structs point into it
         code = _backend.lib.imij_models_fill(self.structs, count, ffi.from_buffer("uint32_t[]", params),
                                              ffi.from_buffer("uint8_t[]", ctx_maps), ffi.from_buffer("uint32_t[]", freq),

@@ -9,6 +9,12 @@ bilevel unit and record 35 from the outcome counts of every template unit, codes
 candidate each allowed way, and keeps, over the table sets none / bilevel / template / both, the
 one giving the fewest bytes (each unit taking its smallest coding, each record counted with its
 framing; ties keep fewer tables). Features are declared exactly for the records written.
+
+In an image of more than 256 tuples, record 35 may still carry shared entries (2.14 lets a 0x84
+stripe use some of them): ``shared_entries.common_entries`` picks them from the units' tuples,
+the units they cover are counted with shared and with own entries, and the shared entries are
+kept only when the estimated bytes (the counts' ideal code lengths, the decode-cost budget
+applied) and then the written bytes are smaller with them.
 """
 
 from __future__ import annotations
@@ -16,12 +22,11 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from typing import TypeVar
 
 import numpy as np
 
-from imij_plugins.payload.counts import histogram
 from imij_plugins.payload.entropy.bilevel import (
     CONTEXTS,
     HALF,
@@ -41,16 +46,26 @@ from imij_plugins.payload.entropy.levels import (
 from imij_plugins.payload.entropy.maps import Slot
 from imij_plugins.payload.entropy.modeling import best_tables
 from imij_plugins.payload.entropy.models import M, Table, TableCode
-from imij_plugins.payload.entropy.palettes import lookup8, palette
+from imij_plugins.payload.entropy.palettes import lookup8
 from imij_plugins.payload.entropy.rans import Lanes
+from imij_plugins.payload.entropy.shared_entries import common_entries, renumbered_counts
 from imij_plugins.payload.entropy.template import (
     CANDIDATE_CONTEXTS,
     MAX_ENTRY_DEPTH,
     rows_bytes,
+    template_bits,
     template_counts,
     template_record,
+    template_record_len,
     template_stream,
     typical_rows,
+)
+from imij_plugins.payload.entropy.unit_tuples import (
+    as_tuples,
+    commonest_first,
+    distinct_tuples,
+    slot_planes,
+    unit_tuples,
 )
 from imij_plugins.payload.head import REC_BILEVEL, REC_TEMPLATE
 from imij_plugins.payload.parallel import parallel_map
@@ -94,7 +109,8 @@ class LevelOptions:
     ``inv``: record 25's inv. ``prec``: record 35's prec (b = 4 + prec). ``escape``: write the
     direct-index table (None: when an escape needs it; False: never). ``escape_prec``: its
     mantissa precision 1..=8. ``shared``: record 35's shared entries (None: the image's tuples
-    when there are at most 256). ``record25`` / ``record35``: True writes the record even when no
+    when there are at most 256, else shared_entries.common_entries of the free units, kept only
+    where they pay). ``record25`` / ``record35``: True writes the record even when no
     unit uses it, False never writes it. ``unused``: leave a context unused where its explicit
     probability does not pay for its bits. ``seed``: nonzero writes random probabilities in the
     contexts no unit uses (tests). ``both_layouts``: a free template unit is coded with shared and
@@ -135,88 +151,6 @@ class _Unit:
     template_layout: int | None = None
     typical_rows: np.ndarray | None = None  # of the index plane
     own_entries: list[tuple[int, ...]] | None = None
-
-
-def _slot_planes(vals: Sequence[np.ndarray] | np.ndarray) -> np.ndarray:
-    """The slots' planes as one (S, h, w) array in their own type (no copy when they already
-    are one, or for one slot)."""
-    if isinstance(vals, np.ndarray):
-        return vals
-    return vals[0][None] if len(vals) == 1 else np.stack(vals)
-
-
-def _distinct(planes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """An (S, h, w) array's distinct slot tuples (by count descending, then value), each pixel's
-    rank among them (one byte) and the counts; None for more than 256. The palette kernel needs
-    no sort; one slot of 0s and 1s needs no kernel at all (its values are their own ranks, or
-    their flips when 1 is the commoner)."""
-    if planes.shape[0] == 1 and int(planes.max(initial=0)) <= 1:
-        values = planes[0].ravel().astype(np.uint8)
-        ones = int(np.count_nonzero(values))
-        by_value = (values.size - ones, ones)
-        order = sorted((v for v in (0, 1) if by_value[v]), key=lambda v: (-by_value[v], v))
-        if order[0] == 1:
-            values ^= 1
-        return np.array(order, dtype=np.int64).reshape(-1, 1), values, np.array([by_value[v] for v in order], np.int64)
-    found = palette(planes)
-    if found is None:
-        return None
-    entries, index = found
-    tuples = np.array(entries, dtype=np.int64).reshape(len(entries), planes.shape[0])
-    counts = histogram(index, 8)[: len(entries)]  # (bincount would widen the plane to int64 first)
-    order = _commonest_first(tuples, counts)
-    rank = np.empty(len(order), dtype=np.uint8)  # at most 256 tuples: one byte per pixel
-    rank[order] = np.arange(len(order))
-    return tuples[order], lookup8(rank, index.ravel()), counts[order]
-
-
-def _tuples(vals: Sequence[np.ndarray], beyond: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """``_distinct`` of a unit's slot planes; for more than 256 tuples, None unless ``beyond``
-    (then sorted, for a forced layout's checks)."""
-    found = _distinct(_slot_planes(vals))
-    if found is not None:
-        return found
-    if not beyond:
-        return None
-    cols = [v.reshape(-1).astype(np.int64) for v in vals]
-    widths = [int(c.max()).bit_length() if c.size else 0 for c in cols]
-    if sum(widths) <= 62:  # one integer key per pixel: a 1-D unique (or a histogram) is fast
-        key = np.zeros(cols[0].shape, dtype=np.int64)
-        shift = 0
-        for c, wd in zip(cols, widths):
-            key |= c << shift
-            shift += wd
-        if shift <= 16:
-            hist = np.bincount(key)
-            keys = np.flatnonzero(hist)
-            lut = np.zeros(len(hist), dtype=np.int64)
-            lut[keys] = np.arange(len(keys))
-            inverse, counts = lut[key], hist[keys]
-        else:
-            keys, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
-        tuples = np.empty((len(keys), len(cols)), dtype=np.int64)
-        shift = 0
-        for j, wd in enumerate(widths):
-            tuples[:, j] = (keys >> shift) & ((1 << wd) - 1)
-            shift += wd
-    else:
-        flat = np.stack(cols, axis=1)
-        tuples, inverse, counts = np.unique(flat, axis=0, return_inverse=True, return_counts=True)
-    inverse = inverse.reshape(-1)
-    order = _commonest_first(tuples, counts)
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order))
-    return tuples[order], rank[inverse], counts[order]
-
-
-def _commonest_first(tuples: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """The order of ``tuples`` by count descending, then by value."""
-    return np.lexsort(tuple(tuples[:, j] for j in range(tuples.shape[1] - 1, -1, -1)) + (-counts,))
-
-
-def _as_tuples(tuples: np.ndarray) -> list[tuple[int, ...]]:
-    """Rows of a (k, nslots) array as tuples of Python ints (entries, set members)."""
-    return [tuple(t) for t in tuples.tolist()]
 
 
 def _entry_bytes(entries: Sequence[Sequence[int]], depths: Sequence[int]) -> bytes:
@@ -294,6 +228,7 @@ class LevelCoder:
         # after finish: the units written as bilevel / template stripes, each True when it codes two values
         self.coded: dict[int, bool] = {}
         self._image_tuples: tuple[np.ndarray, np.ndarray] | bool | None = None  # False: more than 256
+        self._common: list[tuple[int, ...]] | None | bool = False  # common_entries once found
 
     # --- collecting units ----------------------------------------------------------------
 
@@ -305,18 +240,26 @@ class LevelCoder:
             if isinstance(self.image, tuple):  # the units' tuples, found again only for non-candidates
                 self._image_tuples = self._units_tuples(*self.image)
             else:
-                found = _distinct(_slot_planes(self.image))
+                found = distinct_tuples(slot_planes(self.image))
                 self._image_tuples = False if found is None else (found[0], found[2])
         return self._image_tuples or None
+
+    def common(self) -> list[tuple[int, ...]] | None:
+        """5: the shared entries an image of more than 256 tuples may carry (common_entries of
+        the free units), or None; asked only when image_tuples is None."""
+        if self._common is False:
+            free = [(u.tuples, u.counts) for u in self.units if u.forced is None]
+            self._common = common_entries(free, self.depths) if self.entry_ok else None
+        return self._common  # type: ignore[return-value]
 
     def _units_tuples(self, count: int, planes: Callable[[int], np.ndarray]) -> tuple[np.ndarray, np.ndarray] | bool:
         """image_tuples as the sum of every unit's tuples (a unit of more than 256 ends it)."""
         known = {u.index: (u.tuples, u.counts) for u in self.units}
-        if count == 1 and 0 in known:  # one unit: its tuples, in _distinct's order already
+        if count == 1 and 0 in known:  # one unit: its tuples, in distinct_tuples's order already
             return known[0]
         total: dict[tuple[int, ...], int] = {}
         for index in range(count):
-            found = known.get(index) or _distinct(_slot_planes(planes(index)))
+            found = known.get(index) or distinct_tuples(slot_planes(planes(index)))
             if found is None:
                 return False
             for tup, n in zip(found[0].tolist(), found[-1].tolist()):
@@ -325,7 +268,7 @@ class LevelCoder:
                 return False
         tuples = np.array(list(total), dtype=np.int64).reshape(len(total), -1)
         counts = np.array(list(total.values()), dtype=np.int64)
-        order = _commonest_first(tuples, counts)  # as _distinct orders them
+        order = commonest_first(tuples, counts)  # as distinct_tuples orders them
         return tuples[order], counts[order]
 
     def force(self, index: int, uc, vals: list[np.ndarray], lanes: Lanes) -> bool:
@@ -374,7 +317,7 @@ class LevelCoder:
 
     def _unit(self, index: int, uc, vals: list[np.ndarray], lanes: Lanes, forced: int | None) -> _Unit | None:
         """The unit with its tuples; None for a chooser candidate of more than 256 tuples."""
-        found = _tuples(vals, beyond=forced is not None)
+        found = unit_tuples(vals, beyond=forced is not None)
         if found is None:
             return None
         unit = _Unit(index, vals[0].shape, lanes, forced, bool(getattr(uc, "typical", True)),
@@ -390,7 +333,7 @@ class LevelCoder:
         if not self.single and self.entry_ok:
             found = self.image_tuples()
             if found is not None and len(found[0]) == 2:  # 5: the same two entries in every unit, the commoner first
-                two = _as_tuples(found[0])
+                two = as_tuples(found[0])
         inv = self.opts.inv
         if inv is None:
             if self.single:  # 5: the majority value reads as 0
@@ -407,10 +350,10 @@ class LevelCoder:
             if layout is None:
                 continue
             if layout == LAYOUT_BILEVEL_PALETTE:
-                if two is not None and all(tup in two for tup in _as_tuples(u.tuples)):
+                if two is not None and all(tup in two for tup in as_tuples(u.tuples)):
                     entries = list(two)
                 else:  # a forced unit: its own tuples, commoner first
-                    entries = _as_tuples(u.tuples)
+                    entries = as_tuples(u.tuples)
                     if u.seed:
                         random.Random(u.seed).shuffle(entries)
                 u.bilevel_entries = entries
@@ -455,7 +398,12 @@ class LevelCoder:
 
     # --- record 35 -------------------------------------------------------------------------
 
-    def _plan_template(self) -> tuple[list[_Unit], dict, bytes] | None:
+    def _plan_template(self, regular: dict[int, int], budget: LevelBudget | None
+                       ) -> tuple[list[_Unit], dict, bytes, tuple[int, Callable[[], bytes]] | None] | None:
+        """The units that may be template palette stripes, their tables, record 35 and, where
+        its shared entries are optional (an image of more than 256 tuples), record 35 without
+        them: its bytes (framing included) and a function writing it. ``regular``: each free unit's regular record bytes (what a level stripe must beat);
+        ``budget``: finish's decode-cost bound."""
         units = [u for u in self.units if u.forced in (LAYOUT_TEMPLATE_OWN, LAYOUT_TEMPLATE_SHARED)
                  or (u.forced is None and self.entry_ok and len(u.tuples) <= MAX_ENTRIES)]
         forced_record = self.opts.record35
@@ -474,42 +422,84 @@ class LevelCoder:
                 raise ValueError("shared entries need every slot at most 16 bits deep (2.14)")
             found = self.image_tuples()
             if found is not None:  # 5: the image's tuples (at most 256), most frequent first
-                shared = _as_tuples(found[0])
+                shared = as_tuples(found[0])
             elif self.opts.shared:
                 raise ValueError("shared entries for an image of more than 256 slot tuples")
-        if any(u.forced == LAYOUT_TEMPLATE_SHARED for u in units) and shared is None:
+            else:  # 5: up to 256 of them, kept only where they pay
+                shared = self.common()
+        pool = set(shared or ())
+        forced_shared = [u for u in units if u.forced == LAYOUT_TEMPLATE_SHARED]
+        if forced_shared and shared is None:
             raise ValueError("layout 0x84 without shared entries (2.14)")
-        zeros0 = np.zeros(CONTEXTS, np.int64)
-        ones0 = np.zeros(CONTEXTS, np.int64)
-        zerosq = np.zeros(CANDIDATE_CONTEXTS, np.int64)
-        onesq = np.zeros(CANDIDATE_CONTEXTS, np.int64)
-        esc = np.zeros(256, np.int64)
+        if any(not set(as_tuples(u.tuples)) <= pool for u in forced_shared):
+            raise ValueError("layout 0x84 for a unit with tuples outside the shared entries (2.14)")
+        optional = shared is not None and self.image_tuples() is None and not forced_shared
         for u in units:
-            own = _as_tuples(u.tuples)  # by count in the unit
+            own = as_tuples(u.tuples)  # by count in the unit
             if u.seed:
                 random.Random(u.seed).shuffle(own)
             u.own_entries = own
             layout = u.forced
-            if layout is None:  # 5: shared entries unless a unit has at most two tuples of more
-                layout = LAYOUT_TEMPLATE_SHARED if shared is not None and (len(shared) <= 2 or len(own) > 2) else LAYOUT_TEMPLATE_OWN
+            if layout is None:  # 5: shared entries unless a unit has at most two tuples of more (or others)
+                fits = shared is not None and (len(shared) <= 2 or len(own) > 2) and (not optional or set(own) <= pool)
+                layout = LAYOUT_TEMPLATE_SHARED if fits else LAYOUT_TEMPLATE_OWN
             u.template_layout = layout
 
-        def counts(u: _Unit) -> tuple[np.ndarray, ...]:
-            entries = shared if u.template_layout == LAYOUT_TEMPLATE_SHARED else u.own_entries
+        def counts(u: _Unit, layout: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+            entries = shared if layout == LAYOUT_TEMPLATE_SHARED else u.own_entries
             assert entries is not None
             index = _index_plane(u, entries, u.alias)  # made again for coding: planes are not kept
-            u.typical_rows = self._typical(u, index)
-            return template_counts(index, len(entries), u.typical_rows, u.lanes)
+            typical = self._typical(u, index)
+            return (*template_counts(index, len(entries), typical, u.lanes), typical)
 
-        for p0, q, e in self._each(units, counts):
-            zeros0 += p0[:, 0]
-            ones0 += p0[:, 1]
-            zerosq += q[:, 0]
-            onesq += q[:, 1]
+        found_counts = self._each(units, lambda u: counts(u, u.template_layout))  # type: ignore[arg-type]
+        fit = self._fit_template(found_counts)
+        plain: tuple[int, Callable[[], bytes]] | None = None
+        if optional:  # 5: the shared entries' units counted with their own entries too, then the smaller estimate
+            assert shared is not None
+            at = {t: i for i, t in enumerate(shared)}
+            moved = [j for j, u in enumerate(units) if u.template_layout == LAYOUT_TEMPLATE_SHARED]
+            own_counts = list(found_counts)
+            for j in moved:
+                own_counts[j] = renumbered_counts(found_counts[j], [at[t] for t in units[j].own_entries])  # type: ignore[union-attr]
+            recount = [j for j in moved if own_counts[j] is None]
+            for j, c in zip(recount, self._each([units[j] for j in recount], lambda u: counts(u, LAYOUT_TEMPLATE_OWN))):
+                own_counts[j] = c
+            own_fit = self._fit_template(own_counts)  # type: ignore[arg-type]
+            with_shared = self._estimate(units, found_counts, fit, shared, regular, budget)
+            if self._estimate(units, own_counts, own_fit, None, regular, budget) <= with_shared:  # type: ignore[arg-type]
+                shared, fit, found_counts = None, own_fit, own_counts  # type: ignore[assignment]
+                for j in moved:
+                    units[j].template_layout = LAYOUT_TEMPLATE_OWN
+            else:
+                plain = (self._record_len(fit, None), partial(self._record, fit, None))
+        for u, c in zip(units, found_counts):
+            u.typical_rows = c[3]
+        probs, table = fit[2], fit[4]
+        tables = {"p": probs[:CONTEXTS].astype(np.int64), "q": probs[CONTEXTS:].astype(np.int64), "escape": table, "shared": shared}
+        return units, tables, self._record(fit, shared), plain
+
+    def _record(self, fit: tuple, shared: list[tuple[int, ...]] | None) -> bytes:
+        """Record 35's payload from _fit_template's tables and ``shared``."""
+        b, values, _, code, _ = fit
+        return template_record(b - 4, values[:CONTEXTS], values[CONTEXTS:], code, shared, self.depths)
+
+    def _record_len(self, fit: tuple, shared: list[tuple[int, ...]] | None) -> int:
+        """_record's head record bytes (id and length included), counted without writing it."""
+        b, values, _, code, _ = fit
+        return _record_len(template_record_len(b - 4, values, code, len(shared or ()), self.depths))
+
+    def _fit_template(self, counts: Sequence[tuple[np.ndarray, ...]]) -> tuple[int, list[int | None], np.ndarray, TableCode | None, Table | None]:
+        """Record 35's tables from the units' outcome counts (5): b, the coded values (None:
+        unused), the probabilities, the direct-index table's code and the table."""
+        zeros = np.zeros(CONTEXTS + CANDIDATE_CONTEXTS, np.int64)
+        ones = np.zeros(CONTEXTS + CANDIDATE_CONTEXTS, np.int64)
+        esc = np.zeros(256, np.int64)
+        for p0, q, e, _ in counts:
+            zeros += np.concatenate([p0[:, 0], q[:, 0]])
+            ones += np.concatenate([p0[:, 1], q[:, 1]])
             esc += e
         # probabilities: the precision with the smallest record plus estimated stream
-        zeros = np.concatenate([zeros0, zerosq])
-        ones = np.concatenate([ones0, onesq])
         best = None
         for b in ([4 + self.opts.prec] if self.opts.prec is not None else range(4, 12)):
             v, probs, used, written = fit_probabilities(zeros, ones, b)
@@ -540,9 +530,26 @@ class LevelCoder:
         if need or self.opts.escape:
             code = _index_table(esc, self.opts.escape_prec)
             table = Table.from_weights(code.weights)
-        payload = template_record(b - 4, values[:CONTEXTS], values[CONTEXTS:], code, shared, self.depths)
-        tables = {"p": probs[:CONTEXTS].astype(np.int64), "q": probs[CONTEXTS:].astype(np.int64), "escape": table, "shared": shared}
-        return units, tables, payload
+        return b, values, probs, code, table
+
+    def _estimate(self, units: Sequence[_Unit], counts: Sequence[tuple[np.ndarray, ...]], fit: tuple,
+                  shared: list[tuple[int, ...]] | None, regular: dict[int, int], budget: LevelBudget | None) -> float:
+        """The bytes of record 35 (``fit``, ``shared``) and of the units as finish
+        would pick them: each the smaller of its regular record and its template stripe (the
+        stream at the ideal code length of its counts), then regular where ``budget`` says so."""
+        probs, table = fit[2], fit[4]
+        total = float(self._record_len(fit, shared))
+        saved = []
+        for u, (p0, q, e, _) in zip(units, counts):
+            own = u.template_layout == LAYOUT_TEMPLATE_OWN or shared is None
+            fixed = 1 + (1 + len(u.tuples) * _entry_len(self.depths) if own else 0) + (u.shape[0] + 7) // 8 + 5 * u.lanes.active
+            size = fixed + template_bits(p0, q, e, probs, table) / 8
+            reg = regular.get(u.index, size)
+            total += reg
+            if size < reg or u.forced is not None:
+                saved.append((u.index, reg - size, len(u.own_entries if own else shared) <= 2))  # type: ignore[arg-type]
+        dropped = set(budget.over([t for t in saved if t[0] in regular])) if budget is not None else set()
+        return total - sum(s for i, s, _ in saved if i not in dropped)
 
     def _template_body(self, u: _Unit, tables: dict, layout: int, limit: int | None) -> bytes | None:
         """A unit as a template palette stripe; None if the tables cannot code it or its stream
@@ -555,7 +562,7 @@ class LevelCoder:
         if layout == u.template_layout:
             index, typical = _index_plane(u, entries, u.alias), u.typical_rows
         else:
-            if layout == LAYOUT_TEMPLATE_SHARED and not set(_as_tuples(u.tuples)) <= set(shared):
+            if layout == LAYOUT_TEMPLATE_SHARED and not set(as_tuples(u.tuples)) <= set(shared):
                 return None
             index = _index_plane(u, entries, False)
             typical = self._typical(u, index)
@@ -599,13 +606,19 @@ class LevelCoder:
             shared = opts.shared is None and found is not None
             if shared:
                 bits += 8 + len(found[0]) * sum(self.depths)  # type: ignore[index]
-            kinds.append((_record_len(_whole_bytes(bits)),
-                          [1 + (u.shape[0] + 7) // 8 + 4 * u.lanes.active
-                           + (0 if shared else 1 + len(u.tuples) * _entry_len(self.depths)) for u in self.units]))
+            base = [1 + (u.shape[0] + 7) // 8 + 4 * u.lanes.active for u in self.units]
+            own = [1 + len(u.tuples) * _entry_len(self.depths) for u in self.units]
+            kinds.append((_record_len(_whole_bytes(bits)), [f + (0 if shared else e) for f, e in zip(base, own)]))
+            common = self.common() if opts.shared is None and found is None else None
+            if common is not None:  # the same with the shared entries of an image of more than 256 tuples
+                pool = set(common)
+                kinds.append((_record_len(_whole_bytes(bits + 8 + len(common) * sum(self.depths))),
+                              [f + (0 if len(u.tuples) > 2 and set(as_tuples(u.tuples)) <= pool else e)
+                               for u, f, e in zip(self.units, base, own)]))
         if not kinds:
             return True
         regular = [_framed(bodies[u.index]) for u in self.units]
-        for chosen in ([kinds[0]], [kinds[-1]], kinds):
+        for chosen in ([kinds[0]], [kinds[-1]], kinds):  # (with two template kinds, "both" is only a weaker bound)
             least = sum(record for record, _ in chosen)
             least += sum(min(reg, *(_framed_len(fixed[j]) for _, fixed in chosen)) for j, reg in enumerate(regular))
             if least < sum(regular):
@@ -633,6 +646,32 @@ class LevelCoder:
 
     # --- the choice --------------------------------------------------------------------------
 
+    def _pick(self, options: dict[int, list[tuple[str, bytes]]], bodies: list[bytes], forced: set[int],
+              chosen: tuple[str, ...], need: dict[str, bool], budget: LevelBudget | None,
+              shared: list[tuple[int, ...]] | None) -> tuple[dict[int, str], list[bytes], dict[int, bool], tuple[str, ...]]:
+        """Each unit's smallest coding under the table set ``chosen`` (ties keep the regular
+        stripe), those over ``budget`` back to regular: the kinds, the bodies, whether each codes
+        two values (decode_cost) and the tables still needed."""
+        out = list(bodies)
+        kinds: dict[int, str] = {}
+        for u in self.units:
+            cands = [(k, b) for k, b in options[u.index] if _allowed(k, chosen)]
+            if u.index not in forced:
+                cands.insert(0, ("", bodies[u.index]))  # ties keep the regular stripe
+            kinds[u.index], out[u.index] = min(cands, key=lambda c: _framed(c[1]))
+        # a binary decision per pixel (decode_cost): bilevel stripes, and template stripes of two entries
+        two = {u.index: kinds[u.index] == "B" or len(shared if kinds[u.index] == "S" else u.tuples) <= 2  # type: ignore[arg-type]
+               for u in self.units}
+        if budget is not None:
+            saved = [(u.index, _framed(bodies[u.index]) - _framed(out[u.index]), two[u.index]) for u in self.units
+                     if kinds[u.index] and u.index not in forced]
+            for i in budget.over(saved):
+                kinds[i], out[i] = "", bodies[i]
+            used = set(kinds.values())
+            keep = {"B": "B" in used, "T": bool(used & {"T", "S"}), "t": "T" in used}
+            chosen = tuple(k for k in chosen if keep[k] or need[k.upper()])
+        return kinds, out, two, chosen
+
     def finish(self, bodies: list[bytes], budget: LevelBudget | None = None) -> tuple[list[bytes], list[Record], set[int]]:
         """Every level unit's body, the head records 25 / 35 to write and their features;
         ``budget`` bounds the decode cost the level stripes may add (the rest stay regular)."""
@@ -641,7 +680,7 @@ class LevelCoder:
         if self._cannot_pay(bodies) or self._cannot_win(bodies):
             return bodies, [], set()
         bil = self._plan_bilevel()
-        tpl = self._plan_template()
+        tpl = self._plan_template({u.index: _framed(bodies[u.index]) for u in self.units if u.forced is None}, budget)
 
         def limit(u: _Unit) -> int | None:
             """A candidate's stream longer than its regular stripe cannot be kept (ties keep the
@@ -658,9 +697,9 @@ class LevelCoder:
                 elif u.forced is not None:
                     raise AssertionError("a forced bilevel unit its own table cannot code")
         if tpl is not None:
-            units, tables, _ = tpl
+            units, tables = tpl[0], tpl[1]
 
-            def template_bodies(u: _Unit) -> list[bytes | None]:
+            def template_bodies(u: _Unit) -> list[tuple[int, bytes | None]]:
                 layouts = [u.forced] if u.forced is not None else [LAYOUT_TEMPLATE_SHARED, LAYOUT_TEMPLATE_OWN]
                 if u.forced is None and not self.opts.both_layouts:
                     layouts = [u.template_layout]
@@ -668,12 +707,12 @@ class LevelCoder:
                     # own entries equal to the shared ones in order: the same index plane and
                     # stream, with the entries written besides; the shared layout is smaller
                     layouts = [LAYOUT_TEMPLATE_SHARED]
-                return [self._template_body(u, tables, layout, limit(u)) for layout in layouts]  # type: ignore[arg-type]
+                return [(layout, self._template_body(u, tables, layout, limit(u))) for layout in layouts]  # type: ignore[misc]
 
             for u, bodies_of in zip(units, self._each(units, template_bodies)):
-                for body in bodies_of:
-                    if body is not None:
-                        options[u.index].append(("T", body))
+                for layout, body in bodies_of:
+                    if body is not None:  # "S": needs record 35's shared entries
+                        options[u.index].append(("S" if layout == LAYOUT_TEMPLATE_SHARED else "T", body))
                     elif u.forced is not None:
                         raise AssertionError("a forced template unit its own tables cannot code")
         forced = {u.index for u in self.units if u.forced is not None}
@@ -681,47 +720,53 @@ class LevelCoder:
         for u in self.units:
             if u.forced is not None:
                 need["B" if u.forced in (LAYOUT_BILEVEL, LAYOUT_BILEVEL_PALETTE) else "T"] = True
-        record_cost = {"B": _record_cost(bil[3]) if bil else 0, "T": _record_cost(tpl[2]) if tpl else 0}
+        # "T": record 35 as planned; "t": without its shared entries, where they are optional
+        plain = tpl[3] if tpl is not None else None
+        record_cost = {"B": _record_cost(bil[3]) if bil else 0, "T": _record_cost(tpl[2]) if tpl else 0,
+                       "t": plain[0] if plain is not None else 0}
+        sets: tuple[tuple[str, ...], ...] = ((), ("B",), ("T",), ("B", "T"))
+        if plain is not None:
+            sets = ((), ("B",), ("t",), ("T",), ("B", "t"), ("B", "T"))
         best: tuple[int, tuple[str, ...]] | None = None
-        for tables_set in ((), ("B",), ("T",), ("B", "T")):  # ties keep fewer tables
-            if any(need[k] and k not in tables_set for k in need):
+        for tables_set in sets:  # ties keep fewer tables (and no shared entries)
+            if need["B"] and "B" not in tables_set or need["T"] and not {"T", "t"} & set(tables_set):
                 continue
             if ("B" in tables_set and bil is None) or ("T" in tables_set and tpl is None):
                 continue
             total = sum(record_cost[k] for k in tables_set)
             for u in self.units:
-                sizes = [_framed(b) for k, b in options[u.index] if k in tables_set]
+                sizes = [_framed(b) for k, b in options[u.index] if _allowed(k, tables_set)]
                 if u.index not in forced:
                     sizes.append(_framed(bodies[u.index]))
                 total += min(sizes)
             if best is None or total < best[0]:
                 best = (total, tables_set)
         assert best is not None
+        shared = tpl[1]["shared"] if tpl is not None else None
         chosen = best[1]
-        out = list(bodies)
-        kinds: dict[int, str] = {}
-        two = {u.index: len(u.tuples) <= 2 for u in self.units}  # a binary decision per pixel (decode_cost)
-        for u in self.units:
-            cands = [(k, b) for k, b in options[u.index] if k in chosen]
-            if u.index not in forced:
-                cands.insert(0, ("", bodies[u.index]))  # ties keep the regular stripe
-            kinds[u.index], out[u.index] = min(cands, key=lambda c: _framed(c[1]))
-        if budget is not None:
-            saved = [(u.index, _framed(bodies[u.index]) - _framed(out[u.index]), two[u.index]) for u in self.units
-                     if kinds[u.index] and u.index not in forced]
-            for i in budget.over(saved):
-                kinds[i], out[i] = "", bodies[i]
-            chosen = tuple(k for k in chosen if k in kinds.values() or need[k])
+        kinds, out, two, chosen = self._pick(options, bodies, forced, chosen, need, budget, shared)
+        if plain is not None and "T" in chosen:  # 5: the shared entries only where they still pay (after budget)
+            alt = self._pick(options, bodies, forced, tuple("t" if k == "T" else k for k in chosen), need, budget, shared)
+            sizes = [sum(map(_framed, o)) + sum(record_cost[k] for k in c) for o, c in ((out, chosen), (alt[1], alt[3]))]
+            if sizes[1] <= sizes[0]:
+                kinds, out, two, chosen = alt
         self.coded.update((i, two[i]) for i in kinds if kinds[i] or i in forced)
         records: list[Record] = []
         features: set[int] = set()
         if "B" in chosen and bil is not None:
             records.append(Record(REC_BILEVEL, bil[3]))
             features.add(FeatureId.BILEVEL)
-        if "T" in chosen and tpl is not None:
-            records.append(Record(REC_TEMPLATE, tpl[2]))
+        if {"T", "t"} & set(chosen) and tpl is not None:
+            records.append(Record(REC_TEMPLATE, tpl[2] if "T" in chosen else plain[1]()))  # type: ignore[index]
             features.add(FeatureId.TEMPLATE_PALETTES)
         return out, records, features
+
+
+def _allowed(kind: str, tables: Sequence[str]) -> bool:
+    """Whether a unit coding of ``kind`` ("B" bilevel, "T" own entries, "S" shared entries) can be
+    written with the table set ``tables`` ("B" record 25, "T" record 35, "t" record 35 without
+    its shared entries)."""
+    return ("T" if kind == "S" else kind) in tables or (kind == "T" and "t" in tables)
 
 
 def cannot_pay(bodies: Sequence[bytes]) -> bool:

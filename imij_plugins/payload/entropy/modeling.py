@@ -13,7 +13,7 @@ reference), so every backend and thread count builds the same models.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache, cached_property
+from functools import cache
 from itertools import accumulate
 
 import numpy as np
@@ -36,26 +36,39 @@ MAX_CONTEXTS = 4
 SMALL_SLOT = 1 << 16  # positions below which choose_model searches less
 
 
-@dataclass(frozen=True, eq=False)
 class SlotStats:
-    """Summed statistics of one slot (or the palette index plane) under one context variant."""
+    """Summed statistics of one slot (or the palette index plane) under one context variant; the
+    column sums and the kernels' view made on first use (plain slots: a cached_property takes a
+    lock per read, and the chooser reads them often)."""
 
-    vh: np.ndarray  # (16, buckets) value tokens (context_stats.stat_buckets: up to 640)
-    zr: np.ndarray  # (16,) positions covered by run tokens
-    rh: np.ndarray  # (16, buckets) run tokens
+    __slots__ = ("vh", "zr", "rh", "_vcol", "_rcol", "_prepared")
 
-    @cached_property
+    def __init__(self, vh: np.ndarray, zr: np.ndarray, rh: np.ndarray):
+        self.vh = vh  # (16, buckets) value tokens (context_stats.stat_buckets: up to 640)
+        self.zr = zr  # (16,) positions covered by run tokens
+        self.rh = rh  # (16, buckets) run tokens
+        self._vcol: np.ndarray | None = None
+        self._rcol: np.ndarray | None = None
+        self._prepared: Prepared | None = None
+
+    @property
     def vcol(self) -> np.ndarray:
-        return self.vh.sum(axis=0, dtype=np.int64)
+        if self._vcol is None:
+            self._vcol = self.vh.sum(axis=0, dtype=np.int64)
+        return self._vcol
 
-    @cached_property
+    @property
     def rcol(self) -> np.ndarray:
-        return self.rh.sum(axis=0, dtype=np.int64)
+        if self._rcol is None:
+            self._rcol = self.rh.sum(axis=0, dtype=np.int64)
+        return self._rcol
 
-    @cached_property
+    @property
     def prepared(self) -> Prepared:
         """The counts as the estimate kernels read them (converted and pointed at once)."""
-        return Prepared(self.vh, self.rh, self.zr)
+        if self._prepared is None:
+            self._prepared = Prepared(self.vh, self.rh, self.zr)
+        return self._prepared
 
 
 @dataclass(frozen=True)
@@ -240,6 +253,13 @@ def coded_tables(hists: list[np.ndarray] | np.ndarray, precs: range,
     weights (3.3). Data bits use 3.3's normalization approximately (floor, at least 1, the
     excess taken from the commonest symbol); the table bits are exact. ``hists``: rows of
     counts (a list, or partition's 2-D array)."""
+    return _coded_tables(hists, precs)[0]
+
+
+def _coded_tables(hists: list[np.ndarray] | np.ndarray, precs: range, enc: bool = False,
+                  ) -> tuple[list[tuple[TableCode, tuple[int, ...], tuple[int, ...]]], np.ndarray | None]:
+    """coded_tables' tables and, with ``enc``, their freq and cum as imij_enc_model holds them:
+    (2, 4, 256) uint16, zero past each table (streams.EncModel.tables)."""
     if isinstance(hists, np.ndarray) and hists.ndim == 2:
         H = np.array(hists, dtype=np.int64)  # a copy: the rows are changed below
     else:
@@ -262,7 +282,13 @@ def coded_tables(hists: list[np.ndarray] | np.ndarray, precs: range,
         f = freq[c, :n].tolist()
         cum = list(accumulate(f[:-1], initial=0))  # exclusive prefix sums (3.3's cumulative frequencies)
         out.append((TableCode(p, tuple(zip(*codes[c, :n].T.tolist()))), tuple(f), tuple(cum)))  # (e, nb, mant) rows
-    return out
+    if not enc:
+        return out, None
+    ctxs, width = freq.shape
+    tables = np.zeros((2, MAX_CONTEXTS, 256), dtype=np.uint16)
+    tables[0, :ctxs, :width] = freq  # (zero past each table's last symbol)
+    tables[1, :ctxs, :width] = np.where(np.arange(width) < last1[:, None], np.cumsum(freq, axis=1) - freq, 0)
+    return out, tables
 
 
 def model_bits(plans: list[ModelPlan]) -> bytes:
@@ -394,10 +420,10 @@ def choose_model(variants: dict[bool, SlotStats], n: int, ctx_shift: int, eff: M
         alt = merge_classes(th)
         if alt[2] < est:
             ctx_map, hists, est = alt
-    tables = coded_tables(hists, eff.precs)
+    tables, arrays = _coded_tables(hists, eff.precs, enc=True)
     scheme = Scheme(n, k, m)
     enc = EncModel(n, k, m, cross, ctx_shift, run_min if runs else 0, ctx_map,
-                   tuple(t[1] for t in tables), tuple(t[2] for t in tables))
+                   tuple(t[1] for t in tables), tuple(t[2] for t in tables), arrays)
     tok = bucket_tokens(n, k, m)
     extra = int(st.vcol @ tok[1, : st.vcol.size]) + (int(st.rcol @ tok[3, : st.rcol.size]) if runs else 0)
     return ModelPlan(scheme, cross, ctx_shift, ctx_map, tuple(t[0] for t in tables), enc,

@@ -26,6 +26,7 @@ CLASSES = 16  # 3.1: class = min(bit_length(sum), 15)
 MAX_GAMMA_ZEROS = 24  # 3.3
 MAX_EXPONENT = 32  # 3.3
 PALETTE_DEPTH = 8  # 2.5 / 3.3: the palette index model has depth 8
+HEAD_WORDS = 9  # csrc's imij_model_head in 32-bit words: 5 uint32 fields, then uint8 ctx_map[16]
 
 
 @dataclass(frozen=True)
@@ -260,45 +261,108 @@ def read_models(data: bytes | memoryview, slots: list[tuple[int, bool]], palette
     ignored (3.3 padding). On the C backend one kernel call reads every model
     (csrc/models.c imij_read_models); the reference names the rule of a rejected stream.
     """
-    specs = [*slots, (PALETTE_DEPTH, False)] if palette else list(slots)  # 3.3: the palette model has no cross
+    models = _read_all(data, _specs(slots, palette))
+    return list(models[: len(slots)]), models[-1] if palette else None
+
+
+def read_model_set(data: bytes | memoryview, slots: list[tuple[int, bool]], palette: bool) -> ModelSet:
+    """``read_models`` for a decoder: every rule of 3.3 checked now, the C kernel's packed form
+    kept (on the C backend no Model object is made until one is asked for)."""
+    specs = _specs(slots, palette)
     if _backend.active() == "c" and specs:
-        models = _read_models_c(data, specs)
-    else:
-        br = BitReader(data, "models")
-        models = [read_model(br, depth, cross_ok) for depth, cross_ok in specs]
-    return models[: len(slots)], models[-1] if palette else None
+        heads, _, _, freq = _read_c(data, specs)
+        return ModelSet(data, specs, palette, packed=(heads, freq))
+    return ModelSet(data, specs, palette, models=_read_all(data, specs))
 
 
-def _read_models_c(data: bytes | memoryview, specs: list[tuple[int, bool]]) -> list[Model]:
-    """read_models' kernel path: ``specs`` are the models' (depth, cross allowed), palette model included."""
+def _specs(slots: list[tuple[int, bool]], palette: bool) -> tuple[tuple[int, bool], ...]:
+    """Every model's (depth, cross allowed): the slots', then the palette model's (3.3: depth 8, no cross)."""
+    return (*slots, (PALETTE_DEPTH, False)) if palette else tuple(slots)
+
+
+class ModelSet:
+    """A payload's models (3.3), read and checked: the kernel's packed form (``packed``) and the
+    Model objects (``models``), each made on first use from the other or from the bytes."""
+
+    def __init__(self, data: bytes | memoryview, specs: tuple[tuple[int, bool], ...], palette: bool,
+                 models: tuple[Model, ...] | None = None, packed: tuple[np.ndarray, np.ndarray] | None = None):
+        self.data, self.specs, self.palette = data, specs, palette
+        if models is not None:
+            self.__dict__["models"] = models
+        if packed is not None:
+            self.__dict__["packed"] = packed
+
+    @cached_property
+    def models(self) -> tuple[Model, ...]:
+        """Every model, the palette model last: read again (the bytes passed every check already)."""
+        return _read_all(self.data, self.specs)
+
+    @cached_property
+    def packed(self) -> tuple[np.ndarray, np.ndarray]:
+        """imij_read_models' output: heads (count, HEAD_WORDS) uint32 (imij_model_head: k, m,
+        cross, ctx_shift, ntables, then ctx_map's 16 bytes) and freq (count, 4, 256) uint32."""
+        count = len(self.models)
+        heads, freq = np.zeros((count, HEAD_WORDS), np.uint32), np.zeros((count, 4, 256), np.uint32)
+        for i, m in enumerate(self.models):
+            heads[i, :5] = m.scheme.k, m.scheme.m, m.cross, m.ctx_shift, len(m.freq)
+            heads[i, 5:] = np.frombuffer(bytes(m.ctx_map), np.uint32)
+            freq[i, : len(m.freq)] = m.freq
+        return heads, freq
+
+    @property
+    def slot_models(self) -> tuple[Model, ...]:
+        return self.models[: len(self.specs) - self.palette]
+
+    @property
+    def palette_model(self) -> Model | None:
+        return self.models[-1] if self.palette else None
+
+
+def _read_all(data: bytes | memoryview, specs: tuple[tuple[int, bool], ...]) -> tuple[Model, ...]:
+    """Every model of ``specs`` as Model objects, on the active backend."""
+    if _backend.active() == "c" and specs:
+        return _models_of(specs, *_read_c(data, specs))
+    br = BitReader(data, "models")
+    return tuple(read_model(br, depth, cross_ok) for depth, cross_ok in specs)
+
+
+def _read_c(data: bytes | memoryview, specs: tuple[tuple[int, bool], ...]):
+    """One imij_read_models call for ``specs`` (palette model included): heads (count, HEAD_WORDS),
+    lasts (count, 4), weights and freq (count, 4, 256), all uint32, zeros past each model's tables
+    and each table's last symbol."""
     ffi, lib = _backend.ffi, _backend.lib
     count = len(specs)
-    heads = ffi.new("imij_model_head[]", count)
-    lasts = np.zeros((count, 4), np.uint32)
-    tables = np.zeros((2, count, 4, 256), np.uint32)  # weights, freq: zeros past each table's last symbol
-    depths, cross_ok, schemes = _spec_arrays(tuple(specs))
+    heads, lasts = np.zeros((count, HEAD_WORDS), np.uint32), np.zeros((count, 4), np.uint32)
+    weights, freq = np.zeros((count, 4, 256), np.uint32), np.zeros((count, 4, 256), np.uint32)  # apart: a plan keeps freq
+    depths, cross_ok, schemes = _spec_arrays(specs)
     code = lib.imij_read_models(
         ffi.from_buffer("uint8_t[]", data), len(data), ffi.new("uint64_t *", 0), count,
         ffi.from_buffer("uint32_t[]", depths), ffi.from_buffer("uint8_t[]", cross_ok),
-        ffi.from_buffer("uint16_t[]", schemes), heads, len(heads),
+        ffi.from_buffer("uint16_t[]", schemes), ffi.from_buffer("imij_model_head[]", heads, require_writable=True), count,
         ffi.from_buffer("uint32_t[]", lasts, require_writable=True),
-        ffi.from_buffer("uint32_t[]", tables[0], require_writable=True),
-        ffi.from_buffer("uint32_t[]", tables[1], require_writable=True),
-        min(lasts.size, tables[0].size // 256, tables[1].size // 256),
+        ffi.from_buffer("uint32_t[]", weights, require_writable=True),
+        ffi.from_buffer("uint32_t[]", freq, require_writable=True),
+        count * 4,
     )
     if code:  # the reference names the exact rule (csrc/imij_kernels.h lists the codes)
         br = BitReader(data, "models")
         for depth, cross_ok_i in specs:
             read_model(br, depth, bool(cross_ok_i))
         raise KERNEL_CODES.error(code, kernel="models", refused=ValueError)
+    return heads, lasts, weights, freq
+
+
+def _models_of(specs: tuple[tuple[int, bool], ...], heads: np.ndarray, lasts: np.ndarray, weights: np.ndarray,
+               freq: np.ndarray) -> tuple[Model, ...]:
+    """``_read_c``'s output as Model objects (3.3's rules were checked by the kernel)."""
+    ctx_maps = np.ascontiguousarray(heads[:, 5:]).view(np.uint8).tolist()
     models = []
-    for i, (depth, _) in enumerate(specs):
-        h = heads[i]
-        n = h.ntables
+    for (depth, _), (k, m, cross, ctx_shift, n, *_), ctx_map, last, w, f in zip(
+            specs, heads.tolist(), ctx_maps, lasts.tolist(), weights, freq):
         # copies of the tables a model has: views would keep all four of every model alive
-        models.append(Model(checked_scheme(h.k, h.m, depth), bool(h.cross), h.ctx_shift, tuple(h.ctx_map),
-                            tables[0, i, :n].copy(), tables[1, i, :n].copy(), tuple(lasts[i, :n].tolist())))
-    return models
+        models.append(Model(checked_scheme(k, m, depth), bool(cross), ctx_shift, tuple(ctx_map),
+                            w[:n].copy(), f[:n].copy(), tuple(last[:n])))
+    return tuple(models)
 
 
 @lru_cache(maxsize=64)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -26,12 +26,19 @@ class EncModel:
     ctx_map: tuple[int, ...]
     freqs: tuple[tuple[int, ...], ...]  # per context, normalized to M (3.3)
     cums: tuple[tuple[int, ...], ...]
+    # freqs and cums as the struct holds them, (2, 4, 256) uint16 zero past each table, where the
+    # chooser made them: copied in one step each (cffi converts a list an element at a time)
+    tables: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     def cdata(self):
         ffi = _backend.ffi
         s = ffi.new("imij_enc_model *")
         s.depth, s.k, s.m, s.cross, s.ctx_shift, s.run_min = self.depth, self.k, self.m, int(self.cross), self.ctx_shift, self.run_min
         s.ctx_map = list(self.ctx_map)
+        if self.tables is not None:
+            ffi.memmove(s.freq, self.tables[0], ffi.sizeof(s.freq))
+            ffi.memmove(s.cum, self.tables[1], ffi.sizeof(s.cum))
+            return s
         for c, (f, cu) in enumerate(zip(self.freqs, self.cums)):
             s.freq[c][0 : len(f)] = list(f)
             s.cum[c][0 : len(cu)] = list(cu)

@@ -34,7 +34,7 @@ from imij_plugins.payload.entropy.maps import (
     replicate,
     to_word,
 )
-from imij_plugins.payload.entropy.models import PALETTE_DEPTH, Model
+from imij_plugins.payload.entropy.models import PALETTE_DEPTH, Model, ModelSet
 from imij_plugins.payload.entropy.rans import Lanes, decode_residuals
 from imij_plugins.payload.entropy.template import TemplateTables
 from imij_plugins.wire.cursor import Cursor
@@ -57,8 +57,7 @@ class UnitPlan:
     lanes: int
     chans: tuple[CodedChannel, ...]  # coded channel order (2.1)
     slots: tuple[Slot, ...]  # slot order (2.2)
-    models: tuple[Model, ...]  # one per slot (3.3)
-    palette_model: Model | None  # head present bit 0 (2.5, 3.3)
+    model_set: ModelSet  # one model per slot, then the palette model when head present bit 0 (2.5, 3.3)
     bounds: tuple[int, ...]  # near-lossless delta per slot (2.6), 0 = exact
     near: bool  # head record 19 present (2.6)
     decor_allowed: bool  # 2.2
@@ -71,6 +70,16 @@ class UnitPlan:
     template_record: bool  # head record 35 (2.14)
     bilevel_table: BilevelTable | None = None  # record 25, parsed (2.10)
     template_tables: TemplateTables | None = None  # record 35, parsed (2.14)
+
+    @property
+    def models(self) -> tuple[Model, ...]:
+        """One model per slot (3.3)."""
+        return self.model_set.slot_models
+
+    @property
+    def palette_model(self) -> Model | None:
+        """The palette index model (2.5, 3.3), None without head present bit 0."""
+        return self.model_set.palette_model
 
 
 def predictor_bytes(preds: list[int]) -> bytes:

@@ -31,7 +31,7 @@ from imij_plugins.payload.entropy.bilevel import (
     within,
     write_used_values,
 )
-from imij_plugins.payload.entropy.models import M, Table, TableCode, read_table, write_table
+from imij_plugins.payload.entropy.models import M, Table, TableCode, read_table, table_bits, write_table
 from imij_plugins.payload.entropy.rans import Lanes
 from imij_plugins.wire.bits import BitReader, BitWriter
 
@@ -128,6 +128,17 @@ def template_record(prec: int, p_values: Sequence[int | None], q_values: Sequenc
             for value, d in zip(entry, depths):
                 bw.write(value, d)
     return bw.getvalue()
+
+
+def template_record_len(prec: int, values: Sequence[int | None], escape: TableCode | None, shared: int,
+                        depths: Sequence[int]) -> int:
+    """The bytes of template_record's payload with these coded values (1024 + 40, None unused),
+    table and ``shared`` entries (0: none), counted without writing it (2.14)."""
+    used = sum(v is not None for v in values)
+    bits = 3 + len(values) + (4 + prec) * used + 1 + (table_bits(escape) if escape is not None else 0) + 1
+    if shared:
+        bits += 8 + shared * sum(depths)
+    return (bits + 7) // 8
 
 
 # --- decoding (Python reference) -------------------------------------------------------------
@@ -256,6 +267,23 @@ def template_stream(index: np.ndarray, n: int, typical: np.ndarray, lanes: Lanes
     if not freq.all():
         return None
     return within(encode_ops_py(ops.lane.tolist(), freq.tolist(), cum.tolist(), lanes.active), limit)
+
+
+def template_bits(p0: np.ndarray, q: np.ndarray, escapes: np.ndarray, probs: np.ndarray, escape: Table | None) -> float:
+    """The ideal code length in bits of a stripe's outcome counts (``template_counts``) under
+    record 35's probabilities ``probs`` (1024 phase-0 then 40 candidate ones, 1/M units, each the
+    probability of outcome 0) and direct-index table; infinite where they cannot code it."""
+    zeros = np.concatenate([p0[:, 0], q[:, 0]])
+    ones = np.concatenate([p0[:, 1], q[:, 1]])
+    if escape is None:  # an escape decodes 0 at no cost (2.14)
+        freq = np.zeros(ESCAPE_SYMBOLS)
+        freq[0] = M
+    else:
+        freq = np.array(escape.freq + (0,) * (ESCAPE_SYMBOLS - len(escape.freq)), dtype=np.float64)
+    p = probs.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):  # 0 * inf where an outcome never occurs
+        cost = [np.log2(M / p), np.log2(M / (M - p)), np.log2(M / freq)]
+        return float(sum(np.where(n > 0, n * c, 0.0).sum() for n, c in zip((zeros, ones, escapes), cost)))
 
 
 def template_ops_py(index: np.ndarray, n: int, typical: np.ndarray, lanes: Lanes) -> TemplateOps:

@@ -1,23 +1,31 @@
 """The model chooser's shortcuts for small images give what the plain formulas give: estimate_bits
 (the palette comparison's float estimate, bit for bit), coded_tables of partition's 2-D rows
-and of a list of rows, and the map choice's exactness test on a channel's distinct words."""
+and of a list of rows, the map choice's exactness test on a channel's distinct words, and the
+stream writer's model struct filled from arrays."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
 
+from imij_plugins import _backend
 from imij_plugins.payload.entropy.context_stats import CLASSES
 from imij_plugins.payload.entropy.mapchoice import Channel, _distinct, _exact_distinct, _first_exact, candidate_maps
 from imij_plugins.payload.entropy.maps import REPLICATE, SCALE
 from imij_plugins.payload.entropy.modeling import (
     _EXTRA_BITS,
     SlotStats,
+    choose_model,
     coded_tables,
+    effort_of,
     estimate_bits,
     estimate_bits_each,
 )
 from imij_plugins.payload.head import ChannelMap
+
+from .backends import NEEDS_C
 
 
 def _plain_estimate(st: SlotStats) -> float:
@@ -100,3 +108,18 @@ def test_map_exactness_of_8_bit_words_by_bits(seed):
     want = next((t for t in tests if len(distinct) <= (1 << t[0]) and _exact_distinct(distinct, ch, t[2])), None)
     assert _first_exact(ch, tests) == want
     assert candidate_maps(ch)  # the choice runs through it
+
+
+@NEEDS_C
+@pytest.mark.parametrize("seed", range(4))
+def test_model_struct_from_arrays_is_from_tuples(seed):
+    """choose_model's EncModel fills the C struct from its uint16 arrays in one copy each: the
+    same bytes as from its freq and cum tuples one element at a time."""
+    rng = np.random.default_rng(seed)
+    variants = {False: _stats(rng, 256, 0.5), True: _stats(rng, 256, 0.5)}
+    for effort in (1, 5, 9):
+        enc = choose_model(variants, 8, 0, effort_of(effort)).enc
+        assert enc.tables is not None
+        ffi = _backend.ffi
+        plain = dataclasses.replace(enc, tables=None)
+        assert bytes(ffi.buffer(enc.cdata())) == bytes(ffi.buffer(plain.cdata()))
