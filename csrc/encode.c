@@ -10,6 +10,7 @@
 #include "internal/portable.h"
 #include "internal/predictors.h"
 #include "internal/runs.h"
+#include "internal/simd.h"
 
 #define M_BITS 10
 #define RUN_CAP 32768u
@@ -1458,6 +1459,16 @@ static inline uint32_t long_token(uint32_t v, uint32_t kp, uint32_t m, uint32_t 
         hops[(*nh)++] = bits_op(l, nb - 16, e >> 16);
     return t;
 }
+/* The lanes of ops[0..n) (bits 27-30). */
+static inline uint32_t lane_mask(const uint32_t *ops, uint32_t n)
+{
+    uint32_t mask = 0;
+    for (uint32_t j = 0; j < n; j++)
+        mask |= 1u << ((ops[j] >> 27) & 15u);
+    return mask;
+}
+
+#define SIMD_MIN 1024u /* positions of a unit from which the stream writer takes its SIMD path */
 #define BLOCK_SAMPLES 4096u /* positions per block of rows the stream writer codes at once (3 op words each: 48 KiB of scratch) */
 
 /* Rows per block of the stream writer: about BLOCK_SAMPLES positions, at least one row, at most
@@ -1474,6 +1485,45 @@ size_t imij_enc_stream_scratch(uint32_t width, uint32_t height)
     return 3 * (size_t)width + 16 * blocks + 3 * (size_t)width * rows;
 }
 
+#if IMIJ_ENT_AVX2
+/* The stream writer's SIMD lookups, per 8-bit lane mask m of a half (lanes 0-7 or 8-15):
+ * expand[m][j], the op of lane j among m's ops in lane order (popcount of m's lanes below j);
+ * pack[m], m's lanes in order (plain16); words[m], a byte shuffle that puts m's lanes' 16-bit
+ * words last, in lane order (0x80: a zero byte); and rcp[f], 1 / f rounded up (see phase_half). */
+typedef struct {
+    uint8_t expand[256][8];
+    uint8_t pack[256][8];
+    uint8_t words[256][16];
+    double rcp[(1u << M_BITS) + 1];
+} phase_tables;
+
+static void phase_tables_init(phase_tables *t)
+{
+    /* 1 / f (1 + 2^-50): the quotient and the product each round by at most 2^-53; a symbol op's f
+     * is at most M (model_ok) */
+    t->rcp[0] = 0.0;
+    for (uint32_t f = 1; f <= 1u << M_BITS; f++)
+        t->rcp[f] = 1.0 / f * (1.0 + 1.0 / 1125899906842624.0);
+    for (uint32_t m = 0; m < 256; m++) {
+        uint32_t k = 0, n = 0;
+        for (uint32_t j = 0; j < 8; j++)
+            n += m >> j & 1u;
+        memset(t->words[m], 0x80, 16);
+        memset(t->pack[m], 0, 8);
+        for (uint32_t j = 0; j < 8; j++) {
+            t->expand[m][j] = (uint8_t)k; /* m's lanes below j */
+            if (m >> j & 1u) {
+                t->pack[m][k] = (uint8_t)j;
+                t->words[m][2 * (8 - n + k)] = (uint8_t)(2 * j);
+                t->words[m][2 * (8 - n + k) + 1] = (uint8_t)(2 * j + 1);
+                k++;
+            }
+        }
+    }
+}
+
+#endif
+
 /* The stream writer's fixed state: the model's tables as ops, the token lookup, the lanes. */
 typedef struct {
     const imij_enc_model *model;
@@ -1487,6 +1537,10 @@ typedef struct {
     uint32_t xop[1024];      /* their extra bits' ops without the lane (0: no extra bits) */
     uint32_t vops[4][1024];  /* per context and small value: its token's symbol_op; 0 for value 0 where runs exist */
     const uint32_t *class_vops[IMIJ_ENC_CLASSES]; /* per class: its context's row of vops */
+#if IMIJ_ENT_AVX2
+    const phase_tables *simd; /* the SIMD path's lookups; NULL: the scalar path */
+    uint8_t class_ctx[32]; /* per class: its context (3.3's ctx_map), twice: a byte shuffle's table */
+#endif
 } stream_ctx;
 
 /* Does lane l's column x (c) of row ur (row r) start a run token? Its length, else 0 (3.2). */
@@ -1598,19 +1652,72 @@ static inline uint32_t plain_lanes(const stream_ctx *sc, const uint32_t *pv, con
     return l;
 }
 
+#if IMIJ_ENT_AVX2
+/* plain_lanes for all 16 lanes of a step at once: lane l's value at pv[l lw], its class at
+ * pc[l stride]. Where every value has a vops entry that is not 0, the 16 symbol ops, then the
+ * extra bits' ops, go to ops; returns their count << 16 | the extra bits' lanes. Else -1, and
+ * nothing written. Reads a class's 3 bytes above it (the caller's array holds them; masked off). */
+static IMIJ_NOINLINE AVX2_FN int32_t plain16(const stream_ctx *sc, const uint32_t *pv, const uint8_t *pc,
+                                             uint32_t stride, uint32_t *ops)
+{
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), eight = _mm256_set1_epi32(8);
+    __m256i at0 = _mm256_mullo_epi32(iota, _mm256_set1_epi32((int)sc->lw));
+    __m256i at1 = _mm256_add_epi32(at0, _mm256_slli_epi32(_mm256_set1_epi32((int)sc->lw), 3));
+    __m256i v0 = _mm256_i32gather_epi32((const int *)pv, at0, 4), v1 = _mm256_i32gather_epi32((const int *)pv, at1, 4);
+    __m256i big = _mm256_srli_epi32(_mm256_or_si256(v0, v1), 10);
+    if (!_mm256_testz_si256(big, big)) /* a value of 1024 or more */
+        return -1;
+    __m256i ct0 = _mm256_mullo_epi32(iota, _mm256_set1_epi32((int)stride));
+    __m256i ct1 = _mm256_add_epi32(ct0, _mm256_slli_epi32(_mm256_set1_epi32((int)stride), 3));
+    const __m256i low = _mm256_set1_epi32(255);
+    __m256i c0 = _mm256_and_si256(_mm256_i32gather_epi32((const int *)pc, ct0, 1), low);
+    __m256i c1 = _mm256_and_si256(_mm256_i32gather_epi32((const int *)pc, ct1, 1), low);
+    /* the classes' contexts (classes are below 16: a byte shuffle), as offsets into vops */
+    const __m256i ctx = _mm256_loadu_si256((const __m256i *)sc->class_ctx);
+    __m256i b0 = _mm256_slli_epi32(_mm256_and_si256(_mm256_shuffle_epi8(ctx, c0), low), 10);
+    __m256i b1 = _mm256_slli_epi32(_mm256_and_si256(_mm256_shuffle_epi8(ctx, c1), low), 10);
+    const int *vops = (const int *)sc->vops[0];
+    __m256i op0 = _mm256_i32gather_epi32(vops, _mm256_add_epi32(b0, v0), 4);
+    __m256i op1 = _mm256_i32gather_epi32(vops, _mm256_add_epi32(b1, v1), 4);
+    __m256i none = _mm256_or_si256(_mm256_cmpeq_epi32(op0, _mm256_setzero_si256()),
+                                   _mm256_cmpeq_epi32(op1, _mm256_setzero_si256()));
+    if (!_mm256_testz_si256(none, none)) /* no frequency, or a 0 that may start a run */
+        return -1;
+    __m256i lb0 = _mm256_slli_epi32(iota, 27), lb1 = _mm256_slli_epi32(_mm256_add_epi32(iota, eight), 27);
+    _mm256_storeu_si256((__m256i *)ops, _mm256_or_si256(op0, lb0));
+    _mm256_storeu_si256((__m256i *)(ops + 8), _mm256_or_si256(op1, lb1));
+    __m256i x0 = _mm256_i32gather_epi32((const int *)sc->xop, v0, 4), x1 = _mm256_i32gather_epi32((const int *)sc->xop, v1, 4);
+    uint32_t m0 = ~(uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(x0, _mm256_setzero_si256()))) & 0xffu;
+    uint32_t m1 = ~(uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(x1, _mm256_setzero_si256()))) & 0xffu;
+    uint32_t n0 = imij_popcnt32(m0), n1 = imij_popcnt32(m1);
+    const phase_tables *t = sc->simd;
+    __m256i p0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)t->pack[m0]));
+    __m256i p1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)t->pack[m1]));
+    /* 8 words each, the first n0 / n1 of them the ops (the caller has room for 32) */
+    _mm256_storeu_si256((__m256i *)(ops + 16), _mm256_permutevar8x32_epi32(_mm256_or_si256(x0, lb0), p0));
+    _mm256_storeu_si256((__m256i *)(ops + 16 + n0), _mm256_permutevar8x32_epi32(_mm256_or_si256(x1, lb1), p1));
+    return (int32_t)((16 + n0 + n1) << 16 | m1 << 8 | m0);
+}
+#endif
+
 /* The ops of rows r0 .. r1 in decode order (3: step, phase, lane) into ops, from the lanes' run
  * skips at r0 (updated to r1): a symbol op (lane << 27 | symbol_op) per token, then its
  * extra bits (OP_BITS | lane << 27 | count << 16 | bits, at most 16 bits per op). rows: 3 *
- * width scratch. Returns the op count, or -3 when a symbol has no frequency in its table. Steps
- * where no lane is inside a run (busy: a bit per lane whose skip is not 0) take a loop without
- * the skip tests. Out of line, as reverse_ops. */
+ * width scratch, ops cap words. The ops of a step come in up to three phases (symbols, extra
+ * bits, extra bits above 16), each of one kind with every lane at most once, in lane order: their
+ * lane masks (never 0) go downwards from the end of ops (the k-th at ops[cap - 1 - k]; *nph of
+ * them, or 0 when the ops leave them too little room; reverse_phases codes a phase's lanes at
+ * once). Returns the op count, or -3 when a symbol has no frequency in its table. Steps where no
+ * lane is inside a run (busy: a bit per lane whose skip is not 0) take a loop without the skip
+ * tests, or plain16 on the SIMD path. Out of line, as reverse_ops. */
 static IMIJ_NOINLINE int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32_t r1, uint32_t *skip,
-                                                   uint32_t *rows, uint32_t *ops)
+                                                   uint32_t *rows, uint32_t *ops, size_t cap, size_t *nph)
 {
     uint32_t width = sc->width, lw = sc->lw, active = sc->active, busy = 0;
-    uint8_t clsr[SEG];
+    uint8_t clsr[SEG + 3]; /* plain16 reads 4 bytes at a class */
     uint32_t tmp[SEG];
-    size_t nops = 0;
+    size_t nops = 0, np = 0, room = cap; /* np masks while there is room above the ops */
+    uint32_t *top = ops + cap - 1;
     int whole = width <= SEG; /* classes for the whole row when it fits, else per block of lane columns */
     uint32_t block = whole ? lw : SEG / 16;
     for (uint32_t l = 0; l < active; l++)
@@ -1630,7 +1737,15 @@ static IMIJ_NOINLINE int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32
                 uint32_t xops[16], hops[16], nx = 0, nh = 0;
                 uint32_t here = active - (x >= sc->lane_w[active - 1]); /* only the last lane is narrower */
                 const uint8_t *cx = clsr + i;
-                if (!(busy & ((2u << (here - 1)) - 1u))) { /* no lane here inside a run */
+                uint32_t lanes = (2u << (here - 1)) - 1u, xm = 0;
+#if IMIJ_ENT_AVX2
+                int32_t got;
+                if (here == 16 && sc->simd && !(busy & lanes) && (got = plain16(sc, ur + x, cx, stride, ops + nops)) >= 0) {
+                    nops += (uint32_t)got >> 16; /* the step's symbols and extra bits */
+                    xm = (uint32_t)got & 0xffffu;
+                } else
+#endif
+                if (!(busy & lanes)) { /* no lane here inside a run */
                     uint32_t l = 0;
                     while ((l = plain_lanes(sc, ur + (size_t)l * lw + x, cx + (size_t)l * stride, l, here, stride, ops,
                                             &nops, xops, &nx)) < here) {
@@ -1651,6 +1766,7 @@ static IMIJ_NOINLINE int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32
                             continue;
                         }
                     }
+                    lanes &= ~busy; /* the lanes that take a token */
                     for (uint32_t l = 0; l < here; l++) {
                         if (skip[l]) {
                             busy &= ~((uint32_t)(--skip[l] == 0) << l);
@@ -1664,9 +1780,20 @@ static IMIJ_NOINLINE int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32
                     ops[nops++] = xops[j];
                 for (uint32_t j = 0; j < nh; j++)
                     ops[nops++] = hops[j];
+                if (np + 3 + nops + 48 > room) /* this step's 3 masks, and the next step's 48 ops below them */
+                    room = 0;
+                else {
+                    top[-(ptrdiff_t)np++] = lanes;
+                    xm |= nx ? lane_mask(xops, nx) : 0;
+                    if (xm)
+                        top[-(ptrdiff_t)np++] = xm;
+                    if (nh)
+                        top[-(ptrdiff_t)np++] = lane_mask(hops, nh);
+                }
             }
         }
     }
+    *nph = room ? np : 0;
     return (int64_t)nops;
 }
 
@@ -1760,6 +1887,102 @@ static IMIJ_NOINLINE void reverse_ops(const uint32_t *ops, size_t nops, const di
     *wpp = wp;
 }
 
+#if IMIJ_ENT_AVX2
+/* Lanes 8h .. 8h + 7 of a phase: the n ops at p (lanes m, in lane order) spread to their lanes;
+ * the other lanes get `idle`, an op of the phase's kind that leaves a state as it is and emits
+ * nothing (extra bits: none; a symbol: f = M, cum = 0). */
+static inline AVX2_FN __m256i phase_ops(const uint32_t *p, uint32_t n, uint32_t m, uint32_t idle, const phase_tables *t)
+{
+    const __m256i lane = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    __m256i in = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256i v = _mm256_maskload_epi32((const int *)p, in); /* reads the n ops only */
+    __m128i idx = _mm_loadl_epi64((const __m128i *)t->expand[m]);
+    __m256i live = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)m), lane), lane);
+    return _mm256_blendv_epi8(_mm256_set1_epi32((int)idle), _mm256_permutevar8x32_epi32(v, _mm256_cvtepu8_epi32(idx)),
+                              live);
+}
+
+/* One phase of reverse_ops on 8 lanes x (ops v): the new states; the words the lanes emit go to
+ * *wp - 2 .. backwards (lane order in memory), with a 16-byte store ending at *wp. Branch-free
+ * but for the op kind, and short from state to state (the phases of a block form one chain). */
+static inline AVX2_FN __m256i phase_half(__m256i x, __m256i v, int bits, const phase_tables *t, uint8_t **wp)
+{
+    const __m256i one = _mm256_set1_epi32(1);
+    __m256i stay, f, nb; /* stay: lanes that emit no word */
+    if (bits) { /* emit when x >= 2^(32 - nb) */
+        nb = _mm256_and_si256(_mm256_srli_epi32(v, 16), _mm256_set1_epi32(31));
+        stay = _mm256_cmpeq_epi32(_mm256_srlv_epi32(x, _mm256_sub_epi32(_mm256_set1_epi32(32), nb)),
+                                  _mm256_setzero_si256());
+    } else { /* emit when x >= f 2^22: stay when f 2^20 > x / 4 (both below 2^31) */
+        f = _mm256_and_si256(_mm256_srli_epi32(v, 11), _mm256_set1_epi32(2047));
+        stay = _mm256_cmpgt_epi32(_mm256_slli_epi32(f, 20), _mm256_srli_epi32(x, 2));
+    }
+    uint32_t e = ~(uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(stay)) & 0xffu;
+    __m256i w = _mm256_and_si256(x, _mm256_set1_epi32(0xffff));
+    w = _mm256_permute4x64_epi64(_mm256_packus_epi32(w, w), 0x08); /* the 8 words in the low half */
+    __m128i out = _mm_shuffle_epi8(_mm256_castsi256_si128(w), _mm_loadu_si128((const __m128i *)t->words[e]));
+    _mm_storeu_si128((__m128i *)(*wp - 16), out);
+    *wp -= 2 * imij_popcnt32(e);
+    x = _mm256_blendv_epi8(_mm256_srli_epi32(x, 16), x, stay);
+    if (bits) /* x << nb | the bits */
+        return _mm256_or_si256(_mm256_sllv_epi32(x, nb), _mm256_and_si256(v, _mm256_set1_epi32(0xffff)));
+    /* x + cum + q (M - f), q = x / f, in 64-bit lanes (the states are below 2^32 before and after).
+     * rcp[f] >= 1 / f (1 + 2^-51), at most 1 / f (1 + 2^-49): x rcp rounded is above x / f and below
+     * its next integer by more than 1/2^11, as x / f (below 2^22) is at most 1 - 1/f past its floor;
+     * so (x rcp - 1/2) + 2^52, rounded to nearest, is q + 2^52 (reverse_phases' caller checks the
+     * rounding mode). cum: bias less the M - 1 it holds for f = 1 (see symbol_op). */
+    const __m256i magic = _mm256_set1_epi64x(0x4330000000000000); /* 2^52 as a double, and + x */
+    const __m256d two52 = _mm256_set1_pd(4503599627370496.0), round = _mm256_set1_pd(4503599627370495.5);
+    __m256i cum = _mm256_add_epi32(_mm256_and_si256(v, _mm256_set1_epi32(2047)),
+                                   _mm256_and_si256(_mm256_cmpeq_epi32(f, one), _mm256_set1_epi32(1 - (1 << M_BITS))));
+    __m256i mf = _mm256_sub_epi32(_mm256_set1_epi32(1 << M_BITS), f);
+    __m256i y[2];
+    for (int h = 0; h < 2; h++) {
+        __m128i xh = h ? _mm256_extracti128_si256(x, 1) : _mm256_castsi256_si128(x);
+        __m128i fh = h ? _mm256_extracti128_si256(f, 1) : _mm256_castsi256_si128(f);
+        __m128i ch = h ? _mm256_extracti128_si256(cum, 1) : _mm256_castsi256_si128(cum);
+        __m128i mh = h ? _mm256_extracti128_si256(mf, 1) : _mm256_castsi256_si128(mf);
+        __m256i x64 = _mm256_cvtepu32_epi64(xh);
+        __m256d xd = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(x64, magic)), two52);
+        __m256d qd = _mm256_add_pd(_mm256_mul_pd(xd, _mm256_i32gather_pd(t->rcp, fh, 8)), round);
+        __m256i qm = _mm256_mul_epu32(_mm256_castpd_si256(qd), _mm256_cvtepu32_epi64(mh)); /* q's low 32 bits */
+        y[h] = _mm256_add_epi64(_mm256_add_epi64(x64, _mm256_cvtepu32_epi64(ch)), qm);
+    }
+    /* the low halves of y's 64-bit lanes, in order */
+    __m256i lo = _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(y[0]), _mm256_castsi256_ps(y[1]), 0x88));
+    return _mm256_permute4x64_epi64(lo, 0xd8);
+}
+
+/* Whether SSE arithmetic rounds to nearest (MXCSR's rounding control), as phase_half's needs. */
+static AVX2_FN int rounds_to_nearest(void) { return (_mm_getcsr() & 0x6000u) == 0; }
+
+/* reverse_ops a phase at a time (block_ops' phases: nph lane masks, the k-th at top[-k], over
+ * ops[0..nops), each phase's ops one per lane, in lane order, all of one kind): the same states
+ * and words, its lanes in two vectors. Stores 16 bytes ending where a half's words end: the
+ * caller keeps 2 * nops + 16 bytes free below *wp (the bytes below the last word are written over
+ * or never read). */
+static IMIJ_NOINLINE AVX2_FN void reverse_phases(const uint32_t *ops, size_t nops, const uint32_t *top, size_t nph,
+                                                 const phase_tables *t, uint32_t *st, uint8_t **wpp)
+{
+    uint8_t *wp = *wpp;
+    __m256i s0 = _mm256_loadu_si256((const __m256i *)st), s1 = _mm256_loadu_si256((const __m256i *)(st + 8));
+    size_t end = nops;
+    for (size_t k = nph; k-- > 0;) {
+        uint32_t m = top[-(ptrdiff_t)k], m0 = m & 0xffu, m1 = m >> 8, n0 = imij_popcnt32(m0), n1 = imij_popcnt32(m1);
+        const uint32_t *p = ops + (end -= n0 + n1);
+        int bits = (p[0] & OP_BITS) != 0;
+        uint32_t idle = bits ? OP_BITS : (1u << M_BITS) << 11;
+        if (m1) /* the upper lanes' words come later in the stream: written first */
+            s1 = phase_half(s1, phase_ops(p + n0, n1, m1, idle, t), bits, t, &wp);
+        if (m0)
+            s0 = phase_half(s0, phase_ops(p, n0, m0, idle, t), bits, t, &wp);
+    }
+    _mm256_storeu_si256((__m256i *)st, s0);
+    _mm256_storeu_si256((__m256i *)(st + 8), s1);
+    *wpp = wp;
+}
+#endif
+
 static void stream_init(stream_ctx *sc, const void *u, const void *u0, uint32_t esize, uint32_t width,
                         uint32_t height, uint32_t lanes, const imij_enc_model *model)
 {
@@ -1778,6 +2001,11 @@ static void stream_init(stream_ctx *sc, const void *u, const void *u0, uint32_t 
     sc->rk = k > m ? k : m;
     sc->nvalue = k >= n ? (n >= 32 ? 0 : 1u << n) : (1u << k) + (n - k) * (1u << m);
     sc->run_min = model->run_min;
+#if IMIJ_ENT_AVX2
+    sc->simd = NULL;
+    for (uint32_t k = 0; k < 32; k++)
+        sc->class_ctx[k] = (uint8_t)model->ctx_map[k % IMIJ_ENC_CLASSES];
+#endif
     sc->fast = model->ctx_shift == 0 && below16(u, plane, esize) && below16(sc->x0, plane, esize);
     for (uint32_t l = 0; l < sc->active; l++)
         sc->lane_w[l] = (l + 1) * sc->lw <= width ? sc->lw : width - l * sc->lw;
@@ -1839,18 +2067,35 @@ int64_t imij_enc_stream(const void *u, const void *u0, uint32_t esize, uint32_t 
         }
     }
     uint32_t st[16];
-    for (uint32_t l = 0; l < sc.active; l++)
+    for (uint32_t l = 0; l < 16; l++)
         st[l] = 1u << 16;
+#if IMIJ_ENT_AVX2
+    phase_tables tables;
+    /* the SIMD path where the CPU has AVX2, for units of SIMD_MIN positions and more (its tables
+     * take about as long to make as the scalar path takes on a quarter of that) */
+    int simd = (size_t)width * height >= SIMD_MIN && imij_entropy_simd(-1) >= 1 && rounds_to_nearest();
+    if (simd) {
+        phase_tables_init(&tables);
+        sc.simd = &tables;
+    }
+#endif
     size_t head = (size_t)4 * sc.active;
     uint8_t *wp = out + cap;
     for (uint32_t b = blocks; b-- > 0;) {
         uint32_t r0 = b * rows, r1 = r0 + rows < height ? r0 + rows : height;
         memcpy(skip, checkpoints + 16 * (size_t)b, sizeof skip);
-        int64_t nops = block_ops(&sc, r0, r1, skip, rowbuf, ops);
+        size_t cap_ops = 3 * (size_t)width * rows, nph;
+        int64_t nops = block_ops(&sc, r0, r1, skip, rowbuf, ops, cap_ops, &nph);
         if (nops < 0)
             return nops;
         if ((size_t)(wp - out) < head + 2 * (size_t)nops + 2)
             return IMIJ_E_SPACE; /* at most one word per op, plus the unconditional store's slot */
+#if IMIJ_ENT_AVX2
+        if (simd && nph && (size_t)(wp - out) >= 2 * (size_t)nops + 16) { /* room for its 16-byte stores */
+            reverse_phases(ops, (size_t)nops, ops + cap_ops - 1, nph, &tables, st, &wp);
+            continue;
+        }
+#endif
         reverse_ops(ops, (size_t)nops, &dv, st, &wp);
     }
     for (uint32_t l = 0; l < sc.active; l++) {
