@@ -323,11 +323,13 @@ uint32_t imij_sample_word(const imij_sample_store *store, uint32_t s, uint32_t v
 int imij_level_unit_store(const uint8_t *body, size_t len, const imij_level_unit *unit, const imij_sample_store *store,
                           uint8_t *index, size_t index_len);
 
-/* ---- the entropy decoders' SIMD path (entropy.c, bilevel.c) ---- */
+/* ---- the entropy coders' SIMD path (entropy.c, bilevel.c, encode.c) ---- */
 
 /* Which path csrc/entropy.c decodes entropy streams (3.1) with. Every path gives identical
  * output and errors on every input; the SIMD paths only change speed. Paths: 0 scalar, 1 AVX2
  * (16 lanes as two vectors), 2 AVX-512 (one vector; stores and bilevel.c use their AVX2 code).
+ * imij_enc_stream (encode.c) writes a unit of 1024 positions or more with its AVX2 code on paths
+ * 1 and 2, identical bytes.
  *
  * mode < 0: query only; mode >= 0: the fastest path this CPU supports up to `mode` (2: the
  * fastest, the default). Returns the path in use afterwards. Until the first call the
