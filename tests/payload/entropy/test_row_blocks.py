@@ -25,20 +25,15 @@ from imij_plugins.payload.entropy import kernel
 from .gen import header_of, random_case
 from .syntax_writer import EntropyOptions, ModelChoice, UnitChoice, decode_entropy_payload, encode_entropy_payload
 from .test_entropy_mutation import _mutate
-from .test_kernel_paths import _photo, _screen
+from .test_kernel_paths import _photo, _screen, paths  # noqa: F401 - the fixture
 
 BLOCKS = (1, 2, 3)
 
 
 @pytest.fixture
-def c_kernel(backend):
-    """The C backend only (the Python reference decodes units whole); restores the SIMD path."""
-    if backend != "c":
-        pytest.skip("row blocks are the C kernel's")
-    lib = _backend.lib
-    before = lib.imij_entropy_simd(-1)
-    yield lib
-    lib.imij_entropy_simd(before)
+def c_kernel(paths):  # noqa: F811 - the fixture imported above
+    """The C backend only (the Python reference decodes units whole); ``paths`` restores the SIMD path."""
+    return paths
 
 
 def _outcome(fn) -> tuple:

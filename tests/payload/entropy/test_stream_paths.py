@@ -19,18 +19,13 @@ from imij_plugins.payload.entropy.modeling import SlotStats, choose_model, effor
 from imij_plugins.payload.entropy.streams import stream
 
 from .backends import NEEDS_C, both
-from .test_kernel_paths import simd_paths
+from .test_kernel_paths import paths, simd_paths  # noqa: F401 - the fixture
 
 
 @pytest.fixture
-def lib(backend):
-    """The C kernels (once: the test picks its paths); restores the path in use afterwards."""
-    if backend != "c":
-        pytest.skip("the C kernel's paths")
-    lib = _backend.lib
-    before = lib.imij_entropy_simd(-1)
-    yield lib
-    lib.imij_entropy_simd(before)
+def lib(paths):  # noqa: F811 - the fixture imported above
+    """The C kernels (once: the test picks its paths); ``paths`` restores the path in use afterwards."""
+    return paths
 
 
 def _residuals(rng: np.random.Generator, h: int, w: int, bits: int) -> np.ndarray:
