@@ -165,7 +165,7 @@ class ImiImageFile(ImageFile.ImageFile):
             raise SyntaxError(msg)
         # A named file is memory-mapped by the core: opening touches the header and chunk
         # framing only, pixel bytes are read in load(). Other streams are read whole.
-        path = self.filename if isinstance(self.filename, str) and os.path.isfile(self.filename) else None
+        path = self.filename if isinstance(self.filename, str) and self.filename and os.path.isfile(self.filename) else None
         if path is None:
             self.fp.seek(0)
         data = path if path is not None else self.fp.read()
@@ -179,10 +179,12 @@ class ImiImageFile(ImageFile.ImageFile):
         # Image.open checks the first image's size after _open returns, but pages can be larger.
         # Nothing sized by a header is allocated before load(); raising early with error_only
         # follows WebPImagePlugin._open ("check the size before creating it").
-        pages = self.imij.kind in _PAGES
-        for index in range(self.imij.n_frames if pages else 1):
-            described = self.imij.image_info(index)
-            _bomb_check((described.width, described.height))
+        first = self.imij.image_info(0)
+        _bomb_check((first.width, first.height))
+        if self.imij.kind in _PAGES:
+            for index in range(1, self.imij.n_frames):
+                described = self.imij.image_info(index)
+                _bomb_check((described.width, described.height))
 
         self.n_frames = self.imij.n_frames
         self.is_animated = self.n_frames > 1
@@ -196,19 +198,22 @@ class ImiImageFile(ImageFile.ImageFile):
             self.info["imij_kind"] = self.imij.kind
             self.info["loop"] = self.imij.loop_count
             self._durations = [self.imij.frame_info(i).duration for i in range(self.n_frames)]
-        self._describe(0)
+        self._describe(0, first)
         # safe-to-copy chunks the core leaves raw; mDCv is info["mastering_display"] already
         # (extra_chunks() also returns chunks the core parses into metadata)
-        typed = {_TYPED_TAGS[key] for key in _TYPED_TAGS if key in self.info}
-        chunks = [c for c in self.imij.extra_chunks(pixels_changed=True) if c[0] not in typed]
+        chunks = self.imij.extra_chunks(pixels_changed=True)
+        if chunks:
+            typed = {_TYPED_TAGS[key] for key in _TYPED_TAGS if key in self.info}
+            chunks = [c for c in chunks if c[0] not in typed]
         if chunks:
             self.info["imij_chunks"] = chunks
 
-    def _describe(self, frame: int) -> None:
-        """Mode, size and per-image info of ``frame`` (a page has its own; animation frames share one)."""
-        image = self.imij.page(frame) if self.imij.kind in _PAGES else self.imij
+    def _describe(self, frame: int, described: api.ImageInfo | None = None) -> None:
+        """Mode, size and per-image info of ``frame`` (a page has its own; animation frames share one);
+        ``described`` is its ``image_info`` when the caller has it."""
+        image = self.imij.page(frame) if frame and self.imij.kind in _PAGES else self.imij
         if frame == 0 or image is not self.imij:
-            described = self.imij.image_info(frame)
+            described = described or self.imij.image_info(frame)
             for key in self.info.keys() & _PER_IMAGE_KEYS:
                 del self.info[key]
             self._orientation = described.orientation
