@@ -923,6 +923,55 @@ static inline void float_classes(const uint32_t *restrict sums, uint32_t count, 
     }
 }
 
+#if IMIJ_ENT_AVX2
+/* float_classes of 32 sums (four vectors of eight): their float exponents less 126, packed to
+ * bytes with saturation (a sum of 0 gives 0) and capped at 15, in order. */
+static inline AVX2_FN __m256i classes32(__m256i s0, __m256i s1, __m256i s2, __m256i s3)
+{
+    const __m256i bias = _mm256_set1_epi16(126), order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    __m256i e0 = _mm256_srli_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(s0)), 23);
+    __m256i e1 = _mm256_srli_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(s1)), 23);
+    __m256i e2 = _mm256_srli_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(s2)), 23);
+    __m256i e3 = _mm256_srli_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(s3)), 23);
+    __m256i lo = _mm256_sub_epi16(_mm256_packus_epi32(e0, e1), bias);
+    __m256i hi = _mm256_sub_epi16(_mm256_packus_epi32(e2, e3), bias);
+    __m256i b = _mm256_min_epu8(_mm256_packus_epi16(lo, hi), _mm256_set1_epi8(15));
+    return _mm256_permutevar8x32_epi32(b, order); /* the packs interleave the 128-bit halves */
+}
+
+/* row_classes' fast path for positions i .. i + 32: the sums w + n (below 2^18), their classes into
+ * plain (NULL: not wanted), then with u0 added (u0 NULL: none) into cls. */
+static inline AVX2_FN void classes_at(const uint32_t *w, const uint32_t *n, const uint32_t *u0, uint32_t i,
+                                      uint8_t *cls, uint8_t *plain)
+{
+    __m256i s[4];
+    for (int k = 0; k < 4; k++)
+        s[k] = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(w + i + 8 * k)),
+                                _mm256_loadu_si256((const __m256i *)(n + i + 8 * k)));
+    if (plain)
+        _mm256_storeu_si256((__m256i *)(plain + i), classes32(s[0], s[1], s[2], s[3]));
+    if (u0)
+        for (int k = 0; k < 4; k++)
+            s[k] = _mm256_add_epi32(s[k], _mm256_loadu_si256((const __m256i *)(u0 + i + 8 * k)));
+    _mm256_storeu_si256((__m256i *)(cls + i), classes32(s[0], s[1], s[2], s[3]));
+}
+
+/* classes_at over positions 0 .. count, 32 at a time, the last 32 again where count is not a
+ * multiple (the same classes: rewriting them is harmless). Returns the positions done: count, or
+ * 0 below 32 (the caller's). */
+static IMIJ_NOINLINE AVX2_FN uint32_t fast_classes_avx2(const uint32_t *w, const uint32_t *n, const uint32_t *u0,
+                                                        uint32_t count, uint8_t *cls, uint8_t *plain)
+{
+    if (count < 32)
+        return 0;
+    for (uint32_t i = 0; i + 32 <= count; i += 32)
+        classes_at(w, n, u0, i, cls, plain);
+    if (count % 32)
+        classes_at(w, n, u0, count - 32, cls, plain);
+    return count;
+}
+#endif
+
 /* 3.1: the class of columns c_first .. c_first + count of row r (lane-local neighbours), plus
  * slot 0's T(u0) when u0r != NULL, into cls[0..count); plain (NULL: not wanted) receives the
  * classes without T(u0) (the statistics count both). fast: ctx_shift 0 and every u below 2^16
@@ -933,6 +982,31 @@ static void row_classes(const uint32_t *restrict ur, const uint32_t *restrict up
                         uint8_t *restrict cls, uint8_t *restrict plain, uint32_t *restrict tmp)
 {
     uint32_t first_lane = (c_first + lw - 1) / lw * lw; /* the first lane start at or after c_first */
+#if IMIJ_ENT_AVX2
+    if (fast && imij_entropy_simd(-1) >= 1) {
+        /* every column from its west and north neighbours (row 0: twice the west), then the lane
+         * starts (column 0 among them) apart; fewer than 32 columns as float_classes */
+        uint32_t i = c_first == 0, last = c_first + count;
+        const uint32_t *w = ur + c_first - 1, *n = r ? up + c_first : w, *u0 = u0r ? u0r + c_first : NULL;
+        uint32_t done = i + fast_classes_avx2(w + i, n + i, u0 ? u0 + i : NULL, count - i, cls + i,
+                                              plain ? plain + i : NULL);
+        for (; done < count; done++) {
+            uint32_t sum = w[done] + n[done];
+            if (plain)
+                float_classes(&sum, 1, plain + done);
+            sum += u0 ? u0[done] : 0;
+            float_classes(&sum, 1, cls + done);
+        }
+        for (uint32_t c = first_lane; c < last; c += lw) {
+            uint32_t sum = r ? 2 * up[c] : 0;
+            if (plain)
+                plain[c - c_first] = (uint8_t)cls_of(sum);
+            sum += u0r ? u0r[c] : 0;
+            cls[c - c_first] = (uint8_t)cls_of(sum);
+        }
+        return;
+    }
+#endif
     if (fast) {
         const uint32_t *w = ur + c_first - 1, *n = up + c_first;
         uint32_t i = 0;
