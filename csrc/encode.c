@@ -2115,7 +2115,8 @@ int64_t imij_enc_stream(const void *u, const void *u0, uint32_t esize, uint32_t 
 #define COST_M 1024
 #define COST_FIX 16
 
-static int64_t row_cost(const int64_t *h, uint32_t width, const int64_t *L)
+/* h: the counts of `width` symbols, at[i] the symbol of h[i] (NULL: i), ascending. */
+static int64_t row_cost(const int64_t *h, uint32_t width, const uint32_t *at, const int64_t *L)
 {
     int64_t tot = 0, bits = 0, fsum = 0, fmax = 0, ctop = 0;
     uint32_t used = 0, last1 = 0;
@@ -2135,7 +2136,7 @@ static int64_t row_cost(const int64_t *h, uint32_t width, const int64_t *L)
         }
         bits += h[i] * (L[COST_M] - L[f]);
         used++;
-        last1 = i + 1;
+        last1 = (at ? at[i] : i) + 1;
     }
     int64_t excess = fsum > COST_M ? fsum - COST_M : 0, rest = fmax - excess < 1 ? 1 : fmax - excess;
     return bits + ctop * (L[fmax] - L[rest]) + ((int64_t)(11 + 6 * used + 2 * last1) << COST_FIX);
@@ -2149,7 +2150,7 @@ int imij_enc_row_costs(const int64_t *h, uint32_t rows, uint32_t width, const in
         if (h[i] < 0)
             return IMIJ_E_ARGS;
     for (uint32_t r = 0; r < rows; r++)
-        out[r] = row_cost(h + (size_t)r * width, width, log2fix);
+        out[r] = row_cost(h + (size_t)r * width, width, NULL, log2fix);
     return 0;
 }
 
@@ -2184,22 +2185,31 @@ int64_t imij_enc_partition(const int64_t *th, const int64_t *log2fix, uint8_t *c
         *width = 256;
         return 0;
     }
-    /* cum[q]: the first q used classes summed; cost[i][j]: classes i .. j - 1 as one context */
+    /* sym[0 .. ns): the symbols any used class counts (only these cost); cum[q]: the first q
+     * used classes summed at them; cost[i][j]: classes i .. j - 1 as one context */
+    uint32_t sym[256], ns = 0;
+    for (uint32_t s = 0; s < w; s++) {
+        int64_t any = 0;
+        for (uint32_t q = 0; q < g; q++)
+            any |= th[used[q] * 256 + s];
+        if (any)
+            sym[ns++] = s;
+    }
     int64_t cum[17][256], cost[17][17], row[256], best[5][17];
     uint32_t back[5][17];
     memset(cum[0], 0, sizeof cum[0]);
     for (uint32_t q = 0; q < g; q++)
-        for (uint32_t s = 0; s < w; s++)
-            cum[q + 1][s] = cum[q][s] + th[used[q] * 256 + s];
+        for (uint32_t s = 0; s < ns; s++)
+            cum[q + 1][s] = cum[q][s] + th[used[q] * 256 + sym[s]];
     for (uint32_t i = 0; i <= g; i++)
         for (uint32_t j = 0; j <= g; j++) {
             if (i >= j) {
                 cost[i][j] = INF;
                 continue;
             }
-            for (uint32_t s = 0; s < w; s++)
+            for (uint32_t s = 0; s < ns; s++)
                 row[s] = cum[j][s] - cum[i][s];
-            cost[i][j] = row_cost(row, w, log2fix);
+            cost[i][j] = row_cost(row, ns, sym, log2fix);
         }
     for (uint32_t j = 0; j <= g; j++)
         best[0][j] = j ? INF : 0;
@@ -2230,8 +2240,8 @@ int64_t imij_enc_partition(const int64_t *th, const int64_t *log2fix, uint8_t *c
     for (uint32_t ctx = 0; ctx < k; ctx++) {
         for (uint32_t q = start[ctx]; q < end[ctx]; q++)
             ctx_of[q] = ctx;
-        for (uint32_t s = 0; s < w; s++)
-            hists[ctx * 256 + s] = cum[end[ctx]][s] - cum[start[ctx]][s];
+        for (uint32_t s = 0; s < ns; s++)
+            hists[ctx * 256 + sym[s]] = cum[end[ctx]][s] - cum[start[ctx]][s];
     }
     /* 3.3's ctx_map: an unused class takes the context of the nearest used class below it
      * (above it when none is below) */
@@ -2305,7 +2315,7 @@ int64_t imij_enc_token_cost(const uint32_t *vh, const uint32_t *rh, const uint32
     memset(th, 0, sizeof th);
     for (uint32_t c = 0; c < 16; c++) {
         uint32_t width = class_tokens(vh, rh, zr, tokens, buckets, cols, ncols, runs, c, th, &extra);
-        total += row_cost(th, width, log2fix); /* the same cost: no count past width */
+        total += row_cost(th, width, NULL, log2fix); /* the same cost: no count past width */
         for (uint32_t s = 0; s < width; s++)   /* zero again for the next class */
             th[s] = 0;
     }

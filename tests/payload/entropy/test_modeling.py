@@ -227,8 +227,14 @@ def test_partition_is_the_best_split():
 
 def _partition_cases(rng):
     """Token counts of 0 to 16 used classes: sparse and dense rows, equal rows (ties between
-    splits), a single symbol, and sums up to 2^40 (an image of 2^40 positions)."""
+    splits), a single symbol, a few symbols far apart (a small image's) and sums up to 2^40 (an
+    image of 2^40 positions)."""
     yield np.zeros((CLASSES, 256), dtype=np.int64)
+    for _ in range(6):
+        th = np.zeros((CLASSES, 256), dtype=np.int64)
+        th[np.ix_([2, 3, 9, 15], [0, 17, 200, 255])] = rng.integers(0, 5, (4, 4))
+        th[2, 200] += 1
+        yield th
     for _ in range(40):
         th = np.zeros((CLASSES, 256), dtype=np.int64)
         used = rng.choice(CLASSES, int(rng.integers(1, CLASSES + 1)), replace=False)
