@@ -2189,7 +2189,8 @@ int64_t imij_enc_stream(const void *u, const void *u0, uint32_t esize, uint32_t 
 #define COST_M 1024
 #define COST_FIX 16
 
-static int64_t row_cost(const int64_t *h, uint32_t width, const int64_t *L)
+/* h: the counts of `width` symbols, at[i] the symbol of h[i] (NULL: i), ascending. */
+static int64_t row_cost(const int64_t *h, uint32_t width, const uint32_t *at, const int64_t *L)
 {
     int64_t tot = 0, bits = 0, fsum = 0, fmax = 0, ctop = 0;
     uint32_t used = 0, last1 = 0;
@@ -2209,7 +2210,7 @@ static int64_t row_cost(const int64_t *h, uint32_t width, const int64_t *L)
         }
         bits += h[i] * (L[COST_M] - L[f]);
         used++;
-        last1 = i + 1;
+        last1 = (at ? at[i] : i) + 1;
     }
     int64_t excess = fsum > COST_M ? fsum - COST_M : 0, rest = fmax - excess < 1 ? 1 : fmax - excess;
     return bits + ctop * (L[fmax] - L[rest]) + ((int64_t)(11 + 6 * used + 2 * last1) << COST_FIX);
@@ -2223,7 +2224,7 @@ int imij_enc_row_costs(const int64_t *h, uint32_t rows, uint32_t width, const in
         if (h[i] < 0)
             return IMIJ_E_ARGS;
     for (uint32_t r = 0; r < rows; r++)
-        out[r] = row_cost(h + (size_t)r * width, width, log2fix);
+        out[r] = row_cost(h + (size_t)r * width, width, NULL, log2fix);
     return 0;
 }
 
@@ -2236,14 +2237,18 @@ int64_t imij_enc_partition(const int64_t *th, const int64_t *log2fix, uint8_t *c
     const int64_t INF = (int64_t)1 << 61;
     uint32_t used[16], g = 0, w = 0;
     for (uint32_t c = 0; c < 16; c++) {
-        uint32_t last1 = 0;
-        for (uint32_t s = 0; s < 256; s++) {
-            if (th[c * 256 + s] < 0)
-                return IMIJ_E_ARGS;
-            last1 = th[c * 256 + s] ? s + 1 : last1;
-        }
-        if (last1)
-            used[g++] = c;
+        const int64_t *r = th + c * 256;
+        uint64_t bits = 0; /* every count or'ed: its sign a negative count, zero an unused class */
+        for (uint32_t s = 0; s < 256; s++)
+            bits |= (uint64_t)r[s];
+        if (bits >> 63)
+            return IMIJ_E_ARGS;
+        if (!bits)
+            continue;
+        uint32_t last1 = 256;
+        while (!r[last1 - 1])
+            last1--;
+        used[g++] = c;
         w = last1 > w ? last1 : w;
     }
     memset(hists, 0, 4 * 256 * sizeof *hists);
@@ -2254,22 +2259,31 @@ int64_t imij_enc_partition(const int64_t *th, const int64_t *log2fix, uint8_t *c
         *width = 256;
         return 0;
     }
-    /* cum[q]: the first q used classes summed; cost[i][j]: classes i .. j - 1 as one context */
+    /* sym[0 .. ns): the symbols any used class counts (only these cost); cum[q]: the first q
+     * used classes summed at them; cost[i][j]: classes i .. j - 1 as one context */
+    uint32_t sym[256], ns = 0;
+    for (uint32_t s = 0; s < w; s++) {
+        int64_t any = 0;
+        for (uint32_t q = 0; q < g; q++)
+            any |= th[used[q] * 256 + s];
+        if (any)
+            sym[ns++] = s;
+    }
     int64_t cum[17][256], cost[17][17], row[256], best[5][17];
     uint32_t back[5][17];
     memset(cum[0], 0, sizeof cum[0]);
     for (uint32_t q = 0; q < g; q++)
-        for (uint32_t s = 0; s < w; s++)
-            cum[q + 1][s] = cum[q][s] + th[used[q] * 256 + s];
+        for (uint32_t s = 0; s < ns; s++)
+            cum[q + 1][s] = cum[q][s] + th[used[q] * 256 + sym[s]];
     for (uint32_t i = 0; i <= g; i++)
         for (uint32_t j = 0; j <= g; j++) {
             if (i >= j) {
                 cost[i][j] = INF;
                 continue;
             }
-            for (uint32_t s = 0; s < w; s++)
+            for (uint32_t s = 0; s < ns; s++)
                 row[s] = cum[j][s] - cum[i][s];
-            cost[i][j] = row_cost(row, w, log2fix);
+            cost[i][j] = row_cost(row, ns, sym, log2fix);
         }
     for (uint32_t j = 0; j <= g; j++)
         best[0][j] = j ? INF : 0;
@@ -2300,8 +2314,8 @@ int64_t imij_enc_partition(const int64_t *th, const int64_t *log2fix, uint8_t *c
     for (uint32_t ctx = 0; ctx < k; ctx++) {
         for (uint32_t q = start[ctx]; q < end[ctx]; q++)
             ctx_of[q] = ctx;
-        for (uint32_t s = 0; s < w; s++)
-            hists[ctx * 256 + s] = cum[end[ctx]][s] - cum[start[ctx]][s];
+        for (uint32_t s = 0; s < ns; s++)
+            hists[ctx * 256 + sym[s]] = cum[end[ctx]][s] - cum[start[ctx]][s];
     }
     /* 3.3's ctx_map: an unused class takes the context of the nearest used class below it
      * (above it when none is below) */
@@ -2315,69 +2329,83 @@ int64_t imij_enc_partition(const int64_t *th, const int64_t *log2fix, uint8_t *c
     return best[k][g];
 }
 
-/* One class's bucket counts as token counts th (and their extra bits), *width raised past every
- * token counted. */
-static void add_tokens(const uint32_t *counts, const int64_t *tok, const int64_t *nbits, uint32_t buckets, int64_t *th,
-                       int64_t *extra, uint32_t *width)
+/* One class's counts in the listed buckets (cols, ncols of them) as token counts th (and their
+ * extra bits), *width raised past every token counted. */
+static void add_tokens(const uint32_t *counts, const int64_t *tok, const int64_t *nbits, const uint32_t *cols,
+                       uint32_t ncols, int64_t *th, int64_t *extra, uint32_t *width)
 {
-    for (uint32_t b = 0; b < buckets; b++)
+    for (uint32_t i = 0; i < ncols; i++) {
+        uint32_t b = cols[i];
         if (counts[b]) {
             th[tok[b]] += counts[b];
             *extra += (int64_t)counts[b] * nbits[b];
             *width = (uint32_t)tok[b] >= *width ? (uint32_t)tok[b] + 1 : *width;
         }
+    }
 }
 
-/* Class c's token counts into th[256] (zeroed here) and its extra bits into *extra: its value
- * tokens, then its run tokens or, without runs, every covered position as value token 0.
- * Returns the width past its last counted token (th is zero from there). */
+/* Class c's token counts added to th[256] (zero on entry) and its extra bits to *extra: its
+ * value tokens, then its run tokens or, without runs, every covered position as value token 0;
+ * only the listed buckets of its rows (`buckets` apart) read. Returns the width past its last
+ * counted token (th is zero from there). */
 static uint32_t class_tokens(const uint32_t *vh, const uint32_t *rh, const uint32_t *zr, const int64_t *tokens,
-                             uint32_t buckets, uint32_t runs, uint32_t c, int64_t *th, int64_t *extra)
+                             uint32_t buckets, const uint32_t *cols, uint32_t ncols, uint32_t runs, uint32_t c,
+                             int64_t *th, int64_t *extra)
 {
     const int64_t *vt = tokens, *vn = tokens + buckets, *rt = tokens + 2 * buckets, *rn = tokens + 3 * buckets;
     uint32_t width = 0;
-    memset(th, 0, 256 * sizeof *th);
-    add_tokens(vh + (size_t)c * buckets, vt, vn, buckets, th, extra, &width);
+    add_tokens(vh + (size_t)c * buckets, vt, vn, cols, ncols, th, extra, &width);
     if (runs) {
-        add_tokens(rh + (size_t)c * buckets, rt, rn, buckets, th, extra, &width);
+        add_tokens(rh + (size_t)c * buckets, rt, rn, cols, ncols, th, extra, &width);
         return width;
     }
     th[0] += zr[c];
     return zr[c] && !width ? 1 : width;
 }
 
-static int tokens_ok(const int64_t *tokens, uint32_t buckets)
+/* Every token of the table in range (each bucket's test without a branch), and the buckets
+ * to read ascending and below `buckets`. */
+static int tokens_ok(const int64_t *tokens, uint32_t buckets, const uint32_t *cols, uint32_t ncols)
 {
-    if (!buckets || buckets > IMIJ_ENC_BUCKETS)
+    if (!buckets || buckets > IMIJ_ENC_BUCKETS || ncols > buckets)
         return 0;
-    const int64_t *vt = tokens, *vn = tokens + buckets, *rt = tokens + 2 * buckets, *rn = tokens + 3 * buckets;
-    for (uint32_t b = 0; b < buckets; b++)
-        if (vt[b] < 0 || vt[b] > 255 || rt[b] < 0 || rt[b] > 255 || vn[b] < 0 || rn[b] < 0)
+    for (uint32_t i = 0; i < ncols; i++)
+        if (cols[i] >= buckets || (i && cols[i] <= cols[i - 1]))
             return 0;
-    return 1;
+    const int64_t *vt = tokens, *vn = tokens + buckets, *rt = tokens + 2 * buckets, *rn = tokens + 3 * buckets;
+    uint64_t bad = 0;
+    for (uint32_t b = 0; b < buckets; b++)
+        bad |= ((uint64_t)vt[b] | (uint64_t)rt[b]) >> 8 | ((uint64_t)vn[b] | (uint64_t)rn[b]) >> 63;
+    return !bad;
 }
 
 int64_t imij_enc_token_cost(const uint32_t *vh, const uint32_t *rh, const uint32_t *zr, const int64_t *tokens,
-                            uint32_t buckets, uint32_t runs, const int64_t *log2fix)
+                            uint32_t buckets, const uint32_t *cols, uint32_t ncols, uint32_t runs,
+                            const int64_t *log2fix)
 {
-    if (!tokens_ok(tokens, buckets))
+    if (!tokens_ok(tokens, buckets, cols, ncols))
         return IMIJ_E_ARGS;
     int64_t total = 0, extra = 0, th[256];
+    memset(th, 0, sizeof th);
     for (uint32_t c = 0; c < 16; c++) {
-        uint32_t width = class_tokens(vh, rh, zr, tokens, buckets, runs, c, th, &extra);
-        total += row_cost(th, width, log2fix); /* the same cost: no count past width */
+        uint32_t width = class_tokens(vh, rh, zr, tokens, buckets, cols, ncols, runs, c, th, &extra);
+        total += row_cost(th, width, NULL, log2fix); /* the same cost: no count past width */
+        for (uint32_t s = 0; s < width; s++)   /* zero again for the next class */
+            th[s] = 0;
     }
     return total + (extra << COST_FIX);
 }
 
 int imij_enc_token_counts(const uint32_t *vh, const uint32_t *rh, const uint32_t *zr, const int64_t *tokens,
-                          uint32_t buckets, uint32_t runs, int64_t *th)
+                          uint32_t buckets, const uint32_t *cols, uint32_t ncols, uint32_t runs, int64_t *th)
 {
-    if (!tokens_ok(tokens, buckets))
+    if (!tokens_ok(tokens, buckets, cols, ncols))
         return IMIJ_E_ARGS;
     int64_t extra = 0;
-    for (uint32_t c = 0; c < 16; c++)
-        class_tokens(vh, rh, zr, tokens, buckets, runs, c, th + (size_t)c * 256, &extra);
+    for (uint32_t c = 0; c < 16; c++) {
+        memset(th + (size_t)c * 256, 0, 256 * sizeof *th);
+        class_tokens(vh, rh, zr, tokens, buckets, cols, ncols, runs, c, th + (size_t)c * 256, &extra);
+    }
     return 0;
 }
 

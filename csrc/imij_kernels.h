@@ -456,15 +456,19 @@ int imij_enc_row_costs(const int64_t *h, uint32_t rows, uint32_t width, const in
 /* The cost of one slot's statistics (vh, rh: 16 x buckets value and run token counts per class
  * and bucket, buckets 1 .. 640; zr: 16 positions covered by runs) under one scheme: per bucket
  * its value token, value extra bits, run token and run extra bits (tokens: 4 x buckets, tokens
- * below 256). With runs the run tokens are counted, else every covered position as value token
- * 0. The 16 classes' row costs plus the extra bits * 2^16; IMIJ_E_ARGS for bad arguments. */
+ * below 256). Only the ncols buckets listed in cols (ascending, below buckets) are read, the
+ * others' counts taken as zero: the caller lists those with a count, few on a small image.
+ * With runs the run tokens are counted, else every covered position as value token 0. The 16
+ * classes' row costs plus the extra bits * 2^16; IMIJ_E_ARGS for bad arguments. */
 int64_t imij_enc_token_cost(const uint32_t *vh, const uint32_t *rh, const uint32_t *zr, const int64_t *tokens,
-                            uint32_t buckets, uint32_t runs, const int64_t *log2fix);
+                            uint32_t buckets, const uint32_t *cols, uint32_t ncols, uint32_t runs,
+                            const int64_t *log2fix);
 
 /* 3.2: the (16, 256) token counts th of a slot's statistics under one scheme's per-bucket tokens
- * (as imij_enc_token_cost counts them). Returns 0, or IMIJ_E_ARGS for bad arguments. */
+ * (as imij_enc_token_cost counts them, the listed buckets read). Returns 0, or IMIJ_E_ARGS for
+ * bad arguments. */
 int imij_enc_token_counts(const uint32_t *vh, const uint32_t *rh, const uint32_t *zr, const int64_t *tokens,
-                          uint32_t buckets, uint32_t runs, int64_t *th);
+                          uint32_t buckets, const uint32_t *cols, uint32_t ncols, uint32_t runs, int64_t *th);
 
 /* 5: the exact split of the used classes of th (16 x 256 token counts) into at most
  * 4 runs of neighbouring classes with the fewest estimated bits (row_cost's; the first on ties):

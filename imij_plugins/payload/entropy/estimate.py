@@ -82,18 +82,22 @@ class TokenTable:
 
 class Prepared:
     """A slot's statistics (vh, rh (16, buckets), zr (16,)) as the chooser's kernels read them,
-    converted (counts32) and pointed at once: choose_model asks several costs of one slot."""
+    converted (counts32) and pointed at once: choose_model asks several costs of one slot.
+    ``cols``: the buckets with a count in any class, the only ones the C kernels read (a small
+    image fills few, spread over the range); the reference reads every bucket, the same sums."""
 
-    __slots__ = ("vh", "rh", "zr", "_ptrs")
+    __slots__ = ("vh", "rh", "zr", "cols", "_ptrs")
 
     def __init__(self, vh: np.ndarray, rh: np.ndarray, zr: np.ndarray):
         self.vh, self.rh, self.zr = counts32(vh), counts32(rh), counts32(zr)
+        self.cols = np.flatnonzero(self.vh.any(axis=0) | self.rh.any(axis=0)).astype(U32)
         self._ptrs = None
 
     def _c(self):
+        """vh, rh, zr and cols as the kernels read them (pointed at once)."""
         if self._ptrs is None:
             ffi = _backend.ffi
-            self._ptrs = tuple(ffi.from_buffer("uint32_t[]", a) for a in (self.vh, self.rh, self.zr))
+            self._ptrs = tuple(ffi.from_buffer("uint32_t[]", a) for a in (self.vh, self.rh, self.zr, self.cols))
         return self._ptrs
 
     def _table(self, tokens: np.ndarray | TokenTable) -> TokenTable:
@@ -105,7 +109,9 @@ class Prepared:
         """token_cost of these statistics."""
         table = self._table(tokens)
         if use_c():
-            cost = _backend.lib.imij_enc_token_cost(*self._c(), table.ptr(), self.vh.shape[1], int(runs), _log2_ptr())
+            vh, rh, zr, cols = self._c()
+            cost = _backend.lib.imij_enc_token_cost(vh, rh, zr, table.ptr(), self.vh.shape[1], cols, self.cols.size,
+                                                   int(runs), _log2_ptr())
             if cost < 0:
                 raise KERNEL_CODES.error(cost, kernel="imij_enc_token_cost", refused=ValueError)
             return int(cost)
@@ -121,8 +127,9 @@ class Prepared:
         th = np.zeros((CLASSES, 256), dtype=np.int64)
         if use_c():
             ffi = _backend.ffi
-            code = _backend.lib.imij_enc_token_counts(*self._c(), table.ptr(), self.vh.shape[1], int(runs),
-                                                      ffi.from_buffer("int64_t[]", th, require_writable=True))
+            vh, rh, zr, cols = self._c()
+            code = _backend.lib.imij_enc_token_counts(vh, rh, zr, table.ptr(), self.vh.shape[1], cols, self.cols.size,
+                                                      int(runs), ffi.from_buffer("int64_t[]", th, require_writable=True))
             if code:
                 raise KERNEL_CODES.error(code, kernel="imij_enc_token_counts", refused=ValueError)
             return th

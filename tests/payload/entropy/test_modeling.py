@@ -13,7 +13,15 @@ import pytest
 from imij_plugins import _backend
 from imij_plugins.payload.entropy import models
 from imij_plugins.payload.entropy.context_stats import BUCKETS, CLASSES
-from imij_plugins.payload.entropy.estimate import COST_FIX, best_precisions, row_costs, token_cost, token_counts
+from imij_plugins.payload.entropy.estimate import (
+    COST_FIX,
+    LOG2_FIX,
+    Prepared,
+    best_precisions,
+    row_costs,
+    token_cost,
+    token_counts,
+)
 from imij_plugins.payload.entropy.modeling import bucket_tokens, partition_classes
 from imij_plugins.payload.entropy.tokens import valid_parameters
 
@@ -85,6 +93,60 @@ def test_token_cost_agrees(n):
             assert x == y
             x, y = both(token_counts, vh, rh, zr, tokens, runs)
             assert np.array_equal(x, y)
+
+
+@NEEDS_C
+@pytest.mark.parametrize("buckets", [BUCKETS, 300])
+@pytest.mark.parametrize("filled", [0, 1, 37])
+def test_token_cost_agrees_on_few_filled_buckets(buckets, filled):
+    """A small image's statistics fill few buckets, spread over the range: the C kernels read only
+    those (Prepared.cols), the reference every bucket, the same results."""
+    rng = np.random.default_rng(filled + buckets)
+    vh = _counts(rng, CLASSES, buckets)
+    rh = _counts(rng, CLASSES, buckets)
+    cols = np.sort(rng.choice(buckets, filled, replace=False))
+    empty = np.setdiff1d(np.arange(buckets), cols)
+    vh[:, empty] = rh[:, empty] = 0
+    rh[5, cols] += 1  # every listed bucket has a count
+    zr = rng.integers(0, 1 << 20, CLASSES).astype(np.int64)
+    assert Prepared(vh, rh, zr).cols.tolist() == cols.tolist()
+    for k, m in list(valid_parameters(16))[::7]:
+        tokens = bucket_tokens(16, k, m)
+        for runs in (True, False):
+            x, y = both(token_cost, vh, rh, zr, tokens, runs)
+            assert x == y
+            x, y = both(token_counts, vh, rh, zr, tokens, runs)
+            assert np.array_equal(x, y)
+
+
+@NEEDS_C
+def test_token_kernels_read_the_listed_buckets_only():
+    """imij_enc_token_cost / _counts ignore the counts of buckets not in cols (the reference on
+    the counts zeroed there), and refuse cols not ascending or not below buckets."""
+    ffi, lib = _backend.ffi, _backend.lib
+    rng = np.random.default_rng(7)
+    vh, rh = (_counts(rng, CLASSES, BUCKETS).astype(np.uint32) for _ in range(2))
+    zr = rng.integers(0, 1 << 20, CLASSES).astype(np.uint32)
+    tokens = np.ascontiguousarray(bucket_tokens(16, 3, 1))
+    th = np.zeros((CLASSES, 256), dtype=np.int64)
+    args = [ffi.from_buffer("uint32_t[]", a) for a in (vh, rh, zr)] + [ffi.from_buffer("int64_t[]", tokens)]
+    out, log2 = ffi.from_buffer("int64_t[]", th, require_writable=True), ffi.from_buffer("int64_t[]", LOG2_FIX)
+
+    def kernels(cols: list[int], runs: int) -> tuple[int, int]:
+        c = ffi.new("uint32_t[]", cols or [0])
+        return (lib.imij_enc_token_cost(*args, BUCKETS, c, len(cols), runs, log2),
+                lib.imij_enc_token_counts(*args, BUCKETS, c, len(cols), runs, out))
+
+    for cols in ([], [0, 5, 300, BUCKETS - 1], list(range(BUCKETS))):
+        cut_v, cut_r = np.zeros_like(vh), np.zeros_like(rh)
+        cut_v[:, cols], cut_r[:, cols] = vh[:, cols], rh[:, cols]
+        for runs in (True, False):
+            with _backend.use("python"):
+                want, want_th = token_cost(cut_v, cut_r, zr, tokens, runs), token_counts(cut_v, cut_r, zr, tokens, runs)
+            assert kernels(cols, runs) == (want, 0)
+            assert np.array_equal(th, want_th)
+    for bad in ([0, BUCKETS], [5, 5], [6, 5], list(range(BUCKETS)) + [0]):
+        assert kernels(bad, 1) == (lib.IMIJ_E_ARGS, lib.IMIJ_E_ARGS)
 
 
 @NEEDS_C
@@ -165,8 +227,14 @@ def test_partition_is_the_best_split():
 
 def _partition_cases(rng):
     """Token counts of 0 to 16 used classes: sparse and dense rows, equal rows (ties between
-    splits), a single symbol, and sums up to 2^40 (an image of 2^40 positions)."""
+    splits), a single symbol, a few symbols far apart (a small image's) and sums up to 2^40 (an
+    image of 2^40 positions)."""
     yield np.zeros((CLASSES, 256), dtype=np.int64)
+    for _ in range(6):
+        th = np.zeros((CLASSES, 256), dtype=np.int64)
+        th[np.ix_([2, 3, 9, 15], [0, 17, 200, 255])] = rng.integers(0, 5, (4, 4))
+        th[2, 200] += 1
+        yield th
     for _ in range(40):
         th = np.zeros((CLASSES, 256), dtype=np.int64)
         used = rng.choice(CLASSES, int(rng.integers(1, CLASSES + 1)), replace=False)
