@@ -179,25 +179,26 @@ class ImiImageFile(ImageFile.ImageFile):
         # Image.open checks the first image's size after _open returns, but pages can be larger.
         # Nothing sized by a header is allocated before load(); raising early with error_only
         # follows WebPImagePlugin._open ("check the size before creating it").
+        kind, n_frames = self.imij.kind, self.imij.n_frames
         first = self.imij.image_info(0)
         _bomb_check((first.width, first.height))
-        if self.imij.kind in _PAGES:
-            for index in range(1, self.imij.n_frames):
+        if kind in _PAGES:
+            for index in range(1, n_frames):
                 described = self.imij.image_info(index)
                 _bomb_check((described.width, described.height))
 
-        self.n_frames = self.imij.n_frames
-        self.is_animated = self.n_frames > 1
+        self.n_frames = n_frames
+        self.is_animated = n_frames > 1
         self._frame = 0
         self._loaded_frame = -1
         self._preview: api.ImijFile | None = None
         if self.is_animated:
             self._close_exclusive_fp_after_loading = False  # kept for seek until close() (GIF, APNG)
         self._durations: list[Fraction] = []  # seconds, per frame or page
-        if self.imij.kind is not None:
-            self.info["imij_kind"] = self.imij.kind
+        if kind is not None:
+            self.info["imij_kind"] = kind
             self.info["loop"] = self.imij.loop_count
-            self._durations = [self.imij.frame_info(i).duration for i in range(self.n_frames)]
+            self._durations = [self.imij.frame_info(i).duration for i in range(n_frames)]
         self._describe(0, first)
         # safe-to-copy chunks the core leaves raw; mDCv is info["mastering_display"] already
         # (extra_chunks() also returns chunks the core parses into metadata)
@@ -214,8 +215,9 @@ class ImiImageFile(ImageFile.ImageFile):
         image = self.imij.page(frame) if frame and self.imij.kind in _PAGES else self.imij
         if frame == 0 or image is not self.imij:
             described = described or self.imij.image_info(frame)
-            for key in self.info.keys() & _PER_IMAGE_KEYS:
-                del self.info[key]
+            if self.info:  # a seek: the previous image's keys go (an open has none yet)
+                for key in self.info.keys() & _PER_IMAGE_KEYS:
+                    del self.info[key]
             self._orientation = described.orientation
             self._exif = None  # getexif() re-reads info["exif"]
             meta = image.metadata
