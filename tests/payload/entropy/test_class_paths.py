@@ -18,7 +18,8 @@ from imij_plugins.payload.entropy.modeling import SlotStats, choose_model, effor
 from imij_plugins.payload.entropy.streams import stream
 
 from .backends import NEEDS_C
-from .test_kernel_paths import paths, simd_paths  # noqa: F401 - the fixture
+from .test_kernel_paths import paths  # noqa: F401 - the fixture
+from .test_stream_paths import _on_paths
 
 
 @pytest.fixture
@@ -37,11 +38,7 @@ def _residuals(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
 
 def _per_path(lib, fn) -> list:
     """fn's result on the scalar path, then on each SIMD path this CPU has, then the reference's."""
-    out = []
-    for path in [0, *simd_paths(lib)]:
-        lib.imij_entropy_simd(path)
-        with _backend.use("c"):
-            out.append(fn())
+    out = _on_paths(lib, fn)
     with _backend.use("python"):
         out.append(fn())
     return out

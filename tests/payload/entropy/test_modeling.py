@@ -86,7 +86,12 @@ def test_token_cost_agrees(n):
     limit = 1 << min(n, 31)
     reach = np.array([b < 256 and b < limit or b >= 256 for b in range(BUCKETS)])
     vh[:, ~reach] = 0
-    for k, m in list(valid_parameters(n))[:: max(1, len(valid_parameters(n)) // 6)]:
+    _kernels_agree(vh, rh, zr, n, list(valid_parameters(n))[:: max(1, len(valid_parameters(n)) // 6)])
+
+
+def _kernels_agree(vh, rh, zr, n: int, schemes) -> None:
+    """token_cost and token_counts: C and the reference agree under each (k, m), with and without runs."""
+    for k, m in schemes:
         tokens = bucket_tokens(n, k, m)
         for runs in (True, False):
             x, y = both(token_cost, vh, rh, zr, tokens, runs)
@@ -110,13 +115,7 @@ def test_token_cost_agrees_on_few_filled_buckets(buckets, filled):
     rh[5, cols] += 1  # every listed bucket has a count
     zr = rng.integers(0, 1 << 20, CLASSES).astype(np.int64)
     assert Prepared(vh, rh, zr).cols.tolist() == cols.tolist()
-    for k, m in list(valid_parameters(16))[::7]:
-        tokens = bucket_tokens(16, k, m)
-        for runs in (True, False):
-            x, y = both(token_cost, vh, rh, zr, tokens, runs)
-            assert x == y
-            x, y = both(token_counts, vh, rh, zr, tokens, runs)
-            assert np.array_equal(x, y)
+    _kernels_agree(vh, rh, zr, 16, list(valid_parameters(16))[::7])
 
 
 @NEEDS_C
