@@ -89,17 +89,10 @@ def _exact(values: np.ndarray, ch: Channel, cmap: ChannelMap) -> bool:
     return True
 
 
-def _exact_distinct(distinct: np.ndarray, ch: Channel, cmap: ChannelMap) -> bool:
-    """_exact of a channel's distinct words; for words of at most 8 bits by a look-up in the
-    test's answer for every word, made once per map (the same test, per word)."""
-    if ch.D > 8:
-        return _exact(distinct, ch, cmap)
-    return bool(_exact_words(ch.kind, ch.D, ch.sample, ch.alpha, ch.lo, cmap)[distinct.astype(np.intp)].all())
-
-
 @lru_cache(maxsize=256)
-def _exact_words(kind: str, D: int, sample: int, alpha: bool, lo: bool, cmap: ChannelMap) -> np.ndarray:
-    """Per word 0 .. 2^D - 1 whether ``cmap`` reproduces it (_exact on each alone)."""
+def _exact_bits(kind: str, D: int, sample: int, alpha: bool, lo: bool, cmap: ChannelMap) -> int:
+    """Per word 0 .. 2^D - 1 whether ``cmap`` reproduces it (_exact on each alone), as the bits of
+    one integer (bit v: word v is reproduced)."""
     ch = Channel(-1, np.zeros((0, 0), U64), kind, D, sample, "", alpha, lo)
     words = np.arange(1 << D, dtype=U64)
     cc = _cc(ch, cmap)
@@ -108,15 +101,7 @@ def _exact_words(kind: str, D: int, sample: int, alpha: bool, lo: bool, cmap: Ch
         ok = to_word(expand(s, cc), cc) == words
         if cmap.bits < 64:
             ok &= (s >> U64(cmap.bits)) == 0
-    ok.flags.writeable = False
-    return ok
-
-
-@lru_cache(maxsize=256)
-def _exact_bits(kind: str, D: int, sample: int, alpha: bool, lo: bool, cmap: ChannelMap) -> int:
-    """_exact_words as the bits of one integer (bit v: word v is reproduced)."""
-    return int.from_bytes(np.packbits(_exact_words(kind, D, sample, alpha, lo, cmap), bitorder="little").tobytes(),
-                          "little")
+    return int.from_bytes(np.packbits(ok, bitorder="little").tobytes(), "little")
 
 
 def _trailing_zeros(v: int, D: int) -> int:
@@ -153,7 +138,7 @@ def _first_exact(ch: Channel, tests: list[tuple[int, int, ChannelMap]]) -> tuple
                      and not present & ~_exact_bits(ch.kind, ch.D, ch.sample, ch.alpha, ch.lo, t[2])), None)
     if w.size <= SMALL_CHANNEL and ch.D <= 16:
         distinct = _distinct(ch)
-        return next((t for t in tests if len(distinct) <= (1 << t[0]) and _exact_distinct(distinct, ch, t[2])), None)
+        return next((t for t in tests if len(distinct) <= (1 << t[0]) and _exact(distinct, ch, t[2])), None)
     sample = _strided_sample(w, SAMPLE).astype(U64)
     small = sample[:: max(1, len(sample) // 64)]
     seen = len(np.unique(sample))

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from imij_plugins.payload.entropy.context_stats import CLASSES
-from imij_plugins.payload.entropy.mapchoice import Channel, _distinct, _exact_distinct, _first_exact, candidate_maps
+from imij_plugins.payload.entropy.mapchoice import Channel, _distinct, _exact, _first_exact, candidate_maps
 from imij_plugins.payload.entropy.maps import REPLICATE, SCALE
 from imij_plugins.payload.entropy.modeling import (
     _EXTRA_BITS,
@@ -97,6 +97,6 @@ def test_map_exactness_of_8_bit_words_by_bits(seed):
     tests = sorted([(b, r, ChannelMap(mode, b, 0)) for b in range(1, 8) for r, mode in ((2, REPLICATE), (3, SCALE))],
                    key=lambda t: (t[0], t[1]))
     distinct = _distinct(ch)
-    want = next((t for t in tests if len(distinct) <= (1 << t[0]) and _exact_distinct(distinct, ch, t[2])), None)
+    want = next((t for t in tests if len(distinct) <= (1 << t[0]) and _exact(distinct, ch, t[2])), None)
     assert _first_exact(ch, tests) == want
     assert candidate_maps(ch)  # the choice runs through it
