@@ -78,7 +78,7 @@ from imij_plugins.payload.entropy.modeling import (
 )
 from imij_plugins.payload.entropy.models import PALETTE_DEPTH, TableCode, table_code
 from imij_plugins.payload.entropy.near import NEAR_SAMPLES, encode_bounds
-from imij_plugins.payload.entropy.palettes import dense, palette
+from imij_plugins.payload.entropy.palettes import dense, entry_len, palette
 from imij_plugins.payload.entropy.residuals import closed_loop, put_unit, residuals
 from imij_plugins.payload.entropy.scratch import release_scratch, use_c, value_dtype
 from imij_plugins.payload.entropy.search import INTER_PREDICTORS, choose, costs, model_preds
@@ -334,7 +334,7 @@ def _analyze(plan: EncodePlan, index: int, totals: _Totals, buffers: UnitBuffers
     # the predictors barely help (text, drawings), not photos of few levels
     few = len(entries) <= LEVEL_TUPLES or plan.eff.every_level or (
         plan.eff.levels and slot_bits >= LEVEL_RATIO * _order0(index_plane))
-    entry_bits = 8 * len(entries) * sum(1 if d <= 8 else 2 for d in plan.depths) + 8
+    entry_bits = 8 * len(entries) * entry_len(plan.depths) + 8
     # the index plane's estimate is >= 0 (less float error far below 1 bit): where the entries
     # alone are not smaller than the slots (tiny images), the stripe cannot win
     if not dense(entries) and entry_bits < slot_bits + 1:

@@ -45,7 +45,7 @@ from imij_plugins.payload.entropy.levels import (
 )
 from imij_plugins.payload.entropy.maps import Slot
 from imij_plugins.payload.entropy.models import M
-from imij_plugins.payload.entropy.palettes import lookup8
+from imij_plugins.payload.entropy.palettes import entry_len, lookup8
 from imij_plugins.payload.entropy.rans import Lanes
 from imij_plugins.payload.entropy.shared_entries import common_entries, renumbered_counts
 from imij_plugins.payload.entropy.template import (
@@ -176,11 +176,6 @@ def _framed_len(n: int) -> int:
 def _whole_bytes(bits: int) -> int:
     """Records 25 and 35 take ceil(bits / 8) bytes (2.10, 2.14)."""
     return (bits + 7) // 8
-
-
-def _entry_len(depths: Sequence[int]) -> int:
-    """2.5: one entry's bytes (u8 per slot of depth <= 8, else u16)."""
-    return sum(1 if d <= 8 else 2 for d in depths)
 
 
 def _record_cost(payload: bytes) -> int:
@@ -507,7 +502,7 @@ class LevelCoder:
         saved = []
         for u, (p0, q, e, _) in zip(units, counts):
             own = u.template_layout == LAYOUT_TEMPLATE_OWN or shared is None
-            fixed = 1 + (1 + len(u.tuples) * _entry_len(self.depths) if own else 0) + (u.shape[0] + 7) // 8 + 5 * u.lanes.active
+            fixed = 1 + (1 + len(u.tuples) * entry_len(self.depths) if own else 0) + (u.shape[0] + 7) // 8 + 5 * u.lanes.active
             size = fixed + template_bits(p0, q, e, probs, table) / 8
             reg = regular.get(u.index, size)
             total += reg
@@ -522,7 +517,7 @@ class LevelCoder:
         (both are coded)."""
         probs, table = fit[2], fit[4]
         with_shared = template_bits(*shared[:3], probs, table) / 8
-        with_own = template_bits(*own[:3], probs, table) / 8 + 1 + len(u.tuples) * _entry_len(self.depths)
+        with_own = template_bits(*own[:3], probs, table) / 8 + 1 + len(u.tuples) * entry_len(self.depths)
         if with_own > 1.02 * with_shared + 16:
             return LAYOUT_TEMPLATE_SHARED
         return LAYOUT_TEMPLATE_OWN if with_shared > 1.02 * with_own + 16 else None
@@ -574,7 +569,7 @@ class LevelCoder:
         found = self.image_tuples() if self.entry_ok else None  # _plan_template's shared entries
         kinds = []  # per table kind: its record's fewest bytes, each unit's fewest stripe bytes
         if self.single or (found is not None and len(found[0]) == 2):  # _plan_bilevel's units: all
-            entries = 0 if self.single else 1 + 2 * _entry_len(self.depths)
+            entries = 0 if self.single else 1 + 2 * entry_len(self.depths)
             kinds.append((_record_len(_whole_bytes(1 + CONTEXTS)),  # 2.10: inv, used bits
                           [1 + entries + 4 * u.lanes.active for u in self.units]))
         if self.entry_ok:  # _plan_template's units: all (at most 256 tuples each)
@@ -583,7 +578,7 @@ class LevelCoder:
             if shared:
                 bits += 8 + len(found[0]) * sum(self.depths)  # type: ignore[index]
             base = [1 + (u.shape[0] + 7) // 8 + 4 * u.lanes.active for u in self.units]
-            own = [1 + len(u.tuples) * _entry_len(self.depths) for u in self.units]
+            own = [1 + len(u.tuples) * entry_len(self.depths) for u in self.units]
             kinds.append((_record_len(_whole_bytes(bits)), [f + (0 if shared else e) for f, e in zip(base, own)]))
             common = self.common() if opts.shared is None and found is None else None
             if common is not None:  # the same with the shared entries of an image of more than 256 tuples

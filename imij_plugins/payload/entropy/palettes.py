@@ -9,6 +9,11 @@ from imij_plugins.payload.entropy.scratch import U32, narrow, ptr, use_c
 from imij_plugins.payload.kernel_codes import KERNEL_CODES
 
 
+def entry_len(depths) -> int:
+    """2.5: one palette entry's bytes (u8 per slot of depth <= 8, else u16)."""
+    return sum(1 if d <= 8 else 2 for d in depths)
+
+
 def palette(planes: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray] | None:
     """2.5 / 5: at most 256 distinct slot tuples: the entries ordered by the sum of their slot
     values (then the tuple) and the (h, w) uint8 index plane; None when there are more."""

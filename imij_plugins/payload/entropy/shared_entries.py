@@ -14,6 +14,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from imij_plugins.payload.entropy.palettes import entry_len
+from imij_plugins.payload.entropy.unit_tuples import as_tuples, commonest_first
+
 MAX_SHARED = 256  # 2.14: count is n - 1 in 8 bits
 
 
@@ -29,7 +32,7 @@ def common_entries(units: Sequence[tuple[np.ndarray, np.ndarray]], depths: Seque
     usable = [(t, c) for t, c in units if len(t) > 2]
     if not usable:
         return None
-    entry_bytes = sum(1 if d <= 8 else 2 for d in depths)  # 2.5
+    entry_bytes = entry_len(depths)  # 2.5
     bits = sum(depths)  # 2.14: each slot's coded value in its depth's bits
     keys, ids = np.unique(np.concatenate([t for t, _ in usable]), axis=0, return_inverse=True)
     ids = ids.reshape(-1)
@@ -60,8 +63,8 @@ def common_entries(units: Sequence[tuple[np.ndarray, np.ndarray]], depths: Seque
     px_in = np.concatenate([c for (_, c), k in zip(usable, covered) if k]).astype(np.int64)
     weight = np.bincount(ids_in, weights=px_in, minlength=len(keys))
     picked = np.array(sorted(chosen), dtype=np.int64)
-    picked = picked[np.lexsort(tuple(keys[picked, j] for j in range(keys.shape[1] - 1, -1, -1)) + (-weight[picked],))]
-    return [tuple(t) for t in keys[picked].tolist()]
+    picked = picked[commonest_first(keys[picked], weight[picked])]
+    return as_tuples(keys[picked])
 
 
 def renumbered_counts(counts: tuple[np.ndarray, ...], shared_of: list[int]) -> tuple[np.ndarray, ...] | None:
