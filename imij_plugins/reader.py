@@ -193,7 +193,7 @@ class ImijFile:
         """Parse the container; ``bad_ranges`` (this file's offsets of mismatching cSUM pieces) is
         given for a nested file, which may not carry frames of its own (1.3). A remote file's
         container bytes are fetched here; its units when a read needs them."""
-        measure_open = _MEASURE_OPEN[partial]
+        measure_open = _MEASURE_OPEN[bool(partial)]
         self._remote = buf if isinstance(buf, RemoteFile) else None
         if self._remote is not None:
             self.container: Container = self._remote.container(verify=verify, measure_open=measure_open, partial=partial)

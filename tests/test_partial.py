@@ -175,3 +175,11 @@ def test_a_later_frame_cut_short_loads_partially(kind):
         assert f.failures(2)
     np.testing.assert_array_equal(last[: 3 * ROWS], FRAMES[2][: 3 * ROWS])
     assert not last[3 * ROWS + ROWS :].any()
+
+
+@pytest.mark.parametrize("partial", [None, 0, 1, "yes"])
+def test_partial_takes_any_truth_value(partial):
+    """``partial`` is read for its truth, as before the open path kept two prepared measurers."""
+    image = (np.arange(48 * 64 * 3) % 251).astype(np.uint8).reshape(48, 64, 3)
+    with imij_plugins.open(imij_plugins.encode(image), partial=partial) as f:
+        np.testing.assert_array_equal(f.read(), image)

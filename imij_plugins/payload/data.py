@@ -133,7 +133,7 @@ class DataPayload:
     ) -> None:
         """Decode unit ``index`` into its rectangle of ``out`` (zeros and a record when it fails, partial)."""
         x, y, w, h = self.head.geometry.unit_rect(index)
-        if out.shape[0] == h and out.shape[1] == w:  # the unit is the whole of out: no view
+        if out.shape[0] == h and out.shape[1] == w and (x, y) == origin:  # the unit is the whole of out: no view
             target = out
         else:
             target = out[y - origin[1] : y - origin[1] + h, x - origin[0] : x - origin[0] + w]

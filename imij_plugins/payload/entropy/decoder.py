@@ -17,7 +17,7 @@ from imij_plugins import _backend
 from imij_plugins.container.header import Header
 from imij_plugins.payload.entropy.bilevel import read_bilevel_record
 from imij_plugins.payload.entropy.kernel import CModels, decode_unit_c
-from imij_plugins.payload.entropy.maps import CodedChannel, Slot, build_slots, check_maps, decorrelation_allowed
+from imij_plugins.payload.entropy.maps import TABLE, CodedChannel, Slot, build_slots, check_maps, decorrelation_allowed
 from imij_plugins.payload.entropy.models import read_model_set
 from imij_plugins.payload.entropy.near import read_bounds
 from imij_plugins.payload.entropy.stripe import PALETTE_MAX_DEPTH, UnitPlan, decode_stripe
@@ -155,10 +155,11 @@ def _layout(header: Header, maps: list[ChannelMap]) -> Layout:
         slots = build_slots(header, chans)  # 2.2
         layout = Layout(tuple(chans), tuple(slots), tuple((s.depth, s.cross_allowed) for s in slots),
                         decorrelation_allowed(header, slots), all(s.depth <= PALETTE_MAX_DEPTH for s in slots))
-        with _plans_lock:
-            if len(_layouts) >= LAYOUT_CACHE:
-                del _layouts[next(iter(_layouts))]  # the oldest
-            _layouts[key] = layout
+        if all(m.mode != TABLE for m in maps):  # a value table (2.1) may hold 65536 entries: not kept
+            with _plans_lock:
+                if len(_layouts) >= LAYOUT_CACHE:
+                    del _layouts[next(iter(_layouts))]  # the oldest
+                _layouts[key] = layout
     return layout
 
 
