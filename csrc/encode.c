@@ -1781,7 +1781,7 @@ static IMIJ_NOINLINE AVX2_FN int32_t plain16(const stream_ctx *sc, const uint32_
  * bits, extra bits above 16), each of one kind with every lane at most once, in lane order: their
  * lane masks (never 0) go downwards from the end of ops (the k-th at ops[cap - 1 - k]; *nph of
  * them, or 0 when the ops leave them too little room; reverse_phases codes a phase's lanes at
- * once). Returns the op count, or -3 when a symbol has no frequency in its table. Steps where no
+ * once). Returns the op count, or IMIJ_E_FREQ when a symbol has no frequency in its table. Steps where no
  * lane is inside a run (busy: a bit per lane whose skip is not 0) take a loop without the skip
  * tests, or plain16 on the SIMD path. Out of line, as reverse_ops. */
 static IMIJ_NOINLINE int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32_t r1, uint32_t *skip,
@@ -1976,9 +1976,11 @@ static inline AVX2_FN __m256i phase_ops(const uint32_t *p, uint32_t n, uint32_t 
                               live);
 }
 
-/* One phase of reverse_ops on 8 lanes x (ops v): the new states; the words the lanes emit go to
- * *wp - 2 .. backwards (lane order in memory), with a 16-byte store ending at *wp. Branch-free
- * but for the op kind, and short from state to state (the phases of a block form one chain). */
+/* One phase of reverse_ops on 8 lanes x (ops v): the new states (3: x -> (x / f) * M + x mod f
+ * + cum, after 3.1's renormalization: at most one word per lane, states kept at 2^16 and above);
+ * the words the lanes emit go to *wp - 2 .. backwards (lane order in memory), with a 16-byte
+ * store ending at *wp. Branch-free but for the op kind, and short from state to state (the
+ * phases of a block form one chain). */
 static inline AVX2_FN __m256i phase_half(__m256i x, __m256i v, int bits, const phase_tables *t, uint8_t **wp)
 {
     const __m256i one = _mm256_set1_epi32(1);
@@ -2030,11 +2032,11 @@ static inline AVX2_FN __m256i phase_half(__m256i x, __m256i v, int bits, const p
 /* Whether SSE arithmetic rounds to nearest (MXCSR's rounding control), as phase_half's needs. */
 static AVX2_FN int rounds_to_nearest(void) { return (_mm_getcsr() & 0x6000u) == 0; }
 
-/* reverse_ops a phase at a time (block_ops' phases: nph lane masks, the k-th at top[-k], over
- * ops[0..nops), each phase's ops one per lane, in lane order, all of one kind): the same states
- * and words, its lanes in two vectors. Stores 16 bytes ending where a half's words end: the
- * caller keeps 2 * nops + 16 bytes free below *wp (the bytes below the last word are written over
- * or never read). */
+/* 3.1: reverse_ops a phase at a time, words in (step, phase, lane) order (block_ops' phases:
+ * nph lane masks, the k-th at top[-k], over ops[0..nops), each phase's ops one per lane, in lane
+ * order, all of one kind): the same states and words, its lanes in two vectors. Stores 16 bytes
+ * ending where a half's words end: the caller keeps 2 * nops + 16 bytes free below *wp (the bytes
+ * below the last word are written over or never read). */
 static IMIJ_NOINLINE AVX2_FN void reverse_phases(const uint32_t *ops, size_t nops, const uint32_t *top, size_t nph,
                                                  const phase_tables *t, uint32_t *st, uint8_t **wpp)
 {

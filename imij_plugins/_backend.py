@@ -24,6 +24,9 @@ def _unavailable(error: ImportError) -> str:
 try:
     from imij_plugins._kernels import ffi, lib
 
+    # the SIMD path is settled once, here, before any thread of a decode or encode asks for it
+    # (the kernels read it on hot paths; the first ask writes it)
+    lib.imij_entropy_simd(-1)
     _UNAVAILABLE: str | None = None
 except ImportError as import_error:  # the pure-Python references serve
     ffi = lib = None
