@@ -83,10 +83,23 @@ class BitWriter:
             raise ValueError(f"{value} does not fit {nbits} bits")
         self._acc |= value << self._nbits
         self._nbits += nbits
-        while self._nbits >= 8:
-            self._out.append(self._acc & 0xFF)
-            self._acc >>= 8
-            self._nbits -= 8
+        if self._nbits >= 8:  # the whole bytes out at once (a field may be thousands of bits)
+            whole = self._nbits >> 3
+            self._out += (self._acc & ((1 << (whole << 3)) - 1)).to_bytes(whole, "little")
+            self._acc >>= whole << 3
+            self._nbits &= 7
+
+    def write_fields(self, rows: Sequence[Sequence[int]], widths: Sequence[int]) -> None:
+        """Records of fields ``widths`` bits wide (each at most 32), one per row, in one numpy pass
+        (read_fields' inverse: record 35's 256 shared entries of 4 slots field by field took
+        about 300 microseconds)."""
+        values = np.array(rows, np.int64).reshape(len(rows), len(widths))
+        limits = np.int64(1) << np.array(widths, np.int64)
+        if ((values < 0) | (values >= limits)).any():
+            raise ValueError(f"a field does not fit its width ({list(widths)} bits)")
+        bits = np.concatenate([(values[:, j : j + 1] >> np.arange(w)) & 1 for j, w in enumerate(widths)], axis=1)
+        self.write(int.from_bytes(np.packbits(bits.astype(bool).ravel(), bitorder="little").tobytes(), "little"),
+                   bits.size)
 
     def getvalue(self) -> bytes:
         tail = bytes([self._acc]) if self._nbits else b""

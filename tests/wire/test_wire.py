@@ -210,3 +210,26 @@ def test_read_varints_faults_as_one_by_one(buf, count):
 @pytest.mark.parametrize("buf", [b"\x80\x00", b"\x05\x85\x00", b"\x81", b"\x01\x02"])
 def test_read_varints_examples(buf):
     assert _many(buf, 2) == _one_by_one(buf, 2)
+
+
+@given(st.integers(0, 7), st.lists(st.integers(1, 32), min_size=1, max_size=8), st.integers(0, 20), st.randoms())
+def test_write_fields_equals_one_by_one(lead, widths, count, rnd):
+    values = [[rnd.getrandbits(n) for n in widths] for _ in range(count)]
+    one, many = BitWriter(), BitWriter()
+    one.write((1 << lead) - 1, lead)
+    many.write((1 << lead) - 1, lead)
+    for rec in values:
+        for v, n in zip(rec, widths):
+            one.write(v, n)
+    many.write_fields(values, widths)
+    assert many.getvalue() == one.getvalue()
+    r = BitReader(many.getvalue())
+    r.read(lead)
+    assert r.read_fields(widths, count).tolist() == values
+
+
+def test_write_fields_refuses_a_field_too_wide():
+    with pytest.raises(ValueError):
+        BitWriter().write_fields([[1, 32]], [3, 5])
+    with pytest.raises(ValueError):
+        BitWriter().write_fields([[-1, 0]], [3, 5])

@@ -97,15 +97,20 @@ def read_used_values(br: BitReader, count: int, bits: int) -> tuple[np.ndarray, 
 
 
 def write_used_values(bw: BitWriter, values: Sequence[int | None], bits: int, vmax: int) -> None:
-    """2.10 / 2.14: per context a used bit and, when used, its value in ``bits`` bits (<= vmax)."""
-    for v in values:
-        if v is None:
-            bw.write(0, 1)
-            continue
-        if not 0 <= v <= vmax:
-            raise ValueError(f"probability value {v} outside 0..={vmax} at {bits} bits")
-        bw.write(1, 1)
-        bw.write(v, bits)
+    """2.10 / 2.14: per context a used bit and, when used, its value in ``bits`` bits (<= vmax),
+    the fields of all contexts packed at once (a record has 1,024 or 1,064 of them)."""
+    used = np.fromiter((x is not None for x in values), bool, len(values))
+    v = np.fromiter((0 if x is None else x for x in values), np.int64, len(values))
+    bad = np.flatnonzero((v < 0) | (v > vmax))
+    if bad.size:
+        raise ValueError(f"probability value {values[bad[0]]} outside 0..={vmax} at {bits} bits")
+    fields = np.empty((len(v), 1 + bits), bool)  # a context's used bit, then its value LSB first
+    fields[:, 0] = used
+    fields[:, 1:] = (v[:, None] >> np.arange(bits)) & 1
+    keep = np.ones_like(fields)
+    keep[:, 1:] = used[:, None]  # an unused context writes its used bit only
+    stream = fields[keep]
+    bw.write(int.from_bytes(np.packbits(stream, bitorder="little").tobytes(), "little"), stream.size)
 
 
 # --- the shared decoding machinery (Python reference) ----------------------------------------
@@ -374,22 +379,29 @@ def binary_cost(zeros: np.ndarray, ones: np.ndarray, p: np.ndarray) -> np.ndarra
     return c0 + c1  # no NaN: an outcome of probability 0 costs count * inf = inf, an absent one 0
 
 
+def prob_scale(bits: np.ndarray) -> np.ndarray:
+    """2.10 / 2.14: a coded value's step in probability at ``bits`` bits (2^(10 - b) below 11)."""
+    return np.where(bits == 11, 1, 1 << np.maximum(10 - bits, 0))
+
+
 def fit_probabilities(zeros: np.ndarray, ones: np.ndarray,
-                      bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                      bits: int | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per context: the coded value v, its probability, whether writing it (``bits`` bits)
     beats leaving the context unused (M / 2), and the bits of the context written (its value
     and its outcomes at v's probability), from observed counts (5's notes: p_c =
     round(M * zeros / (zeros + ones)), limited to 1..=M-1 when both occur, M or 0 when only one
-    does; probabilities of fewer than 11 bits are multiples of 2^(10 - b))."""
+    does; probabilities of fewer than 11 bits are multiples of 2^(10 - b)). ``bits`` may be a
+    column (k, 1) of precisions: every result then has a row per precision."""
     zeros = zeros.astype(np.float64)
     ones = ones.astype(np.float64)
     total = zeros + ones
-    scale = 1 if bits == 11 else 1 << (10 - bits)
-    vmax = M if bits == 11 else (1 << bits) - 1
+    bits = np.asarray(bits)
+    scale = prob_scale(bits)
+    vmax = np.where(bits == 11, M, (1 << bits) - 1)
     with np.errstate(divide="ignore", invalid="ignore"):
         v = np.rint(np.where(total > 0, zeros / np.maximum(total, 1) * M / scale, vmax / 2))
     both = (zeros > 0) & (ones > 0)
-    hi_both = (M - 1) // scale if bits == 11 else vmax  # v * scale <= M - 1
+    hi_both = np.where(bits == 11, (M - 1) // scale, vmax)  # v * scale <= M - 1
     v = np.where(both, np.clip(v, 1, hi_both), v)
     v = np.where((zeros > 0) & (ones == 0), vmax, v)
     v = np.where((ones > 0) & (zeros == 0), 0, v)

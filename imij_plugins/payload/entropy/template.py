@@ -124,9 +124,7 @@ def template_record(prec: int, p_values: Sequence[int | None], q_values: Sequenc
         if not 1 <= len(shared) <= 256 or any(d > MAX_ENTRY_DEPTH for d in depths):
             raise ValueError("1..=256 shared entries of slots at most 16 bits deep")
         bw.write(len(shared) - 1, 8)
-        for entry in shared:
-            for value, d in zip(entry, depths):
-                bw.write(value, d)
+        bw.write_fields(shared, depths)
     return bw.getvalue()
 
 

@@ -5,21 +5,30 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
-from imij_plugins.payload.entropy.bilevel import CONTEXTS, HALF, fit_probabilities
+from imij_plugins.payload.entropy.bilevel import CONTEXTS, HALF, fit_probabilities, prob_scale
 from imij_plugins.payload.entropy.modeling import best_tables
 from imij_plugins.payload.entropy.models import M, Table, TableCode
 from imij_plugins.payload.entropy.template import CANDIDATE_CONTEXTS
 
 
+class TemplateFit(NamedTuple):
+    """Record 35's tables as fitted (2.14): what its record writes and the units are coded with."""
+
+    bits: int  # b = 4 + prec, the coded values' width
+    values: list[int | None]  # per context (1024 phase-0, then 40 candidate): v, None when unused
+    probs: np.ndarray  # per context the probability coded with (M / 2 when unused)
+    code: TableCode | None  # the direct-index table's code, when written
+    table: Table | None  # and that table
+
+
 def fit_template_tables(counts: Sequence[tuple[np.ndarray, ...]], prec: int | None, unused: bool, seed: int,
-                        escape: bool | None, escape_prec: int | None) -> tuple[int, list[int | None], np.ndarray, TableCode | None, Table | None]:
-    """Record 35's tables from the units' outcome counts (template_counts and typical rows; 5):
-    b, the coded values (None: unused), the probabilities, the direct-index table's code and
-    the table. ``prec``, ``unused``, ``seed``, ``escape``, ``escape_prec``: as
-    level_writer.LevelOptions."""
+                        escape: bool | None, escape_prec: int | None) -> TemplateFit:
+    """Record 35's tables from the units' outcome counts (template_counts and typical rows; 5).
+    ``prec``, ``unused``, ``seed``, ``escape``, ``escape_prec``: as level_writer.LevelOptions."""
     zeros = np.zeros(CONTEXTS + CANDIDATE_CONTEXTS, np.int64)
     ones = np.zeros(CONTEXTS + CANDIDATE_CONTEXTS, np.int64)
     esc = np.zeros(256, np.int64)
@@ -27,21 +36,19 @@ def fit_template_tables(counts: Sequence[tuple[np.ndarray, ...]], prec: int | No
         zeros += np.concatenate([p0[:, 0], q[:, 0]])
         ones += np.concatenate([p0[:, 1], q[:, 1]])
         esc += e
-    # probabilities: the precision with the smallest record plus estimated stream
-    best = None
-    for b in ([4 + prec] if prec is not None else range(4, 12)):
-        v, probs, used, written = fit_probabilities(zeros, ones, b)
-        if not unused:
-            used = (zeros + ones) > 0
-            probs = np.where(used, v * (1 if b == 11 else 1 << (10 - b)), HALF)
-        # a used context costs its value's bits and its outcomes at v's probability (probs
-        # there), an unused one a bit per outcome
-        cost = float(np.where(used, written, zeros + ones).sum())
-        if best is None or cost < best[0]:
-            best = (cost, b, v, probs, used)
-    assert best is not None
-    _, b, v, probs, used = best
-    values: list[int | None] = [int(x) if k else None for x, k in zip(v, used)]
+    # probabilities: the precision with the smallest record plus estimated stream, every
+    # precision fitted at once (a row each)
+    precisions = np.array([4 + prec] if prec is not None else range(4, 12))[:, None]
+    v, probs, used, written = fit_probabilities(zeros, ones, precisions)
+    if not unused:
+        used = np.broadcast_to((zeros + ones) > 0, used.shape)
+        probs = np.where(used, v * prob_scale(precisions), HALF)
+    # a used context costs its value's bits and its outcomes at v's probability (probs there),
+    # an unused one a bit per outcome
+    cost = np.where(used, written, zeros + ones)
+    best = min(range(len(precisions)), key=lambda i: float(cost[i].sum()))  # the first of the smallest
+    b, v, probs, used = int(precisions[best, 0]), v[best], probs[best], used[best]
+    values: list[int | None] = [x if k else None for x, k in zip(v.tolist(), used.tolist())]
     if seed:
         rng = random.Random(seed + 1)
         vmax = M if b == 11 else (1 << b) - 1
@@ -58,7 +65,7 @@ def fit_template_tables(counts: Sequence[tuple[np.ndarray, ...]], prec: int | No
     if need or escape:
         code = _index_table(esc, escape_prec)
         table = Table.from_weights(code.weights)
-    return b, values, probs, code, table
+    return TemplateFit(b, values, probs, code, table)
 
 
 

@@ -12,14 +12,22 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import imij_plugins
 from imij_plugins.errors import Corrupt
-from imij_plugins.payload.entropy.bilevel import bilevel_record, read_bilevel_record
+from imij_plugins.payload.entropy.bilevel import (
+    bilevel_record,
+    fit_probabilities,
+    read_bilevel_record,
+    write_used_values,
+)
 from imij_plugins.payload.entropy.decoder import prepare
 from imij_plugins.payload.entropy.level_writer import LevelOptions
 from imij_plugins.payload.head import ChannelMap
 from imij_plugins.registry.features import FeatureId as F
+from imij_plugins.wire.bits import BitWriter
 from imij_plugins.wire.records import Record
 from imij_plugins.wire.varint import encode_varint
 
@@ -477,3 +485,29 @@ def test_encoder_kernel_and_reference_write_the_same_bytes(backend):
             with _backend.use(name):
                 out.append(encode_entropy_payload(image, options=options).payload)
         assert out[0] == out[1]
+
+
+@given(st.lists(st.one_of(st.none(), st.integers(0, 1 << 9)), min_size=1, max_size=80), st.integers(0, 7))
+def test_used_values_equal_one_field_at_a_time(values, lead):
+    """2.10 / 2.14: a used bit per context, then its value when used, LSB first."""
+    one, packed = BitWriter(), BitWriter()
+    for w in (one, packed):
+        w.write(5, lead + 3)
+    for v in values:
+        one.write(int(v is not None), 1)
+        if v is not None:
+            one.write(v, 10)
+    write_used_values(packed, values, 10, (1 << 10) - 1)
+    assert packed.getvalue() == one.getvalue()
+    with pytest.raises(ValueError):
+        write_used_values(BitWriter(), values + [1 << 10], 10, (1 << 10) - 1)
+
+
+def test_fit_probabilities_rows_equal_each_precision():
+    """Every precision fitted at once (a column of them) gives each precision's own fit."""
+    rng = np.random.default_rng(3)
+    zeros, ones = rng.integers(0, 50, 300) * (rng.random(300) < 0.7), rng.integers(0, 9, 300)
+    rows = fit_probabilities(zeros, ones, np.arange(4, 12)[:, None])
+    for i, bits in enumerate(range(4, 12)):
+        for got, want in zip(rows, fit_probabilities(zeros, ones, bits)):
+            assert np.array_equal(got[i], want)
