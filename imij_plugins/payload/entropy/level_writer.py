@@ -59,7 +59,7 @@ from imij_plugins.payload.entropy.template import (
     template_stream,
     typical_rows,
 )
-from imij_plugins.payload.entropy.template_tables import fit_template_tables
+from imij_plugins.payload.entropy.template_tables import TemplateFit, fit_template_tables
 from imij_plugins.payload.entropy.unit_tuples import (
     as_tuples,
     commonest_first,
@@ -241,8 +241,9 @@ class LevelCoder:
         return self._image_tuples or None
 
     def common(self) -> list[tuple[int, ...]] | None:
-        """5: the shared entries an image of more than 256 tuples may carry (common_entries of
-        the free units), or None; asked only when image_tuples is None."""
+        """2.14: the shared entries an image of more than 256 tuples may carry (common_entries of
+        the free units; section 5's notes give such images own entries only, and 2.14 allows
+        record 35 these: docs/SPEC_NOTES.md), or None; asked only when image_tuples is None."""
         if self._common is False:
             free = [(u.tuples, u.counts) for u in self.units if u.forced is None]
             self._common = common_entries(free, self.depths) if self.entry_ok else None
@@ -421,7 +422,7 @@ class LevelCoder:
                 shared = as_tuples(found[0])
             elif self.opts.shared:
                 raise ValueError("shared entries for an image of more than 256 slot tuples")
-            else:  # 5: up to 256 of them, kept only where they pay
+            else:  # 2.14: up to 256 of them, kept only where they pay (beyond section 5's notes)
                 shared = self.common()
         pool = set(shared or ())
         forced_shared = [u for u in units if u.forced == LAYOUT_TEMPLATE_SHARED]
@@ -451,7 +452,7 @@ class LevelCoder:
         found_counts = self._each(units, lambda u: counts(u, u.template_layout))  # type: ignore[arg-type]
         fit = self._fit_template(found_counts)
         plain: tuple[int, Callable[[], bytes]] | None = None
-        if optional:  # 5: the shared entries' units counted with their own entries too, then the smaller estimate
+        if optional:  # 2.14: the shared entries' units counted with their own entries too, then the smaller estimate
             assert shared is not None
             at = {t: i for i, t in enumerate(shared)}
             moved = [j for j, u in enumerate(units) if u.template_layout == LAYOUT_TEMPLATE_SHARED]
@@ -468,37 +469,36 @@ class LevelCoder:
                 for j in moved:
                     units[j].template_layout = LAYOUT_TEMPLATE_OWN
             else:
-                plain = (self._record_len(fit, None), partial(self._record, fit, None))
+                plain = (self._record35_len(fit, None), partial(self._record, fit, None))
                 for j in moved if self.opts.both_layouts else ():  # below effort 6 one layout is coded anyway
                     units[j].only = self._clearer(units[j], found_counts[j], own_counts[j], fit)  # type: ignore[arg-type]
         for u, c in zip(units, found_counts):
             u.typical_rows = c[3]
-        probs, table = fit[2], fit[4]
+        probs, table = fit.probs, fit.table
         tables = {"p": probs[:CONTEXTS].astype(np.int64), "q": probs[CONTEXTS:].astype(np.int64), "escape": table, "shared": shared}
         return units, tables, self._record(fit, shared), plain
 
-    def _record(self, fit: tuple, shared: list[tuple[int, ...]] | None) -> bytes:
+    def _record(self, fit: TemplateFit, shared: list[tuple[int, ...]] | None) -> bytes:
         """Record 35's payload from _fit_template's tables and ``shared``."""
-        b, values, _, code, _ = fit
-        return template_record(b - 4, values[:CONTEXTS], values[CONTEXTS:], code, shared, self.depths)
+        values = fit.values
+        return template_record(fit.bits - 4, values[:CONTEXTS], values[CONTEXTS:], fit.code, shared, self.depths)
 
-    def _record_len(self, fit: tuple, shared: list[tuple[int, ...]] | None) -> int:
+    def _record35_len(self, fit: TemplateFit, shared: list[tuple[int, ...]] | None) -> int:
         """_record's head record bytes (id and length included), counted without writing it."""
-        b, values, _, code, _ = fit
-        return _record_len(template_record_len(b - 4, values, code, len(shared or ()), self.depths))
+        return _record_len(template_record_len(fit.bits - 4, fit.values, fit.code, len(shared or ()), self.depths))
 
-    def _fit_template(self, counts: Sequence[tuple[np.ndarray, ...]]) -> tuple:
+    def _fit_template(self, counts: Sequence[tuple[np.ndarray, ...]]) -> TemplateFit:
         """template_tables.fit_template_tables with this payload's options."""
         o = self.opts
         return fit_template_tables(counts, o.prec, o.unused, o.seed, o.escape, o.escape_prec)
 
-    def _estimate(self, units: Sequence[_Unit], counts: Sequence[tuple[np.ndarray, ...]], fit: tuple,
+    def _estimate(self, units: Sequence[_Unit], counts: Sequence[tuple[np.ndarray, ...]], fit: TemplateFit,
                   shared: list[tuple[int, ...]] | None, regular: dict[int, int], budget: LevelBudget | None) -> float:
         """The bytes of record 35 (``fit``, ``shared``) and of the units as finish
         would pick them: each the smaller of its regular record and its template stripe (the
         stream at the ideal code length of its counts), then regular where ``budget`` says so."""
-        probs, table = fit[2], fit[4]
-        total = float(self._record_len(fit, shared))
+        probs, table = fit.probs, fit.table
+        total = float(self._record35_len(fit, shared))
         saved = []
         for u, (p0, q, e, _) in zip(units, counts):
             own = u.template_layout == LAYOUT_TEMPLATE_OWN or shared is None
@@ -511,11 +511,11 @@ class LevelCoder:
         dropped = set(budget.over([t for t in saved if t[0] in regular])) if budget is not None else set()
         return total - sum(s for i, s, _ in saved if i not in dropped)
 
-    def _clearer(self, u: _Unit, shared: tuple[np.ndarray, ...], own: tuple[np.ndarray, ...], fit: tuple) -> int | None:
+    def _clearer(self, u: _Unit, shared: tuple[np.ndarray, ...], own: tuple[np.ndarray, ...], fit: TemplateFit) -> int | None:
         """The layout of a unit counted both ways that its estimate (the counts' ideal code length
         under ``fit``, own entries' bytes besides) puts more than 2% and 16 bytes ahead, or None
         (both are coded)."""
-        probs, table = fit[2], fit[4]
+        probs, table = fit.probs, fit.table
         with_shared = template_bits(*shared[:3], probs, table) / 8
         with_own = template_bits(*own[:3], probs, table) / 8 + 1 + len(u.tuples) * entry_len(self.depths)
         if with_own > 1.02 * with_shared + 16:
@@ -718,7 +718,7 @@ class LevelCoder:
         shared = tpl[1]["shared"] if tpl is not None else None
         chosen = best[1]
         kinds, out, two, chosen = self._pick(options, bodies, forced, chosen, need, budget, shared)
-        if plain is not None and "T" in chosen:  # 5: the shared entries only where they still pay (after budget)
+        if plain is not None and "T" in chosen:  # 2.14: optional shared entries only where they still pay (after budget)
             alt = self._pick(options, bodies, forced, tuple("t" if k == "T" else k for k in chosen), need, budget, shared)
             sizes = [sum(map(_framed, o)) + sum(record_cost[k] for k in c) for o, c in ((out, chosen), (alt[1], alt[3]))]
             if sizes[1] <= sizes[0]:

@@ -421,25 +421,22 @@ def estimate_bits(st: SlotStats) -> float:
     """A unit's bits under its own 16-class statistics (bucket entropy plus extra bits), used to
     compare a palette stripe with the slots it replaces (5); on the nonzero counts only (no
     float copies of the 16 x 640 arrays), in few numpy calls (a small image asks it per slot)."""
-    buckets = st.vh.shape[1]
-    both = np.concatenate((st.vh, st.rh), axis=None)  # vh then rh, in C order
-    used = both[both != 0].astype(np.float64)
-    rows = both.reshape(2 * CLASSES, buckets).sum(axis=1)
-    tot = (rows[:CLASSES] + rows[CLASSES:]).astype(np.float64)
-    ent = float((tot * np.log2(np.maximum(tot, 1))).sum() - (used * np.log2(used)).sum())
-    if buckets <= 256:  # values below 256 carry no extra bits
-        return ent
-    cols = both.reshape(2 * CLASSES, buckets).sum(axis=0, dtype=np.int64)
-    return ent + float(int(cols @ _EXTRA_BITS[:buckets]))
+    return _estimate_alike([st])[0]
 
 
 def estimate_bits_each(stats: list[SlotStats]) -> list[float]:
     """estimate_bits of each slot of a unit, the same floats, in numpy calls the slots share when
-    their statistics have one width and type (each sum still runs over that slot's values alone,
-    contiguous, as estimate_bits' does)."""
+    their statistics have one width and type."""
     buckets, dtype = stats[0].vh.shape[1], stats[0].vh.dtype
-    if len(stats) == 1 or any(a.shape[1] != buckets or a.dtype != dtype for st in stats for a in (st.vh, st.rh)):
+    if any(a.shape[1] != buckets or a.dtype != dtype for st in stats for a in (st.vh, st.rh)):
         return [estimate_bits(st) for st in stats]
+    return _estimate_alike(stats)
+
+
+def _estimate_alike(stats: list[SlotStats]) -> list[float]:
+    """estimate_bits of slots whose statistics share one width and type: each sum runs over that
+    slot's values alone, contiguous, so each float is the one slot's own."""
+    buckets = stats[0].vh.shape[1]
     S = len(stats)
     both = np.concatenate([a for st in stats for a in (st.vh, st.rh)], axis=None)  # per slot: vh then rh
     counts = np.count_nonzero(both.reshape(S, -1), axis=1).tolist()
