@@ -66,10 +66,18 @@ class Results:
     def class_images(self, cls: str) -> list[str]:
         return [i["name"] for i in self.images if i["class"] == cls]
 
-    def ratios(self, cls: str, a: str, b: str, key: str, inverse: bool = False) -> tuple[float | None, int]:
-        """Geometric mean over the class's images of a[key] / b[key] (both measured)."""
+    def megapixels(self, image: str) -> float:
+        shape = next(i["shape"] for i in self.images if i["name"] == image)
+        return shape[0] * shape[1] / 1e6
+
+    def ratios(self, cls: str, a: str, b: str, key: str, inverse: bool = False,
+               band: tuple[float, float] | None = None) -> tuple[float | None, int]:
+        """Geometric mean over the class's images (those of ``band`` megapixels, low inclusive)
+        of a[key] / b[key] (both measured)."""
         xs = []
         for img in self.class_images(cls):
+            if band is not None and not band[0] <= self.megapixels(img) < band[1]:
+                continue
             ra, rb = self.row(img, a), self.row(img, b)
             if ra and rb and ra.get(key) and rb.get(key):
                 xs.append(ra[key] / rb[key])
@@ -307,6 +315,9 @@ CURRENT_TARGETS = [
     ("screenshot encode >= 2x PNG", "screenshot", "default", "enc_mbps", "png", ">=", 2.0),
     ("photo decode >= 1.0x QOI", "photo", "default", "dec_mbps", "qoi", ">=", 1.0),
 ]
+# the graphics targets also per size: the band the targets were set on (logos, icons and
+# palettes of 0.02-0.3 megapixels), and the icons below it
+GRAPHICS_BANDS = [((0.02, 0.3), "0.02-0.3 MP"), ((0.0, 0.02), "below 0.02 MP")]
 # (class, bound on the default effort's median bpp, bound on the highest effort's)
 CURRENT_BPP = [("screenshot", 0.67, 0.60)]
 EFFORT_DECODE = 0.85  # the highest effort's files decode at least this fast against the default's
@@ -352,6 +363,10 @@ def _current_targets(R: Results) -> list[str]:
         x, n = R.ratios(cls, d, ref, key)
         if n:
             lines.append(f"| {label} | {fmt(x)}x (n={n}) | {_verdict(x, op, bound)} |")
+        for (low, high), name in GRAPHICS_BANDS if cls == "graphics" else ():
+            xb, nb = R.ratios(cls, d, ref, key, band=(low, high))
+            if nb and nb != n:
+                lines.append(f"| {label}, {name} | {fmt(xb)}x (n={nb}) | {_verdict(xb, op, bound)} |")
     if mx is not None:
         for cls in R.classes:
             xs = [R.row(i, mx)["dec_mbps"] / R.row(i, d)["dec_mbps"] for i in R.class_images(cls)
