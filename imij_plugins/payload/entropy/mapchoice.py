@@ -46,6 +46,7 @@ SAMPLE = 4096  # values a 32-bit candidate is first tried on
 SMALL_CHANNEL = 1 << 18  # words up to which a channel's map tests run on its distinct values at once
 EXACT_CHUNK = 1 << 11  # words per step of a map's exactness test: about 13 64-bit temporaries each, 208 KiB
 CHUNK_SAMPLES = 1 << 12  # coded values made through 64-bit words per step (32 KiB per temporary)
+PRESENCE_WORDS = 1 << 12  # 8-bit words up to which word_presence counts every channel at once
 
 
 @dataclass
@@ -61,12 +62,20 @@ class Channel:
     alpha: bool
     lo: bool
     summary: tuple[int, int, int, int] | None = None  # word_summary's, made on first use
+    present: int | None = None  # word_presence's (D <= 8), made on first use
 
     def summarize(self) -> tuple[int, int, int, int]:
         """The largest, smallest and or of the ordered words, and the or of the raw words."""
         if self.summary is None:
             self.summary = word_summary(self.word[:, :, None], self.kind, self.D)[0]
         return self.summary
+
+    def presence(self) -> int:
+        """The words present (D <= 8) as the bits of one integer: bit v set when word v occurs."""
+        if self.present is None:
+            self.present = int.from_bytes(np.packbits(histogram(self.word, self.D) > 0, bitorder="little").tobytes(),
+                                          "little")
+        return self.present
 
 
 def _cc(ch: Channel, cmap: ChannelMap) -> CodedChannel:
@@ -132,7 +141,7 @@ def _first_exact(ch: Channel, tests: list[tuple[int, int, ChannelMap]]) -> tuple
     then on its distinct values (or, for 32-bit words, every word)."""
     w = ch.word
     if w.size <= SMALL_CHANNEL and ch.D <= 8:  # the words present, as bits of one integer, against a map's exact ones
-        present = int.from_bytes(np.packbits(histogram(w, ch.D) > 0, bitorder="little").tobytes(), "little")
+        present = ch.presence()
         count = present.bit_count()
         return next((t for t in tests if count <= (1 << t[0])
                      and not present & ~_exact_bits(ch.kind, ch.D, ch.sample, ch.alpha, ch.lo, t[2])), None)
@@ -155,6 +164,25 @@ def _first_exact(ch: Channel, tests: list[tuple[int, int, ChannelMap]]) -> tuple
     return None
 
 
+@lru_cache(maxsize=256)
+def _tests(D: int, f32: bool, regular_bits: int) -> tuple[tuple[int, int, ChannelMap], ...]:
+    """The maps whose exactness needs a test on the values, with fewer bits than ``regular_bits``
+    (Replicate, Scale; of f32 hi words also F16InF32 and UnormF32), fewest bits first, simpler
+    first on ties: made once per kind of channel, not per channel."""
+    tests: list[tuple[int, int, ChannelMap]] = []
+    top = min(D - 1, 16)
+    for bits in range(1, min(top, regular_bits - 1) + 1):
+        tests.append((bits, 2, ChannelMap(REPLICATE, bits, 0)))
+        tests.append((bits, 3, ChannelMap(SCALE, bits, 0)))
+    if f32:
+        if regular_bits > 16:
+            tests.append((16, 4, ChannelMap(F16_IN_F32, 16, 0)))
+        for bits in range(1, min(16, regular_bits - 1) + 1):
+            tests.append((bits, 4, ChannelMap(UNORM_F32, bits, 0)))
+    tests.sort(key=lambda t: (t[0], t[1]))
+    return tuple(tests)
+
+
 def candidate_maps(ch: Channel, allow_features: bool = True) -> list[ChannelMap]:
     """Every exact regular map of the channel (no tables), fewest bits first, simpler first on ties."""
     D = ch.D
@@ -173,19 +201,7 @@ def candidate_maps(ch: Channel, allow_features: bool = True) -> list[ChannelMap]
         rtz = _trailing_zeros(raw_or, D)
         if 0 < rtz < D:
             cands.append((D - rtz, 6, ChannelMap(FLOAT_SHIFT, D - rtz, 0)))
-    regular_bits = min(c[0] for c in cands)
-    # maps whose exactness needs a test on the values
-    tests: list[tuple[int, int, ChannelMap]] = []
-    top = min(D - 1, 16)
-    for bits in range(1, min(top, regular_bits - 1) + 1):
-        tests.append((bits, 2, ChannelMap(REPLICATE, bits, 0)))
-        tests.append((bits, 3, ChannelMap(SCALE, bits, 0)))
-    if ch.sample_name == "f32" and not ch.lo:
-        if regular_bits > 16:
-            tests.append((16, 4, ChannelMap(F16_IN_F32, 16, 0)))
-        for bits in range(1, min(16, regular_bits - 1) + 1):
-            tests.append((bits, 4, ChannelMap(UNORM_F32, bits, 0)))
-    tests.sort(key=lambda t: (t[0], t[1]))
+    tests = _tests(D, ch.sample_name == "f32" and not ch.lo, min(c[0] for c in cands))
     found = _first_exact(ch, tests) if tests else None
     if found is not None:
         cands.append(found)  # the fewest bits among the tested maps
@@ -336,7 +352,7 @@ def window_cost(ch: Channel, cmap: ChannelMap, lanes: int) -> int:
 
 
 __all__ = ["Channel", "candidate_maps", "coded", "coded_delta", "near_map", "table_candidate", "table_bytes",
-           "window_cost", "window_fraction"]
+           "window_cost", "window_fraction", "word_presence"]
 
 
 KINDS = {"u": 0, "i": 1, "f": 2}
@@ -360,6 +376,18 @@ def word_summary(words: np.ndarray, kind: str, D: int) -> list[tuple[int, int, i
         o = native_order(w, kind, D)
         res.append((int(o.max()), int(o.min()), int(np.bitwise_or.reduce(o)), int(np.bitwise_or.reduce(w))))
     return res
+
+
+def word_presence(words: np.ndarray) -> list[int | None]:
+    """Per channel (the last axis) of uint8 words, the words present as Channel.presence's bits,
+    from one count over every channel when there are at most PRESENCE_WORDS words (a histogram
+    kernel call per channel costs more there); None for each channel of larger images."""
+    C = words.shape[-1]
+    if words.size > PRESENCE_WORDS:
+        return [None] * C
+    index = words.reshape(-1, C) | np.arange(0, C << 8, 1 << 8, dtype=np.uint16)  # channel c counts at c * 256 + word
+    seen = np.packbits(np.bincount(index.ravel(), minlength=C << 8).astype(np.bool_), bitorder="little").tobytes()
+    return [int.from_bytes(seen[i : i + 32], "little") for i in range(0, 32 * C, 32)]  # 32 bytes per channel
 
 
 def window_fraction(word: np.ndarray) -> float:

@@ -1,14 +1,24 @@
 """The model chooser's shortcuts for small images give what the plain formulas give: estimate_bits
 (the palette comparison's float estimate, bit for bit), coded_tables of partition's 2-D rows
-and of a list of rows, and the map choice's exactness test on a channel's distinct words."""
+and of a list of rows, the map choice's exactness test on a channel's distinct words, and the
+words present of every channel of a small image counted at once."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from imij_plugins.payload.counts import histogram
 from imij_plugins.payload.entropy.context_stats import CLASSES
-from imij_plugins.payload.entropy.mapchoice import Channel, _distinct, _exact, _first_exact, candidate_maps
+from imij_plugins.payload.entropy.mapchoice import (
+    PRESENCE_WORDS,
+    Channel,
+    _distinct,
+    _exact,
+    _first_exact,
+    candidate_maps,
+    word_presence,
+)
 from imij_plugins.payload.entropy.maps import REPLICATE, SCALE
 from imij_plugins.payload.entropy.modeling import (
     _EXTRA_BITS,
@@ -100,3 +110,35 @@ def test_map_exactness_of_8_bit_words_by_bits(seed):
     want = next((t for t in tests if len(distinct) <= (1 << t[0]) and _exact(distinct, ch, t[2])), None)
     assert _first_exact(ch, tests) == want
     assert candidate_maps(ch)  # the choice runs through it
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1), (16, 16, 4), (7, 9, 3), (32, 32, 4), (40, 30, 2), (33, 33, 4)])
+def test_word_presence_is_each_channels_histogram(shape):
+    """word_presence's one count over every channel gives each channel's own words present (the
+    histogram kernel's), or None for images of more than PRESENCE_WORDS words."""
+    rng = np.random.default_rng(shape[0] * 7 + shape[2])
+    words = rng.integers(0, 256, shape).astype(np.uint8)
+    words[..., -1] = rng.choice([0, 17, 255], shape[:2])  # a channel of few words
+    got = word_presence(words)
+    assert len(got) == shape[2]
+    if words.size > PRESENCE_WORDS:
+        assert got == [None] * shape[2]
+        return
+    for c in range(shape[2]):
+        counts = histogram(words[:, :, c], 8)
+        assert got[c] == sum(1 << v for v in range(256) if counts[v])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_map_choice_with_presence_given_or_counted_agrees(seed):
+    """A channel's words present, given (word_presence's) or counted on first use, choose the same maps."""
+    rng = np.random.default_rng(seed)
+    bits = int(rng.integers(1, 9))
+    image = ((rng.integers(0, 1 << bits, (12, 10, 3)) * 255) // ((1 << bits) - 1 or 1)).astype(np.uint8)
+    if seed % 2:
+        image[0, 0, 1] ^= 1  # one stray value
+    present = word_presence(image)
+    for c in range(3):
+        word = image[:, :, c]
+        given = candidate_maps(Channel(c, word, "u", 8, 0, "u8", False, False, None, present[c]))
+        assert given == candidate_maps(Channel(c, word, "u", 8, 0, "u8", False, False))
