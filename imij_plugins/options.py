@@ -186,7 +186,9 @@ class EncodeOptions:
             raise ValueError(f"durations must be seconds >= 0, one number or one per image, not {self.durations!r}")
 
     def replace(self, **changes: Unpack[EncodeKeywords]) -> EncodeOptions:
-        """A copy with ``changes`` (a reader's name of ``ALIASES`` as the writer's), checked again."""
+        """A copy with ``changes`` (a reader's name of ``ALIASES`` as the writer's), checked again;
+        the defaults with changes of plain values (``encode(image, threads=1)``) are checked once
+        and kept (``_checked_defaults``)."""
         for alias, name in ALIASES.items():
             if alias in changes:
                 if name in changes:
@@ -195,7 +197,11 @@ class EncodeOptions:
         unknown = set(changes) - OPTION_NAMES
         if unknown:
             raise TypeError(f"unknown encode option(s): {', '.join(sorted(unknown))}")
-        return replace(self, **changes) if changes else self
+        if not changes:
+            return self
+        if self is DEFAULTS:
+            return _checked_defaults(changes)
+        return replace(self, **changes)
 
 
 class EncodeKeywords(TypedDict, total=False):
@@ -300,3 +306,24 @@ def _check_chunks(chunks: object, typed: set[bytes]) -> None:
         if not isinstance(payload, (bytes, bytearray, memoryview)):
             raise ValueError(f"chunks: the payload of {tag.decode()} must be bytes")
         _one_of("chunks: place", place, PLACES)
+
+
+DEFAULTS = EncodeOptions()  # the writer's defaults, checked once
+_PLAIN = (int, str, bool, type(None))  # immutable values whose type and equality say all (not floats: -0.0 == 0.0)
+_CHECKED: dict[tuple[tuple[str, type, object], ...], EncodeOptions] = {}
+_CHECKED_MAX = 64
+
+
+def _checked_defaults(changes: Mapping[str, object]) -> EncodeOptions:
+    """The defaults with ``changes``, checked; kept when every value is of an exact plain type, so
+    the same keywords are checked once (the kept object is immutable: frozen, plain values). A
+    value of another type (np.int64, a list) is checked every time."""
+    if any(type(v) not in _PLAIN for v in changes.values()):
+        return replace(DEFAULTS, **changes)
+    key = tuple(sorted((name, type(v), v) for name, v in changes.items()))  # type: True is not 1
+    found = _CHECKED.get(key)
+    if found is None:
+        found = replace(DEFAULTS, **changes)  # a bad value raises here, and nothing is kept
+        if len(_CHECKED) < _CHECKED_MAX:
+            _CHECKED[key] = found
+    return found

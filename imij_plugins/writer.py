@@ -18,7 +18,7 @@ from imij_plugins.container.metadata.resolution import exif_with_dpi
 from imij_plugins.container.pixel_checksum import bitmap_digest, encode_bitmap_digests
 from imij_plugins.container.writer import assemble, stream_file, trailing_index_payload, write_atomic
 from imij_plugins.errors import Corrupt
-from imij_plugins.options import PRESENTATIONS, EncodeKeywords, EncodeOptions, Frame
+from imij_plugins.options import DEFAULTS, PRESENTATIONS, EncodeKeywords, EncodeOptions, Frame
 from imij_plugins.payload.quick.writer import encode_quick_payload, quick_geometry
 from imij_plugins.pixels.dtypes import as_image_array, layout_code, sample_code
 from imij_plugins.pixels.resample import downscale
@@ -279,10 +279,7 @@ def encode(image: Image, options: EncodeOptions | None = None, /, **changes: Unp
 
 def _options(options: EncodeOptions | None, changes: Mapping[str, object]) -> EncodeOptions:
     """``options`` (or the defaults) with the keyword ``changes``, checked."""
-    return (options if options is not None else _DEFAULTS).replace(**changes)  # type: ignore[arg-type]
-
-
-_DEFAULTS = EncodeOptions()
+    return (options if options is not None else DEFAULTS).replace(**changes)  # type: ignore[arg-type]
 
 
 _Part = tuple[_Coded | None, int, int, np.ndarray]  # a frame's coded image (None: empty), origin, source

@@ -72,6 +72,25 @@ def test_a_bad_option_is_a_value_error_naming_it_before_any_coding(option, value
         EncodeOptions(**{option: value})
 
 
+def test_keywords_of_plain_values_are_checked_once_and_bad_ones_every_time():
+    """The defaults with the same plain keywords are one checked object; a bad value is refused
+    each time, also after a good one of equal value but another type (True is not 1)."""
+    from imij_plugins.options import DEFAULTS
+
+    assert DEFAULTS.replace(threads=1, effort=7) is DEFAULTS.replace(effort=7, threads=1)
+    assert DEFAULTS.replace(effort=7, threads=1) == EncodeOptions(effort=7, threads=1)
+    assert DEFAULTS.replace(loop_count=2) == EncodeOptions(loop=2)
+    assert DEFAULTS.replace(effort=np.int64(3)).effort == 3  # other types: checked every time
+    for _ in range(2):
+        with pytest.raises(ValueError, match="effort"):
+            DEFAULTS.replace(effort=True)
+        with pytest.raises(ValueError, match="threads"):
+            imij_plugins.encode(IMAGE, threads=0)
+    assert DEFAULTS.replace(checksum=True).checksum is True
+    with pytest.raises(ValueError, match="checksum"):
+        DEFAULTS.replace(checksum=1)
+
+
 def test_max_error_with_the_quick_codec_is_refused():
     with pytest.raises(ValueError, match="max_error"):
         EncodeOptions(codec="quick", max_error=2)

@@ -209,34 +209,29 @@ def checksum_piece_log2(h: Header) -> int | None:
     return rec.payload[0]
 
 
-def encode_header(h: Header, *, full: bool = False) -> bytes:
-    """The header bytes (after header_len): the masked form, or the full form (1.0)."""
-    cicp = h.effective_cicp
-    sig = h.effective_sig_bits
-    fields: list[tuple[int, bytes, bool]] = [
-        (BIT_CODING, bytes([h.coding]), h.coding != 0),
-        (BIT_SAMPLE, bytes([h.sample]), h.sample != 0),
-        (BIT_FEATURES, encode_mask(h.mask), bool(h.mask)),
-        (BIT_CHANNELS, bytes([h.channels]), h.channels != 3),
-        (BIT_ORIENTATION, bytes([h.orientation]), h.orientation != 1),
-        (BIT_DECODE_SPEED, bytes([h.decode_speed]), h.decode_speed != 1),
-        (BIT_CICP, bytes(cicp), cicp != default_cicp(h.channels)),
-        (BIT_SIG_BITS, bytes(sig), sig != (h.sample_type.bits,) * h.channel_count),
-        (BIT_ALPHA_MODE, bytes([h.alpha_mode]), h.alpha_mode != 0),
-    ]
+def encode_header(h: Header, *, full: bool = False, records: list[Record] | None = None) -> bytes:
+    """The header bytes (after header_len): the masked form, or the full form (1.0); ``records``
+    (in id order) in place of the header's own."""
     present = 0
     body = bytearray()
-    # the feature mask comes right after present, then the other fields in bit order (1.0)
-    ordered = sorted(fields, key=lambda f: (f[0] != BIT_FEATURES, f[0]))
-    for bit, data, differs in ordered:
-        if full or differs:
+    if full or h.mask:  # the feature mask comes right after present, then the other fields in bit order (1.0)
+        present |= 1 << BIT_FEATURES
+        body += encode_mask(h.mask)
+    for bit, value, default in ((BIT_CODING, h.coding, 0), (BIT_SAMPLE, h.sample, 0), (BIT_CHANNELS, h.channels, 3),
+                                (BIT_ORIENTATION, h.orientation, 1), (BIT_DECODE_SPEED, h.decode_speed, 1)):
+        if full or value != default:
             present |= 1 << bit
-            body += data
-    return (
-        bytes([VERSION])
-        + encode_varint(present)
-        + bytes(body)
-        + encode_varint(h.width)
-        + encode_varint(h.height)
-        + encode_records(h.records)
-    )
+            body += bytes([value])
+    cicp, sig = h.effective_cicp, h.effective_sig_bits
+    if full or cicp != default_cicp(h.channels):
+        present |= 1 << BIT_CICP
+        body += bytes(cicp)
+    if full or sig != (h.sample_type.bits,) * h.channel_count:
+        present |= 1 << BIT_SIG_BITS
+        body += bytes(sig)
+    if full or h.alpha_mode != 0:
+        present |= 1 << BIT_ALPHA_MODE
+        body += bytes([h.alpha_mode])
+    records = h.records if records is None else records
+    return b"".join((bytes([VERSION]), encode_varint(present), body, encode_varint(h.width), encode_varint(h.height),
+                     encode_records(records)))

@@ -46,8 +46,8 @@ def assemble(
             records.append(Record(RECORD_CHECKSUM, bytes([k])))
         if locator:
             records.append(locator_record(data_prefix, [len(c) for c in pre] + ([csum_len] if k is not None else [])))
-        head = encode_header(replace(header, records=sorted(records, key=lambda r: r.id)))
-        return SIGNATURE + encode_varint(len(head)) + head + b"".join(pre)
+        head = encode_header(header, records=sorted(records, key=lambda r: r.id))
+        return b"".join((SIGNATURE, encode_varint(len(head)), head, *pre))
 
     if not checksum:
         return b"".join((build(None, 0), data_tag, data_payload, post))
@@ -130,14 +130,14 @@ class StreamWriter:
         records = [r for r in header.records if r.id != RECORD_CHECKSUM]
         if self.k is not None:  # 1.4 header record 2: id 2, length 1, k
             records.append(Record(RECORD_CHECKSUM, bytes([self.k])))
-        head = encode_header(replace(header, records=sorted(records, key=lambda r: r.id)))
+        head = encode_header(header, records=sorted(records, key=lambda r: r.id))
         self._emit(SIGNATURE + encode_varint(len(head)) + head)
 
     @staticmethod
     def prefix_len(header: Header) -> int:
         """Bytes of signature, header_len and header as written with a checksum record (1.0, 1.4)."""
         records = [r for r in header.records if r.id != RECORD_CHECKSUM] + [Record(RECORD_CHECKSUM, b"\x00")]
-        head = encode_header(replace(header, records=sorted(records, key=lambda r: r.id)))
+        head = encode_header(header, records=sorted(records, key=lambda r: r.id))
         return len(SIGNATURE) + len(encode_varint(len(head))) + len(head)
 
     def chunk(self, tag: bytes, payload: bytes | bytearray | memoryview) -> None:

@@ -89,6 +89,23 @@ def test_cmyk_default_cicp_and_sig_bits():
     assert got.effective_sig_bits == (10, 10, 10, 16)
 
 
+def test_records_given_are_written_in_place_of_the_headers_own():
+    """encode_header(h, records=...) writes what the header holding those records writes (the
+    writer adds its locator and checksum records without copying the header)."""
+    import dataclasses
+
+    from imij_plugins.wire.records import Record
+
+    h = Header(width=300, height=2, sample=1, channels=4, orientation=6, cicp=(9, 16, 9, 0), sig_bits=(10, 10, 10, 16),
+               alpha_mode=1, mask=frozenset({F.ALPHA_INTERPRETATION}), records=[Record(6, b"\xaa")])
+    records = [Record(2, b"\x0c"), Record(4, b"\x05\x00")]
+    for full in (False, True):
+        got = encode_header(h, full=full, records=records)
+        assert got == encode_header(dataclasses.replace(h, records=records), full=full)
+        assert [r.id for r in read_header(Cursor(got)).records] == [2, 4]
+    assert read_header(Cursor(encode_header(h))).records == h.records  # the header's own otherwise
+
+
 def test_decode_speed_unknown_reads_as_fastest():
     assert parse("02 20 09 01 01").decode_speed == 3  # 0.3: informational
 
