@@ -405,10 +405,10 @@ def _channels(img: np.ndarray, header: Header) -> list[Channel]:
     D = min(st.bits, 32)
     # what the map choice reads of every channel, in one pass over the interleaved words
     summaries = word_summary(raw, st.kind, D) if st.bits < 64 else [None] * len(words)
-    presences = word_presence(raw) if D <= 8 else [None] * len(words)
+    presences = word_presence(raw) if D <= 8 else [(None, None)] * len(words)
     lo = [i >= C for i in range(len(words))]  # 2.1: coded channel C + c is 64-bit channel c's lo word
     return [Channel(i, wd, "u" if lo[i] else st.kind, D, header.sample, st.name, i == alpha_ch, lo[i], summaries[i],
-                    presences[i]) for i, wd in enumerate(words)]
+                    *presences[i]) for i, wd in enumerate(words)]
 
 
 def _choose_maps(channels: list[Channel], st_name: str, bound: int, eff: Effort, lanes: int) -> tuple[list[ChannelMap], list[int]]:

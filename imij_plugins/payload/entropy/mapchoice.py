@@ -11,6 +11,7 @@ search kernel on windows). Ties keep the simpler map and the map without a featu
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -63,6 +64,7 @@ class Channel:
     lo: bool
     summary: tuple[int, int, int, int] | None = None  # word_summary's, made on first use
     present: int | None = None  # word_presence's (D <= 8), made on first use
+    sampled: int | None = None  # word_presence's of a strided sample of the pixels: some of present's words
 
     def summarize(self) -> tuple[int, int, int, int]:
         """The largest, smallest and or of the ordered words, and the or of the raw words."""
@@ -134,6 +136,13 @@ def _strided_sample(w: np.ndarray, count: int) -> np.ndarray:
     return w[flat // w.shape[1], flat % w.shape[1]]
 
 
+def _fitting(ch: Channel, tests: Sequence[tuple[int, int, ChannelMap]], present: int) -> tuple[int, int, ChannelMap] | None:
+    """The first of ``tests`` whose map codes every word of ``present`` (bit v: word v) exactly."""
+    count = present.bit_count()
+    return next((t for t in tests if count <= (1 << t[0])
+                 and not present & ~_exact_bits(ch.kind, ch.D, ch.sample, ch.alpha, ch.lo, t[2])), None)
+
+
 def _first_exact(ch: Channel, tests: list[tuple[int, int, ChannelMap]]) -> tuple[int, int, ChannelMap] | None:
     """The first of ``tests`` (in order) that codes every word of the channel exactly: n bits
     code at most 2^n values. A small channel of at most 16-bit words is tested on its distinct
@@ -141,10 +150,9 @@ def _first_exact(ch: Channel, tests: list[tuple[int, int, ChannelMap]]) -> tuple
     then on its distinct values (or, for 32-bit words, every word)."""
     w = ch.word
     if w.size <= SMALL_CHANNEL and ch.D <= 8:  # the words present, as bits of one integer, against a map's exact ones
-        present = ch.presence()
-        count = present.bit_count()
-        return next((t for t in tests if count <= (1 << t[0])
-                     and not present & ~_exact_bits(ch.kind, ch.D, ch.sample, ch.alpha, ch.lo, t[2])), None)
+        if ch.present is None and ch.sampled is not None and _fitting(ch, tests, ch.sampled) is None:
+            return None  # a sample's words already fit no map, and the channel holds every one of them
+        return _fitting(ch, tests, ch.presence())
     if w.size <= SMALL_CHANNEL and ch.D <= 16:
         distinct = _distinct(ch)
         return next((t for t in tests if len(distinct) <= (1 << t[0]) and _exact(distinct, ch, t[2])), None)
@@ -378,16 +386,18 @@ def word_summary(words: np.ndarray, kind: str, D: int) -> list[tuple[int, int, i
     return res
 
 
-def word_presence(words: np.ndarray) -> list[int | None]:
+def word_presence(words: np.ndarray) -> list[tuple[int | None, int | None]]:
     """Per channel (the last axis) of uint8 words, the words present as Channel.presence's bits,
-    from one count over every channel when there are at most PRESENCE_WORDS words (a histogram
-    kernel call per channel costs more there); None for each channel of larger images."""
+    from one count over every channel: (present, None) of every word of an image of at most
+    PRESENCE_WORDS words (a histogram kernel call per channel costs more there), else
+    (None, sampled) of a strided sample of about as many words, which may show that no tested
+    map fits the channel before its words are counted."""
     C = words.shape[-1]
-    if words.size > PRESENCE_WORDS:
-        return [None] * C
-    index = words.reshape(-1, C) | np.arange(0, C << 8, 1 << 8, dtype=np.uint16)  # channel c counts at c * 256 + word
+    step = -(-words.size // PRESENCE_WORDS)
+    index = words.reshape(-1, C)[::step] | np.arange(0, C << 8, 1 << 8, dtype=np.uint16)  # channel c at c * 256
     seen = np.packbits(np.bincount(index.ravel(), minlength=C << 8).astype(np.bool_), bitorder="little").tobytes()
-    return [int.from_bytes(seen[i : i + 32], "little") for i in range(0, 32 * C, 32)]  # 32 bytes per channel
+    found = [int.from_bytes(seen[i : i + 32], "little") for i in range(0, 32 * C, 32)]  # 32 bytes per channel
+    return [(f, None) if step == 1 else (None, f) for f in found]
 
 
 def window_fraction(word: np.ndarray) -> float:

@@ -112,33 +112,37 @@ def test_map_exactness_of_8_bit_words_by_bits(seed):
     assert candidate_maps(ch)  # the choice runs through it
 
 
-@pytest.mark.parametrize("shape", [(1, 1, 1), (16, 16, 4), (7, 9, 3), (32, 32, 4), (40, 30, 2), (33, 33, 4)])
+@pytest.mark.parametrize("shape", [(1, 1, 1), (16, 16, 4), (7, 9, 3), (32, 32, 4), (40, 30, 2), (33, 33, 4), (90, 70, 3)])
 def test_word_presence_is_each_channels_histogram(shape):
     """word_presence's one count over every channel gives each channel's own words present (the
-    histogram kernel's), or None for images of more than PRESENCE_WORDS words."""
+    histogram kernel's), or for images of more than PRESENCE_WORDS words those of a sample of them."""
     rng = np.random.default_rng(shape[0] * 7 + shape[2])
     words = rng.integers(0, 256, shape).astype(np.uint8)
     words[..., -1] = rng.choice([0, 17, 255], shape[:2])  # a channel of few words
     got = word_presence(words)
     assert len(got) == shape[2]
-    if words.size > PRESENCE_WORDS:
-        assert got == [None] * shape[2]
-        return
-    for c in range(shape[2]):
+    for c, (present, sampled) in enumerate(got):
         counts = histogram(words[:, :, c], 8)
-        assert got[c] == sum(1 << v for v in range(256) if counts[v])
+        every = sum(1 << v for v in range(256) if counts[v])
+        if words.size <= PRESENCE_WORDS:
+            assert (present, sampled) == (every, None)
+        else:
+            assert present is None and sampled and sampled & ~every == 0  # some of the channel's words
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_the_map_choice_with_presence_given_or_counted_agrees(seed):
-    """A channel's words present, given (word_presence's) or counted on first use, choose the same maps."""
+@pytest.mark.parametrize("seed", range(8))
+def test_the_map_choice_with_presence_given_sampled_or_counted_agrees(seed):
+    """A channel's words present, given (word_presence's), sampled or counted on first use, choose
+    the same maps: a sample's words rule a map out only where the channel's would."""
     rng = np.random.default_rng(seed)
     bits = int(rng.integers(1, 9))
-    image = ((rng.integers(0, 1 << bits, (12, 10, 3)) * 255) // ((1 << bits) - 1 or 1)).astype(np.uint8)
+    image = ((rng.integers(0, 1 << bits, (40, 50, 3)) * 255) // ((1 << bits) - 1 or 1)).astype(np.uint8)
     if seed % 2:
-        image[0, 0, 1] ^= 1  # one stray value
+        image[int(rng.integers(0, 40)), int(rng.integers(0, 50)), 1] ^= 1  # one stray value, in a sample or not
     present = word_presence(image)
+    sampled = word_presence(image[: 30, : 40])  # a window of at most PRESENCE_WORDS words: all present
     for c in range(3):
         word = image[:, :, c]
-        given = candidate_maps(Channel(c, word, "u", 8, 0, "u8", False, False, None, present[c]))
-        assert given == candidate_maps(Channel(c, word, "u", 8, 0, "u8", False, False))
+        counted = candidate_maps(Channel(c, word, "u", 8, 0, "u8", False, False))
+        assert candidate_maps(Channel(c, word, "u", 8, 0, "u8", False, False, None, *present[c])) == counted
+        assert candidate_maps(Channel(c, word, "u", 8, 0, "u8", False, False, None, None, sampled[c][0])) == counted
