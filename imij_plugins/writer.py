@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 import numpy as np
 
@@ -33,9 +33,8 @@ Image = np.ndarray | Frame | Sequence[np.ndarray | Frame]  # what encode() takes
 KINDS = {"animation": KIND_ANIMATION, "pages": KIND_PAGES, "sequence": KIND_SEQUENCE}
 
 
-@dataclass(frozen=True)
-class _Coded:
-    """One image coded as header + DATA payload, not yet framed into a file."""
+class _Coded(NamedTuple):
+    """One image coded as header + DATA payload, not yet framed into a file (a named tuple: cheap to make and copy)."""
 
     header: Header
     payload: bytes
@@ -118,14 +117,9 @@ def _with_fields(header: Header, cicp, orientation: int, sig_bits, alpha_mode: i
     mask = set(header.mask)
     if alpha_mode in (2, 3):
         mask.add(FeatureId.ALPHA_INTERPRETATION)  # 1.0: alpha modes 2 and 3
-    out = replace(
-        header,
-        cicp=tuple(cicp) if cicp is not None else None,
-        orientation=orientation,
-        sig_bits=tuple(sig_bits) if sig_bits is not None else None,
-        alpha_mode=alpha_mode,
-        mask=frozenset(mask),
-    )
+    out = Header(**{**header.__dict__, "cicp": tuple(cicp) if cicp is not None else None, "orientation": orientation,
+                    "sig_bits": tuple(sig_bits) if sig_bits is not None else None, "alpha_mode": alpha_mode,
+                    "mask": frozenset(mask)})
     try:
         check_fields(out)  # the reader's rules, so a writer never emits a header it would refuse
     except Corrupt as exc:
@@ -172,7 +166,7 @@ def _prepare(image: Image, opts: EncodeOptions) -> _Layout:
     frames, single = _frames_of(image)
     first = _code_image(frames[0], opts, unit_table=opts.unit_table, ordinals=opts.ordinals)
     sig_bits = _sig_bits(frames[0], opts)
-    first = replace(first, header=_with_fields(first.header, opts.cicp, opts.orientation, sig_bits, opts.alpha_mode))
+    first = first._replace(header=_with_fields(first.header, opts.cicp, opts.orientation, sig_bits, opts.alpha_mode))
     diffuse_white = opts.diffuse_white
     if isinstance(diffuse_white, (int, float)):
         diffuse_white = md.DiffuseWhite.from_nits(diffuse_white)
@@ -235,7 +229,7 @@ def _previews(frame: Frame, header: Header, opts: EncodeOptions) -> list[bytes]:
         coded = _code_image(Frame(small, header.channels), replace(opts, group_cols=None, stripe_rows=None,
                                                                       pixel_checksum=False))
         described = _with_fields(coded.header, None, 1, header.sig_bits, header.alpha_mode)  # 1.1: the image's pixels
-        out.append(_nested_file(replace(coded, header=described)))
+        out.append(_nested_file(coded._replace(header=described)))
     return out
 
 
@@ -373,7 +367,7 @@ def _described(frame: Frame, opts: EncodeOptions) -> _Coded:
     """A page or sequence item coded with its own header's significant bits and alpha mode (1.3)."""
     coded = _code_image(frame, opts)
     alpha_mode = _page_alpha_mode(coded.header, opts.alpha_mode)
-    return replace(coded, header=_with_fields(coded.header, None, 1, _sig_bits(frame, opts), alpha_mode))
+    return coded._replace(header=_with_fields(coded.header, None, 1, _sig_bits(frame, opts), alpha_mode))
 
 
 def _page_alpha_mode(header: Header, alpha_mode: int) -> int:
