@@ -147,7 +147,7 @@ class EncodeOptions:
     def __post_init__(self) -> None:
         _one_of("codec", self.codec, CODECS)
         _int_in("effort", self.effort, 1, 9)
-        if isinstance(self.max_error, bool) or not isinstance(self.max_error, numbers.Real) or not self.max_error >= 0:
+        if not _is_real(self.max_error) or not self.max_error >= 0:
             raise ValueError(f"max_error must be a number >= 0, not {self.max_error!r}")
         if self.max_error and self.codec == "quick":
             raise ValueError("max_error needs codec='entropy': quick-pixel units are exact (2.13)")
@@ -246,11 +246,13 @@ OPTION_NAMES = frozenset(f.name for f in fields(EncodeOptions))
 
 
 def _is_int(value: object) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+    """An integer, Python's or numpy's, that is not a bool (a plain int answers first)."""
+    return type(value) is int or (isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)))
 
 
 def _is_real(value: object) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+    """A real number, Python's or numpy's, that is not a bool (a plain int or float answers first)."""
+    return type(value) in (int, float) or (isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)))
 
 
 def _positive(value: object) -> bool:

@@ -91,6 +91,18 @@ def test_keywords_of_plain_values_are_checked_once_and_bad_ones_every_time():
         DEFAULTS.replace(checksum=1)
 
 
+@pytest.mark.parametrize(("option", "value"), [("max_error", True), ("max_error", np.bool_(True)), ("effort", np.bool_(True)),
+                                               ("effort", np.float64(5)), ("durations", [np.bool_(False)])])
+def test_numpy_bools_and_floats_are_refused_where_python_ones_are(option, value):
+    with pytest.raises(ValueError, match=option):
+        EncodeOptions(**{option: value})
+
+
+def test_numpy_numbers_are_taken_where_python_ones_are():
+    options = EncodeOptions(effort=np.int64(3), max_error=np.float32(1.5), durations=[np.float32(0.1), 1, 0.5])
+    assert (options.effort, options.max_error) == (3, 1.5)
+
+
 def test_max_error_with_the_quick_codec_is_refused():
     with pytest.raises(ValueError, match="max_error"):
         EncodeOptions(codec="quick", max_error=2)
