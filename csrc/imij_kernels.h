@@ -73,7 +73,8 @@ typedef struct {
  * alphabet of `alphabet` symbols (<= 256) whose symbols from `first_capped` on are run tokens past
  * the cap. On success: *last, weights[0..=last] and freq[0..=last] (normalized to sum 1024 as 3.3
  * specifies), *bitpos just past the table; weights and freq hold 256 entries. Never reads out of
- * bounds. */
+ * bounds. Returns 0, IMIJ_E_ARGS (nothing read) when alphabet is above 256, or the code of the
+ * first rule broken. */
 int imij_read_table(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t alphabet, uint32_t first_capped,
                     uint32_t *last, uint32_t *weights, uint32_t *freq);
 
@@ -102,7 +103,7 @@ int imij_normalize_table(const uint32_t *weights, uint32_t count, uint32_t *freq
 
 /* 2.10 / 2.14: `count` entries, each a used bit and, when set, a value of `bits` (1..=16) bits,
  * from bit *bitpos of buf[0..len): values[i] (0 when unused) and used[i]. Returns 0 and moves
- * *bitpos past them, or IMIJ_E_TRUNCATED. */
+ * *bitpos past them, IMIJ_E_ARGS (nothing read) when bits is outside 1..=16, or IMIJ_E_TRUNCATED. */
 int imij_read_used_values(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t count, uint32_t bits,
                           uint16_t *values, uint8_t *used);
 

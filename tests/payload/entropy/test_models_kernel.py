@@ -241,3 +241,23 @@ def test_read_models_keep_only_their_tables() -> None:
         (model,), _ = models.read_models(bw.getvalue(), [(8, False)], False)
     assert model.freq.shape == model.weights.shape == (1, 256)
     assert model.freq.base is None and model.weights.base is None
+
+
+def test_refused_arguments_are_args_not_truncation() -> None:
+    """A table alphabet above 256 (3.3) or a value width outside 1..=16 (2.10, 2.14) is the
+    caller's mistake: IMIJ_E_ARGS with nothing read, even where the bytes would do."""
+    import numpy as np
+
+    ffi, lib = _backend.ffi, _backend.lib
+    data = ffi.from_buffer("uint8_t[]", b"\xff" * 64)
+    pos, last = ffi.new("uint64_t *", 0), ffi.new("uint32_t *")
+    weights, freq = np.zeros(256, np.uint32), np.zeros(256, np.uint32)
+    w, f = ffi.from_buffer("uint32_t[]", weights, require_writable=True), ffi.from_buffer("uint32_t[]", freq, require_writable=True)
+    assert lib.imij_read_table(data, 64, pos, 257, 257, last, w, f) == lib.IMIJ_E_ARGS
+    assert lib.imij_read_table(data, 64, pos, 256, 256, last, w, f) != lib.IMIJ_E_ARGS
+    pos[0] = 0
+    values, used = np.zeros(4, np.uint16), np.zeros(4, np.uint8)
+    v, u = ffi.from_buffer("uint16_t[]", values, require_writable=True), ffi.from_buffer("uint8_t[]", used, require_writable=True)
+    for bits in (0, 17):
+        assert lib.imij_read_used_values(data, 64, pos, 4, bits, v, u) == lib.IMIJ_E_ARGS and pos[0] == 0
+    assert lib.imij_read_used_values(data, 64, pos, 4, 16, v, u) == 0 and pos[0] == 4 * 17
