@@ -178,7 +178,7 @@ def read_table(br: BitReader, scheme: Scheme) -> Table:
     )
     if code:  # the reference names the exact rule (csrc/imij_kernels.h lists the codes)
         read_table_py(BitReader(br.buf, br.what, br.bitpos), scheme)
-        raise KERNEL_CODES.error(code, kernel="models", refused=ValueError)
+        raise KERNEL_CODES.error(code, kernel="models")
     br.bitpos = pos[0]
     count = last[0] + 1
     return Table.normalized(tuple(weights[:count].tolist()), tuple(freq[:count].tolist()))
@@ -208,7 +208,7 @@ def read_tables(br: BitReader, scheme: Scheme, count: int) -> tuple[np.ndarray, 
         again = BitReader(br.buf, br.what, br.bitpos)
         for _ in range(count):
             read_table_py(again, scheme)
-        raise KERNEL_CODES.error(code, kernel="models", refused=ValueError)
+        raise KERNEL_CODES.error(code, kernel="models")
     br.bitpos = pos[0]
     return weights, freq, tuple(last.tolist())
 
@@ -348,7 +348,7 @@ def _read_c(data: bytes | memoryview, specs: tuple[tuple[int, bool], ...]):
         br = BitReader(data, "models")
         for depth, cross_ok_i in specs:
             read_model(br, depth, bool(cross_ok_i))
-        raise KERNEL_CODES.error(code, kernel="models", refused=ValueError)
+        raise KERNEL_CODES.error(code, kernel="models")
     return heads, lasts, weights, freq
 
 

@@ -261,3 +261,18 @@ def test_refused_arguments_are_args_not_truncation() -> None:
     for bits in (0, 17):
         assert lib.imij_read_used_values(data, 64, pos, 4, bits, v, u) == lib.IMIJ_E_ARGS and pos[0] == 0
     assert lib.imij_read_used_values(data, 64, pos, 4, 16, v, u) == 0 and pos[0] == 4 * 17
+
+
+def test_a_refused_table_read_is_the_decoders_runtime_error() -> None:
+    """kernel_codes: a decoder's refused kernel call is RuntimeError (never Corrupt: the bytes are
+    fine), the model readers' included."""
+
+    class TooWide:  # no scheme of 3.3 has more than 256 symbols
+        alphabet = first_capped_run = 257
+
+    bw = BitWriter()
+    write_table(bw, smallest_table([3, 1], None))
+    with _backend.use("c"), pytest.raises(RuntimeError, match="kernel refused"):
+        models.read_table(BitReader(bw.getvalue(), "models"), TooWide)
+    with _backend.use("c"), pytest.raises(RuntimeError, match="kernel refused"):
+        models.read_tables(BitReader(bw.getvalue(), "models"), TooWide, 1)
