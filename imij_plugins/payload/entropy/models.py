@@ -254,20 +254,15 @@ def read_model(br: BitReader, depth: int, cross_allowed: bool) -> Model:
     return Model(scheme, bool(cross), ctx_shift, ctx_map, *read_tables(br, scheme, max(ctx_map) + 1))
 
 
-def read_models(data: bytes | memoryview, slots: list[tuple[int, bool]], palette: bool) -> tuple[list[Model], Model | None]:
-    """The models bit stream (2, 3.3): ``slots`` gives each slot's (depth, cross allowed).
+def read_model_set(data: bytes | memoryview, slots: Sequence[tuple[int, bool]], palette: bool) -> ModelSet:
+    """The models bit stream (2, 3.3), ``slots`` giving each slot's (depth, cross allowed): every
+    rule of 3.3 checked now, the C kernel's packed form kept (on the C backend no Model object is
+    made until one is asked for).
 
     Reading past models_len bytes is Corrupt (BitReader); what follows the last model is
     ignored (3.3 padding). On the C backend one kernel call reads every model
     (csrc/models.c imij_read_models); the reference names the rule of a rejected stream.
     """
-    models = _read_all(data, _specs(slots, palette))
-    return list(models[: len(slots)]), models[-1] if palette else None
-
-
-def read_model_set(data: bytes | memoryview, slots: Sequence[tuple[int, bool]], palette: bool) -> ModelSet:
-    """``read_models`` for a decoder: every rule of 3.3 checked now, the C kernel's packed form
-    kept (on the C backend no Model object is made until one is asked for)."""
     specs = _specs(slots, palette)
     if _backend.active() == "c" and specs:
         heads, _, _, freq = _read_c(data, specs)

@@ -151,18 +151,19 @@ def test_a_models_tables_in_one_call_agree() -> None:
 
 
 def _read_all(backend: str, data: bytes, specs: list[tuple[int, bool]], palette: bool):
-    """read_models' models as plain values, or (Corrupt, message), on one backend."""
+    """The decoder's models (read_model_set) as plain values, the palette model last, or
+    (Corrupt, message), on one backend."""
     with _backend.use(backend):
         try:
-            slots, pmodel = models.read_models(data, specs, palette)
+            model_set = models.read_model_set(data, specs, palette)
         except Corrupt as exc:
             return Corrupt, str(exc)
-    return [(m.scheme, m.cross, m.ctx_shift, m.ctx_map, m.weights.tolist(), m.freq.tolist(), m.lasts)
-            for m in [*slots, *([pmodel] if pmodel else [])]]
+        return [(m.scheme, m.cross, m.ctx_shift, m.ctx_map, m.weights.tolist(), m.freq.tolist(), m.lasts)
+                for m in model_set.models]
 
 
 def test_every_model_in_one_call_agrees() -> None:
-    """read_models (csrc/models.c imij_read_models): a payload's models back to back (slots of
+    """read_model_set (csrc/models.c imij_read_models): a payload's models back to back (slots of
     random depths, cross allowed or not, an optional palette model), valid, mutated and cut; a
     rejection carries the reference's message (k, m, cross, ctx_shift and every table rule)."""
     rng = random.Random(17)
@@ -206,7 +207,7 @@ def test_model_kernel_rejections_name_the_rule(head: str, rule: str) -> None:
     for b in head:
         bw.write(int(b), 1)
     with _backend.use("c"), pytest.raises(Corrupt, match=rule):
-        models.read_models(bw.getvalue(), [(8, False)], False)
+        models.read_model_set(bw.getvalue(), [(8, False)], False)
 
 
 def test_model_structs_carry_the_tokens_of_3_2() -> None:
@@ -238,7 +239,7 @@ def test_read_models_keep_only_their_tables() -> None:
     bw = BitWriter()
     write_model(bw, checked_scheme(0, 0, 8), False, 0, (0,) * 16, [smallest_table([5, 1, 1], None)])
     with _backend.use("c"):
-        (model,), _ = models.read_models(bw.getvalue(), [(8, False)], False)
+        (model,) = models.read_model_set(bw.getvalue(), [(8, False)], False).slot_models
     assert model.freq.shape == model.weights.shape == (1, 256)
     assert model.freq.base is None and model.weights.base is None
 
