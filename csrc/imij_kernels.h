@@ -33,9 +33,9 @@ enum imij_status {
     IMIJ_E_DECOR = -11,     /* 2.4: decorrelation mode > 3 or where it is not allowed */
     IMIJ_E_PREDICTOR = -12, /* 2.4 / 4: a row predictor out of range, or row 0 not W (or 7) */
     IMIJ_E_LENGTHS = -13,   /* 2.4: stream lengths that do not fill the record */
-    IMIJ_E_PALETTE = -14,   /* 2.5: a palette stripe where none may occur */
+    IMIJ_E_PALETTE = -14,   /* 2.5: a palette stripe (0x80) without head present bit 0 */
     IMIJ_E_ENTRY = -15,     /* 2.5: a palette entry >= 2^n_s */
-    IMIJ_E_DEPTH = -16,     /* 2.5: level palette entries of a slot deeper than 16 bits */
+    IMIJ_E_DEPTH = -16,     /* 2.5: palette entries (0x80, 0x82-0x84) of a slot deeper than 16 bits */
     IMIJ_E_RECORD = -17,    /* 2.10 / 2.14: layout 0x81-0x84 without head record 25 / 35 */
     IMIJ_E_SLOT = -18,      /* 2.10: 0x81 where the payload's only slot is not 1 bit deep */
     IMIJ_E_COUNT = -19,     /* 2.10: 0x82 with more than two entries */
