@@ -956,19 +956,15 @@ static inline AVX2_FN void classes_at(const uint32_t *w, const uint32_t *n, cons
     _mm256_storeu_si256((__m256i *)(cls + i), classes32(s[0], s[1], s[2], s[3]));
 }
 
-/* classes_at over positions 0 .. count, 32 at a time, the last 32 again where count is not a
- * multiple (the same classes: rewriting them is harmless). Returns the positions done: count, or
- * 0 below 32 (the caller's). */
-static IMIJ_NOINLINE AVX2_FN uint32_t fast_classes_avx2(const uint32_t *w, const uint32_t *n, const uint32_t *u0,
-                                                        uint32_t count, uint8_t *cls, uint8_t *plain)
+/* classes_at over positions 0 .. count (at least 32), 32 at a time, the last 32 again where count
+ * is not a multiple (the same classes: rewriting them is harmless). */
+static IMIJ_NOINLINE AVX2_FN void fast_classes_avx2(const uint32_t *w, const uint32_t *n, const uint32_t *u0,
+                                                    uint32_t count, uint8_t *cls, uint8_t *plain)
 {
-    if (count < 32)
-        return 0;
     for (uint32_t i = 0; i + 32 <= count; i += 32)
         classes_at(w, n, u0, i, cls, plain);
     if (count % 32)
         classes_at(w, n, u0, count - 32, cls, plain);
-    return count;
 }
 #endif
 
@@ -983,20 +979,12 @@ static void row_classes(const uint32_t *restrict ur, const uint32_t *restrict up
 {
     uint32_t first_lane = (c_first + lw - 1) / lw * lw; /* the first lane start at or after c_first */
 #if IMIJ_ENT_AVX2
-    if (fast && imij_entropy_simd(-1) >= 1) {
+    if (fast && count >= (c_first == 0) + 32u && imij_entropy_simd(-1) >= 1) {
         /* every column from its west and north neighbours (row 0: twice the west), then the lane
-         * starts (column 0 among them) apart; fewer than 32 columns as float_classes */
+         * starts (column 0 among them) apart; fewer than 32 columns take the scalar path below */
         uint32_t i = c_first == 0, last = c_first + count;
         const uint32_t *w = ur + c_first - 1, *n = r ? up + c_first : w, *u0 = u0r ? u0r + c_first : NULL;
-        uint32_t done = i + fast_classes_avx2(w + i, n + i, u0 ? u0 + i : NULL, count - i, cls + i,
-                                              plain ? plain + i : NULL);
-        for (; done < count; done++) {
-            uint32_t sum = w[done] + n[done];
-            if (plain)
-                float_classes(&sum, 1, plain + done);
-            sum += u0 ? u0[done] : 0;
-            float_classes(&sum, 1, cls + done);
-        }
+        fast_classes_avx2(w + i, n + i, u0 ? u0 + i : NULL, count - i, cls + i, plain ? plain + i : NULL);
         for (uint32_t c = first_lane; c < last; c += lw) {
             uint32_t sum = r ? 2 * up[c] : 0;
             if (plain)
@@ -1780,8 +1768,8 @@ static IMIJ_NOINLINE AVX2_FN int32_t plain16(const stream_ctx *sc, const uint32_
  * width scratch, ops cap words. The ops of a step come in up to three phases (symbols, extra
  * bits, extra bits above 16), each of one kind with every lane at most once, in lane order: their
  * lane masks (never 0) go downwards from the end of ops (the k-th at ops[cap - 1 - k]; *nph of
- * them, or 0 when the ops leave them too little room; reverse_phases codes a phase's lanes at
- * once). Returns the op count, or IMIJ_E_FREQ when a symbol has no frequency in its table. Steps where no
+ * them, or 0 when the ops leave them too little room or the writer has no SIMD path;
+ * reverse_phases codes a phase's lanes at once). Returns the op count, or IMIJ_E_FREQ when a symbol has no frequency in its table. Steps where no
  * lane is inside a run (busy: a bit per lane whose skip is not 0) take a loop without the skip
  * tests, or plain16 on the SIMD path. Out of line, as reverse_ops. */
 static IMIJ_NOINLINE int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32_t r1, uint32_t *skip,
@@ -1790,7 +1778,12 @@ static IMIJ_NOINLINE int64_t block_ops(const stream_ctx *sc, uint32_t r0, uint32
     uint32_t width = sc->width, lw = sc->lw, active = sc->active, busy = 0;
     uint8_t clsr[SEG + 3]; /* plain16 reads 4 bytes at a class */
     uint32_t tmp[SEG];
-    size_t nops = 0, np = 0, room = cap; /* np masks while there is room above the ops */
+    size_t nops = 0, np = 0; /* np masks while there is room above the ops */
+#if IMIJ_ENT_AVX2
+    size_t room = sc->simd ? cap : 0; /* only reverse_phases, the SIMD path, reads the masks */
+#else
+    size_t room = 0;
+#endif
     uint32_t *top = ops + cap - 1;
     int whole = width <= SEG; /* classes for the whole row when it fits, else per block of lane columns */
     uint32_t block = whole ? lw : SEG / 16;

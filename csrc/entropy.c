@@ -1301,8 +1301,12 @@ static int begin_palette(imij_entropy_state *state, reader *rd)
     uint32_t count;
     uint64_t slen;
     int err;
-    if (!unit->palette)
-        return IMIJ_E_PALETTE; /* needs head present bit 0 and slots of depth <= 16 */
+    if (!unit->palette) { /* 2.5: allowed only with head present bit 0 and every slot depth <= 16 */
+        for (uint32_t s = 0; s < unit->nslots; s++)
+            if (unit->slots[s].depth > 16)
+                return IMIJ_E_DEPTH; /* as the level kernel's palette stripes (bilevel.c) */
+        return IMIJ_E_PALETTE;
+    }
     if ((err = rd_u8(rd, &count)))
         return err;
     state->count = count + 1;

@@ -33,9 +33,9 @@ enum imij_status {
     IMIJ_E_DECOR = -11,     /* 2.4: decorrelation mode > 3 or where it is not allowed */
     IMIJ_E_PREDICTOR = -12, /* 2.4 / 4: a row predictor out of range, or row 0 not W (or 7) */
     IMIJ_E_LENGTHS = -13,   /* 2.4: stream lengths that do not fill the record */
-    IMIJ_E_PALETTE = -14,   /* 2.5: a palette stripe where none may occur */
+    IMIJ_E_PALETTE = -14,   /* 2.5: a palette stripe (0x80) without head present bit 0 */
     IMIJ_E_ENTRY = -15,     /* 2.5: a palette entry >= 2^n_s */
-    IMIJ_E_DEPTH = -16,     /* 2.5: level palette entries of a slot deeper than 16 bits */
+    IMIJ_E_DEPTH = -16,     /* 2.5: palette entries (0x80, 0x82-0x84) of a slot deeper than 16 bits */
     IMIJ_E_RECORD = -17,    /* 2.10 / 2.14: layout 0x81-0x84 without head record 25 / 35 */
     IMIJ_E_SLOT = -18,      /* 2.10: 0x81 where the payload's only slot is not 1 bit deep */
     IMIJ_E_COUNT = -19,     /* 2.10: 0x82 with more than two entries */
@@ -73,7 +73,8 @@ typedef struct {
  * alphabet of `alphabet` symbols (<= 256) whose symbols from `first_capped` on are run tokens past
  * the cap. On success: *last, weights[0..=last] and freq[0..=last] (normalized to sum 1024 as 3.3
  * specifies), *bitpos just past the table; weights and freq hold 256 entries. Never reads out of
- * bounds. */
+ * bounds. Returns 0, IMIJ_E_ARGS (nothing read) when alphabet is above 256, or the code of the
+ * first rule broken. */
 int imij_read_table(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t alphabet, uint32_t first_capped,
                     uint32_t *last, uint32_t *weights, uint32_t *freq);
 
@@ -102,7 +103,7 @@ int imij_normalize_table(const uint32_t *weights, uint32_t count, uint32_t *freq
 
 /* 2.10 / 2.14: `count` entries, each a used bit and, when set, a value of `bits` (1..=16) bits,
  * from bit *bitpos of buf[0..len): values[i] (0 when unused) and used[i]. Returns 0 and moves
- * *bitpos past them, or IMIJ_E_TRUNCATED. */
+ * *bitpos past them, IMIJ_E_ARGS (nothing read) when bits is outside 1..=16, or IMIJ_E_TRUNCATED. */
 int imij_read_used_values(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t count, uint32_t bits,
                           uint16_t *values, uint8_t *used);
 

@@ -95,7 +95,9 @@ int imij_read_table(const uint8_t *buf, size_t len, uint64_t *bitpos, uint32_t a
                     uint32_t *last, uint32_t *weights, uint32_t *freq)
 {
     bitbuf b = {buf, *bitpos, (uint64_t)len * 8};
-    if (b.pos > b.end || alphabet > 256)
+    if (alphabet > 256)
+        return IMIJ_E_ARGS; /* 3.3: symbols are below 256 (the caller's scheme, not the input) */
+    if (b.pos > b.end)
         return IMIJ_E_TRUNCATED;
     uint64_t v, prec;
     int err;
@@ -146,7 +148,9 @@ int imij_read_used_values(const uint8_t *buf, size_t len, uint64_t *bitpos, uint
                           uint16_t *values, uint8_t *used)
 {
     bitbuf b = {buf, *bitpos, (uint64_t)len * 8};
-    if (b.pos > b.end || bits < 1 || bits > 16)
+    if (bits < 1 || bits > 16)
+        return IMIJ_E_ARGS; /* 2.10 / 2.14: values of 11 or 4..=11 bits (the caller's width, not the input) */
+    if (b.pos > b.end)
         return IMIJ_E_TRUNCATED;
     for (uint32_t i = 0; i < count; i++) {
         uint64_t flag, v = 0;

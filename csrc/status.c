@@ -19,7 +19,7 @@ const char *imij_strerror(int status)
     case IMIJ_E_DECOR: return "decorrelation mode not allowed here";
     case IMIJ_E_PREDICTOR: return "row predictor out of range (or row 0 not W)";
     case IMIJ_E_LENGTHS: return "stream lengths do not fill the record";
-    case IMIJ_E_PALETTE: return "palette stripe not allowed here";
+    case IMIJ_E_PALETTE: return "palette stripe without head present bit 0";
     case IMIJ_E_ENTRY: return "palette entry not below 2^n";
     case IMIJ_E_DEPTH: return "palette entries of a slot deeper than 16 bits";
     case IMIJ_E_RECORD: return "bilevel or template stripe layout without its head record (25 / 35)";

@@ -6,7 +6,7 @@ constant has its entry).
 A rule of the spec that the input breaks is ``Corrupt``. A call the kernel refuses or cannot
 complete as given (``IMIJ_E_ARGS``, ``IMIJ_E_LAYOUT``, ``IMIJ_E_SPACE``) is a bug or a choice on
 this side of the boundary, of the caller's class (``refused``: ``RuntimeError`` for the decoders,
-``ValueError`` for the encoders, as each has always raised); a buffer sized short
+the head's table and record readers among them, ``ValueError`` for the encoders); a buffer sized short
 (``IMIJ_E_SIZE``) is always ``RuntimeError``; what an encoder cannot code of its input
 (``IMIJ_E_FREQ``, ``IMIJ_E_MANY``, ``IMIJ_E_RANGE``) is ``ValueError``.
 """

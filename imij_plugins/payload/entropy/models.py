@@ -178,7 +178,7 @@ def read_table(br: BitReader, scheme: Scheme) -> Table:
     )
     if code:  # the reference names the exact rule (csrc/imij_kernels.h lists the codes)
         read_table_py(BitReader(br.buf, br.what, br.bitpos), scheme)
-        raise KERNEL_CODES.error(code, kernel="models", refused=ValueError)
+        raise KERNEL_CODES.error(code, kernel="models")
     br.bitpos = pos[0]
     count = last[0] + 1
     return Table.normalized(tuple(weights[:count].tolist()), tuple(freq[:count].tolist()))
@@ -208,7 +208,7 @@ def read_tables(br: BitReader, scheme: Scheme, count: int) -> tuple[np.ndarray, 
         again = BitReader(br.buf, br.what, br.bitpos)
         for _ in range(count):
             read_table_py(again, scheme)
-        raise KERNEL_CODES.error(code, kernel="models", refused=ValueError)
+        raise KERNEL_CODES.error(code, kernel="models")
     br.bitpos = pos[0]
     return weights, freq, tuple(last.tolist())
 
@@ -254,20 +254,15 @@ def read_model(br: BitReader, depth: int, cross_allowed: bool) -> Model:
     return Model(scheme, bool(cross), ctx_shift, ctx_map, *read_tables(br, scheme, max(ctx_map) + 1))
 
 
-def read_models(data: bytes | memoryview, slots: list[tuple[int, bool]], palette: bool) -> tuple[list[Model], Model | None]:
-    """The models bit stream (2, 3.3): ``slots`` gives each slot's (depth, cross allowed).
+def read_model_set(data: bytes | memoryview, slots: Sequence[tuple[int, bool]], palette: bool) -> ModelSet:
+    """The models bit stream (2, 3.3), ``slots`` giving each slot's (depth, cross allowed): every
+    rule of 3.3 checked now, the C kernel's packed form kept (on the C backend no Model object is
+    made until one is asked for).
 
     Reading past models_len bytes is Corrupt (BitReader); what follows the last model is
     ignored (3.3 padding). On the C backend one kernel call reads every model
     (csrc/models.c imij_read_models); the reference names the rule of a rejected stream.
     """
-    models = _read_all(data, _specs(slots, palette))
-    return list(models[: len(slots)]), models[-1] if palette else None
-
-
-def read_model_set(data: bytes | memoryview, slots: Sequence[tuple[int, bool]], palette: bool) -> ModelSet:
-    """``read_models`` for a decoder: every rule of 3.3 checked now, the C kernel's packed form
-    kept (on the C backend no Model object is made until one is asked for)."""
     specs = _specs(slots, palette)
     if _backend.active() == "c" and specs:
         heads, _, _, freq = _read_c(data, specs)
@@ -348,7 +343,7 @@ def _read_c(data: bytes | memoryview, specs: tuple[tuple[int, bool], ...]):
         br = BitReader(data, "models")
         for depth, cross_ok_i in specs:
             read_model(br, depth, bool(cross_ok_i))
-        raise KERNEL_CODES.error(code, kernel="models", refused=ValueError)
+        raise KERNEL_CODES.error(code, kernel="models")
     return heads, lasts, weights, freq
 
 

@@ -9,6 +9,7 @@ streams check both decoders against the spec's text as well as against each othe
 from __future__ import annotations
 
 import random
+import re
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import imij_plugins
+from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
 from imij_plugins.payload.entropy.bilevel import (
     bilevel_record,
@@ -26,6 +28,7 @@ from imij_plugins.payload.entropy.bilevel import (
 from imij_plugins.payload.entropy.decoder import prepare
 from imij_plugins.payload.entropy.level_writer import LevelOptions
 from imij_plugins.payload.head import ChannelMap
+from imij_plugins.payload.kernel_codes import EXPLAIN_PIXELS, KERNEL_CODES
 from imij_plugins.registry.features import FeatureId as F
 from imij_plugins.wire.bits import BitWriter
 from imij_plugins.wire.records import Record
@@ -332,6 +335,17 @@ def test_bilevel_palette_rules():
         prepare(hdr, lh).decode_unit(b"\x82\x00\x00\x00" + STATE, 2, 1)
 
 
+@pytest.mark.skipif("c" not in _backend.available(), reason="C kernels not built")
+def test_bilevel_palette_depth_kernel_code():
+    """A unit past EXPLAIN_PIXELS carries the level kernel's own code: 2.5's depth rule is
+    IMIJ_E_DEPTH, as for the entropy kernel's palette stripes (test_corrupt)."""
+    hdr = header("u32", 1, 2, 1, BIL)
+    lh = head(hdr, [ChannelMap(0, 17, 0)], Bits().simple_model(17).tobytes(), records=[Record(25, record25(0, {}))])
+    text = KERNEL_CODES.message(_backend.lib.IMIJ_E_DEPTH)
+    with _backend.use("c"), pytest.raises(Corrupt, match=f"^stripe: {re.escape(text)}$"):
+        prepare(hdr, lh).decode_unit(b"\x82\x00\x00\x00" + STATE, 65, EXPLAIN_PIXELS // 64)
+
+
 def test_bilevel_palette_index_past_the_last_entry():
     """n = 1: an index of 1 selects entry 0 (2.10). p = 0 everywhere: t = 1; inv = 0."""
     hdr, lh = gray1(3, 1, record25(0, deterministic(set(range(1024)))), maps=[ChannelMap(0, 8, 0)])
@@ -468,8 +482,6 @@ def test_encode_api_boolean_arrays_and_two_colour_images():
 
 def test_encoder_kernel_and_reference_write_the_same_bytes(backend):
     """The writer's reverse rANS runs in C on the C backend: both backends write equal payloads."""
-    from imij_plugins import _backend
-
     if backend != "c":
         pytest.skip("compares both backends itself")
     rng = np.random.default_rng(21)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
+from imij_plugins import _backend
 from imij_plugins.errors import Corrupt
 from imij_plugins.payload.entropy.decoder import prepare
 from imij_plugins.payload.head import ChannelMap
+from imij_plugins.payload.kernel_codes import EXPLAIN_PIXELS, KERNEL_CODES
 from imij_plugins.registry.features import FeatureId as F
 from imij_plugins.wire.records import Record
 from imij_plugins.wire.varint import encode_varint
@@ -448,6 +452,20 @@ def test_palette_stripe_needs_depth_at_most_16():
     p = prep("u32", 1, [ChannelMap(0, 16, 0)], models([16], palette=True), present=1)
     out = p.decode_unit(b"\x80\x00\x07\x01\x00\x04" + STATE, 1, 1)  # one u16 entry 0x107
     assert out[0, 0, 0] == 0x107
+
+
+@pytest.mark.skipif("c" not in _backend.available(), reason="C kernels not built")
+def test_palette_stripe_kernel_codes():
+    """A unit past EXPLAIN_PIXELS carries the kernel's own code: 2.5's depth rule is
+    IMIJ_E_DEPTH, as for the level kernel's palette stripes (test_bilevel), the head bit's
+    IMIJ_E_PALETTE."""
+    w, h = 65, EXPLAIN_PIXELS // 64  # past what the reference re-reads
+    deep = prep("u32", 1, [ChannelMap(0, 17, 0)], models([17], palette=True), present=1)
+    for p, stripe, code in ((deep, b"\x80\x00\x07\x00\x00\x04", "IMIJ_E_DEPTH"),
+                            (prep("u8"), b"\x80\x00\x07\x00\x04", "IMIJ_E_PALETTE")):
+        text = KERNEL_CODES.message(getattr(_backend.lib, code))
+        with _backend.use("c"), pytest.raises(Corrupt, match=f"^stripe: {re.escape(text)}$"):
+            p.decode_unit(stripe + STATE, w, h)
 
 
 def test_palette_entries():

@@ -54,8 +54,6 @@ def test_packed_and_models_agree_across_backends(seed: int) -> None:
         assert _plain(fast) == _plain(ref)
     assert len(fast.slot_models) == len(specs)
     assert (fast.palette_model is not None) == palette
-    slots, pmodel = models.read_models(data, specs, palette)
-    assert [m.freq.tolist() for m in slots] == [m.freq.tolist() for m in fast.slot_models]
 
 
 @pytest.mark.parametrize("backend", ["c", "python"])

@@ -151,18 +151,19 @@ def test_a_models_tables_in_one_call_agree() -> None:
 
 
 def _read_all(backend: str, data: bytes, specs: list[tuple[int, bool]], palette: bool):
-    """read_models' models as plain values, or (Corrupt, message), on one backend."""
+    """The decoder's models (read_model_set) as plain values, the palette model last, or
+    (Corrupt, message), on one backend."""
     with _backend.use(backend):
         try:
-            slots, pmodel = models.read_models(data, specs, palette)
+            model_set = models.read_model_set(data, specs, palette)
         except Corrupt as exc:
             return Corrupt, str(exc)
-    return [(m.scheme, m.cross, m.ctx_shift, m.ctx_map, m.weights.tolist(), m.freq.tolist(), m.lasts)
-            for m in [*slots, *([pmodel] if pmodel else [])]]
+        return [(m.scheme, m.cross, m.ctx_shift, m.ctx_map, m.weights.tolist(), m.freq.tolist(), m.lasts)
+                for m in model_set.models]
 
 
 def test_every_model_in_one_call_agrees() -> None:
-    """read_models (csrc/models.c imij_read_models): a payload's models back to back (slots of
+    """read_model_set (csrc/models.c imij_read_models): a payload's models back to back (slots of
     random depths, cross allowed or not, an optional palette model), valid, mutated and cut; a
     rejection carries the reference's message (k, m, cross, ctx_shift and every table rule)."""
     rng = random.Random(17)
@@ -206,7 +207,7 @@ def test_model_kernel_rejections_name_the_rule(head: str, rule: str) -> None:
     for b in head:
         bw.write(int(b), 1)
     with _backend.use("c"), pytest.raises(Corrupt, match=rule):
-        models.read_models(bw.getvalue(), [(8, False)], False)
+        models.read_model_set(bw.getvalue(), [(8, False)], False)
 
 
 def test_model_structs_carry_the_tokens_of_3_2() -> None:
@@ -238,6 +239,41 @@ def test_read_models_keep_only_their_tables() -> None:
     bw = BitWriter()
     write_model(bw, checked_scheme(0, 0, 8), False, 0, (0,) * 16, [smallest_table([5, 1, 1], None)])
     with _backend.use("c"):
-        (model,), _ = models.read_models(bw.getvalue(), [(8, False)], False)
+        (model,) = models.read_model_set(bw.getvalue(), [(8, False)], False).slot_models
     assert model.freq.shape == model.weights.shape == (1, 256)
     assert model.freq.base is None and model.weights.base is None
+
+
+def test_refused_arguments_are_args_not_truncation() -> None:
+    """A table alphabet above 256 (3.3) or a value width outside 1..=16 (2.10, 2.14) is the
+    caller's mistake: IMIJ_E_ARGS with nothing read, even where the bytes would do."""
+    import numpy as np
+
+    ffi, lib = _backend.ffi, _backend.lib
+    data = ffi.from_buffer("uint8_t[]", b"\xff" * 64)
+    pos, last = ffi.new("uint64_t *", 0), ffi.new("uint32_t *")
+    weights, freq = np.zeros(256, np.uint32), np.zeros(256, np.uint32)
+    w, f = ffi.from_buffer("uint32_t[]", weights, require_writable=True), ffi.from_buffer("uint32_t[]", freq, require_writable=True)
+    assert lib.imij_read_table(data, 64, pos, 257, 257, last, w, f) == lib.IMIJ_E_ARGS
+    assert lib.imij_read_table(data, 64, pos, 256, 256, last, w, f) != lib.IMIJ_E_ARGS
+    pos[0] = 0
+    values, used = np.zeros(4, np.uint16), np.zeros(4, np.uint8)
+    v, u = ffi.from_buffer("uint16_t[]", values, require_writable=True), ffi.from_buffer("uint8_t[]", used, require_writable=True)
+    for bits in (0, 17):
+        assert lib.imij_read_used_values(data, 64, pos, 4, bits, v, u) == lib.IMIJ_E_ARGS and pos[0] == 0
+    assert lib.imij_read_used_values(data, 64, pos, 4, 16, v, u) == 0 and pos[0] == 4 * 17
+
+
+def test_a_refused_table_read_is_the_decoders_runtime_error() -> None:
+    """kernel_codes: a decoder's refused kernel call is RuntimeError (never Corrupt: the bytes are
+    fine), the model readers' included."""
+
+    class TooWide:  # no scheme of 3.3 has more than 256 symbols
+        alphabet = first_capped_run = 257
+
+    bw = BitWriter()
+    write_table(bw, smallest_table([3, 1], None))
+    with _backend.use("c"), pytest.raises(RuntimeError, match="kernel refused"):
+        models.read_table(BitReader(bw.getvalue(), "models"), TooWide)
+    with _backend.use("c"), pytest.raises(RuntimeError, match="kernel refused"):
+        models.read_tables(BitReader(bw.getvalue(), "models"), TooWide, 1)
