@@ -152,26 +152,23 @@ _maps: dict[tuple[bytes, int], tuple[ChannelMap, ...]] = {}
 
 
 def _read_maps(cur: Cursor, header: Header) -> list[ChannelMap]:
-    """2.1: every coded channel's map. Maps of modes 0-8 have one size (no value table), so their
-    bytes are sliced at once and parsed once per distinct bytes; any other mode (9's table, a
-    closed mode above 9) or a cut list goes map by map, raising what the rules say."""
+    """2.1: every coded channel's map, read by ``_read_map``. A list without a value table (modes
+    0-8: each map 2 + value_bytes bytes) is kept by its bytes, so like files parse it once."""
     value_bytes = map_value_bytes(header)
     count, step = coded_channels(header), 2 + value_bytes
     pos = cur.pos
     stop = pos + count * step
-    if stop <= cur.end:
-        raw = bytes(cur.buf[pos:stop])
-        if max(raw[::step]) < 9:
-            maps = _maps.get((raw, value_bytes))
-            if maps is None:
-                maps = tuple(ChannelMap(raw[i], raw[i + 1], int.from_bytes(raw[i + 2 : i + step], "little"))
-                             for i in range(0, len(raw), step))
-                if len(_maps) >= MAPS_CACHE:
-                    _maps.clear()
-                _maps[raw, value_bytes] = maps
-            cur.pos = stop
-            return list(maps)
-    return [_read_map(cur, header, value_bytes) for _ in range(count)]
+    raw = bytes(cur.buf[pos:stop])
+    maps = _maps.get((raw, value_bytes)) if stop <= cur.end else None  # a cut list is read, and refused
+    if maps is not None:
+        cur.pos = stop
+        return list(maps)
+    read = [_read_map(cur, header, value_bytes) for _ in range(count)]
+    if cur.pos == stop:  # no value table (mode 9's entries follow its fields)
+        if len(_maps) >= MAPS_CACHE:
+            _maps.clear()
+        _maps[raw, value_bytes] = tuple(read)
+    return read
 
 
 def _read_map(cur: Cursor, header: Header, value_bytes: int) -> ChannelMap:
