@@ -143,7 +143,7 @@ def _fitting(ch: Channel, tests: Sequence[tuple[int, int, ChannelMap]], present:
                  and not present & ~_exact_bits(ch.kind, ch.D, ch.sample, ch.alpha, ch.lo, t[2])), None)
 
 
-def _first_exact(ch: Channel, tests: list[tuple[int, int, ChannelMap]]) -> tuple[int, int, ChannelMap] | None:
+def _first_exact(ch: Channel, tests: Sequence[tuple[int, int, ChannelMap]]) -> tuple[int, int, ChannelMap] | None:
     """The first of ``tests`` (in order) that codes every word of the channel exactly: n bits
     code at most 2^n values. A small channel of at most 16-bit words is tested on its distinct
     values at once; a larger one on a strided sample first (most candidates fail on it), and only
