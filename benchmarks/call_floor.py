@@ -5,7 +5,8 @@ A 1 x 1 call is all fixed cost (options, container, payload head, models, the ca
 kernels); where it alone costs more than PNG's whole call on an icon, no kernel work brings the
 icon to a ratio above their quotient. Instructions, not time: callgrind (``PYTHONHASHSEED=0``)
 runs N and 2N calls after three warm ones and the difference is divided by N, so start-up and
-one-time costs drop out and a busy machine does not move the counts.
+one-time costs drop out and a busy machine does not move the counts (the start-up heap is frozen
+first, so garbage collections walk only the calls' own objects).
 
     python benchmarks/call_floor.py                       # every call, N = 10
     python benchmarks/call_floor.py --calls 20 --only "imi read 1x1"
@@ -14,6 +15,7 @@ one-time costs drop out and a busy machine does not move the counts.
 from __future__ import annotations
 
 import argparse
+import gc
 import io
 import os
 import subprocess
@@ -91,7 +93,11 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     names = args.only or list(fns)
     if args.child:
         for name in names:
-            for _ in range(3 + args.child):
+            for _ in range(3):
+                fns[name]()
+            gc.collect()
+            gc.freeze()  # collections during the calls walk their own garbage, not the start-up heap
+            for _ in range(args.child):
                 fns[name]()
         return {}
     counts = {name: instructions(name, args.calls) for name in names}
