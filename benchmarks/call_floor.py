@@ -17,10 +17,7 @@ from __future__ import annotations
 import argparse
 import gc
 import io
-import os
-import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,7 +25,7 @@ import numpy as np
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fixed_costs import parse_callgrind_total  # noqa: E402
+from fixed_costs import per_call_instructions  # noqa: E402
 
 import imij_plugins  # noqa: E402
 
@@ -71,16 +68,7 @@ def calls() -> dict[str, Callable[[], object]]:
 
 def instructions(name: str, n: int) -> float:
     """Instructions per call of ``name``: callgrind totals of 2n and n calls, differenced."""
-    totals = []
-    for count in (n, 2 * n):
-        with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "callgrind.out"
-            cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__,
-                   "--child", str(count), "--only", name]
-            env = {**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-            subprocess.run(cmd, check=True, capture_output=True, env=env)
-            totals.append(parse_callgrind_total(out.read_text()))
-    return (totals[1] - totals[0]) / n
+    return per_call_instructions(lambda count: [__file__, "--child", str(count), "--only", name], n)
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:

@@ -215,18 +215,24 @@ def stages(data: bytes, reads: int) -> list[tuple[str, float]]:
 
 def instructions(case: Case, reads: int) -> float:
     """Instructions per read: callgrind totals of ``2 * reads`` and ``reads`` reads, differenced."""
+    return per_call_instructions(
+        lambda n: [__file__, "--reads-only", str(n), "--sizes", str(case.size), "--layouts", case.layout,
+                   "--samples", case.sample, "--codecs", case.codec, "--sources", case.source], reads)
+
+
+def per_call_instructions(child: Callable[[int], list[str]], n: int) -> float:
+    """Instructions per call of a script that makes ``count`` calls when run with ``child(count)``
+    (a path and its arguments): callgrind totals of 2n and n calls, differenced."""
     totals = []
-    for n in (reads, 2 * reads):
+    for count in (n, 2 * n):
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "callgrind.out"
-            cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__,
-                   "--reads-only", str(n), "--sizes", str(case.size), "--layouts", case.layout,
-                   "--samples", case.sample, "--codecs", case.codec, "--sources", case.source]
+            cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, *child(count)]
             # the same hashing, so the same work, each run; no BLAS threads spinning in the count
             env = {**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
             subprocess.run(cmd, check=True, capture_output=True, env=env)
             totals.append(parse_callgrind_total(out.read_text()))
-    return (totals[1] - totals[0]) / reads
+    return (totals[1] - totals[0]) / n
 
 
 def parse_callgrind_total(text: str) -> int:
