@@ -1,5 +1,5 @@
-"""Smoke runs of benchmarks/call_floor.py and benchmarks/cores.py: every call each measures runs
-and gives what it names; no timing or count is asserted."""
+"""Smoke runs of benchmarks/call_floor.py, benchmarks/cores.py and benchmarks/unit_steps.py: every
+call each measures runs and gives what it names; no timing or count is asserted."""
 
 from __future__ import annotations
 
@@ -34,3 +34,14 @@ def test_cores_measures_every_workload(capsys):
                         "imi read, threads=2 vs 1", "imi encode, threads=2 vs 1"}
     assert all(x > 0 for x in out.values())
     assert "| zlib level 6 |" in capsys.readouterr().out
+
+
+def test_unit_steps_reads_one_unit_images(capsys):
+    steps = load_script("unit_steps")
+    for kind in ("noise", "smooth"):
+        image = steps.image(kind, 8, 20)
+        assert image.shape == (8, 20, 3) and len(np.unique(image.reshape(-1, 3), axis=0)) > 1
+    rows = steps.main(["--rows", "8", "--widths", "16,40", "--reads", "1"])
+    assert [(r["content"], r["width"]) for r in rows] == [("noise", 16), ("noise", 40), ("smooth", 16), ("smooth", 40)]
+    assert all(r["us"] > 0 and r["ns_per_step"] > 0 for r in rows)
+    assert "| noise | 40 | 2 | 20 |" in capsys.readouterr().out
