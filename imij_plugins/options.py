@@ -326,6 +326,7 @@ def _checked_defaults(changes: Mapping[str, object]) -> EncodeOptions:
     found = _CHECKED.get(key)
     if found is None:
         found = replace(DEFAULTS, **changes)  # a bad value raises here, and nothing is kept
-        if len(_CHECKED) < _CHECKED_MAX:
-            _CHECKED[key] = found
+        if len(_CHECKED) >= _CHECKED_MAX:  # full: start again, so the keywords in use are kept
+            _CHECKED.clear()
+        _CHECKED[key] = found
     return found

@@ -77,7 +77,9 @@ def test_keywords_of_plain_values_are_checked_once_and_bad_ones_every_time():
     each time, also after a good one of equal value but another type (True is not 1)."""
     from imij_plugins.options import DEFAULTS
 
-    assert DEFAULTS.replace(threads=1, effort=7) is DEFAULTS.replace(effort=7, threads=1)
+    for effort in range(1, 10):  # more keyword sets than the cache holds: it starts again, and keeps the newest
+        for threads in range(1, 9):
+            assert DEFAULTS.replace(threads=threads, effort=effort) is DEFAULTS.replace(effort=effort, threads=threads)
     assert DEFAULTS.replace(effort=7, threads=1) == EncodeOptions(effort=7, threads=1)
     assert DEFAULTS.replace(loop_count=2) == EncodeOptions(loop=2)
     assert DEFAULTS.replace(effort=np.int64(3)).effort == 3  # other types: checked every time
